@@ -1,0 +1,61 @@
+/* Private to formats/. */
+#ifndef DLIOFS_FORMATS_I_H
+#define DLIOFS_FORMATS_I_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dliofs/format.h"
+
+struct dl_dcache;
+
+struct dl_fmt_ctx {
+	uint64_t seed;
+	struct dl_dcache *dcache;
+};
+
+int dl_dcache_init(struct dl_dcache **out, size_t entries);
+void dl_dcache_destroy(struct dl_dcache *c);
+
+/* Per-format ops tables (one file each). */
+extern const struct dl_format_ops dl_fmt_npy_ops;
+extern const struct dl_format_ops dl_fmt_npz_ops;
+extern const struct dl_format_ops dl_fmt_tfrecord_ops;
+extern const struct dl_format_ops dl_fmt_dlrm_ops;
+extern const struct dl_format_ops dl_fmt_raw_ops;
+extern const struct dl_format_ops dl_fmt_indexed_binary_ops;
+
+/* Content sub-streams of one file: a format keys each region with its own id so
+ * that, e.g., sample data and labels never share a stream. */
+static inline uint64_t dl_file_stream(const struct dl_file *f, uint64_t region)
+{
+	return dl_key2(f->key, region);
+}
+
+/* Helpers for writing fixed little-endian fields. */
+static inline void dl_put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+static inline void dl_put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void dl_put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Copy the part of a fixed byte string [src, src + n) placed at file offset
+ * `at` that overlaps the request [off, off + len) into buf. */
+void dl_copy_overlap(uint8_t *buf, uint64_t off, size_t len, const void *src, uint64_t at,
+		     size_t n);
+/* Fill the overlap of the request with a generated region [at, at + n) whose
+ * bytes are stream `key` from stream offset 0. */
+void dl_fill_overlap(uint8_t *buf, uint64_t off, size_t len, uint64_t key, uint64_t at,
+		     uint64_t n);
+
+#endif

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "dliofs/format.h"
+#include "dliofs/prng.h"
 
 struct dl_dcache;
 

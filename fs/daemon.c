@@ -1,1 +1,256 @@
-/* PLACEHOLDER */
+/* Mount life cycle: session setup, detaching, readiness, signals, unmount. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+
+#define DL_MAX_READ (1u << 20)
+
+static int fs_init(struct dl_fs *fs, struct dl_config *cfg)
+{
+	int ret;
+
+	memset(fs, 0, sizeof(*fs));
+	fs->cfg = cfg;
+	fs->ready_fd = -1;
+	fs->max_read = DL_MAX_READ;
+	fs->uid = getuid();
+	fs->gid = getgid();
+	clock_gettime(CLOCK_REALTIME, &fs->mount_time);
+	fs->mount_time.tv_nsec = 0;
+	ret = dl_fmt_ctx_new(cfg, 0, &fs->fmt);
+	if (ret)
+		return ret;
+	fs->bufs_cap = 64;
+	fs->bufs = calloc(fs->bufs_cap, sizeof(void *));
+	if (!fs->bufs) {
+		dl_fmt_ctx_free(fs->fmt);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&fs->buf_lock, NULL);
+	return 0;
+}
+
+static void fs_fini(struct dl_fs *fs)
+{
+	for (unsigned i = 0; i < fs->nbufs; i++)
+		free(fs->bufs[i]);
+	free(fs->bufs);
+	pthread_mutex_destroy(&fs->buf_lock);
+	dl_fmt_ctx_free(fs->fmt);
+}
+
+/* Tell the waiting parent how the mount went: "ok" or an error text. */
+static void notify(int fd, const char *msg)
+{
+	if (fd < 0)
+		return;
+	if (write(fd, msg, strlen(msg)) < 0) {
+		/* The parent is gone; nothing to tell. */
+	}
+	close(fd);
+}
+
+static int redirect_stdio(const char *log_path);
+
+static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int ready_fd,
+		       int detach)
+{
+	char optbuf[1024];
+	char *argv[8];
+	int argc = 0, ret = -EIO, mounted = 0;
+	struct fuse_args args;
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *lc = NULL;
+	struct dl_fs fs;
+
+	ret = fs_init(&fs, cfg);
+	if (ret) {
+		notify(ready_fd, "cannot allocate the daemon's state\n");
+		return ret;
+	}
+	/* Read-only at the VFS level, so writes fail with EROFS before reaching us;
+	 * allow_other when root so the training job's user can read. */
+	snprintf(optbuf, sizeof(optbuf), "ro,fsname=dliofs,subtype=dliofs,default_permissions%s%s%s",
+		 geteuid() == 0 ? ",allow_other" : "", o->fuse_opts ? "," : "",
+		 o->fuse_opts ? o->fuse_opts : "");
+	argv[argc++] = "dliofs";
+	argv[argc++] = "-o";
+	argv[argc++] = optbuf;
+	if (o->debug)
+		argv[argc++] = "-d";
+	argv[argc] = NULL;
+	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
+
+	se = fuse_session_new(&args, &dl_fs_ops, sizeof(dl_fs_ops), &fs);
+	if (!se) {
+		notify(ready_fd, "invalid FUSE options (see the message above)\n");
+		ret = -EINVAL;
+		goto out;
+	}
+	if (fuse_set_signal_handlers(se)) {
+		notify(ready_fd, "cannot install signal handlers\n");
+		ret = -EIO;
+		goto out;
+	}
+	if (fuse_session_mount(se, o->mountpoint)) {
+		notify(ready_fd, "mounting failed (see the message above)\n");
+		ret = -EIO;
+		goto out;
+	}
+	mounted = 1;
+	notify(ready_fd, "ok");
+	ready_fd = -1;
+	if (detach && redirect_stdio(o->log_path)) {
+		/* Logging is lost, the mount still works. */
+	}
+
+	lc = fuse_loop_cfg_create();
+	if (!lc) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	fuse_loop_cfg_set_clone_fd(lc, 1);
+	fuse_loop_cfg_set_idle_threads(lc, 8);
+	fuse_loop_cfg_set_max_threads(lc, o->max_threads ? o->max_threads : 16);
+	ret = fuse_session_loop_mt(se, lc) ? -EIO : 0;
+out:
+	if (lc)
+		fuse_loop_cfg_destroy(lc);
+	if (se) {
+		if (mounted)
+			fuse_session_unmount(se);
+		fuse_remove_signal_handlers(se);
+		fuse_session_destroy(se);
+	}
+	fs_fini(&fs);
+	return ret;
+}
+
+/* The kernel caps a FUSE mount's readahead at 128 KiB, which halves cold
+ * sequential throughput through the page cache; the bdi knob lifts the cap.
+ * Only root may write it, and a failure only costs speed. */
+static void set_readahead(const struct stat *st, uint64_t bytes)
+{
+	char path[128], val[32];
+	int fd, n;
+
+	if (!bytes)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st->st_dev),
+		 minor(st->st_dev));
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = snprintf(val, sizeof(val), "%llu", (unsigned long long)(bytes / 1024));
+	if (write(fd, val, (size_t)n) != n) {
+		/* Keep the kernel's default. */
+	}
+	close(fd);
+}
+
+/* Wait until the child reports, then until the mountpoint answers a stat,
+ * so `dliofs mount` returning means the filesystem is usable. */
+static int wait_ready(pid_t child, int rfd, const struct dl_mount_opts *o)
+{
+	const char *mountpoint = o->mountpoint;
+	char msg[512];
+	ssize_t n, got = 0;
+	struct stat st;
+	int status;
+
+	while ((n = read(rfd, msg + got, sizeof(msg) - 1 - (size_t)got)) > 0)
+		got += n;
+	msg[got] = 0;
+	close(rfd);
+	if (strcmp(msg, "ok") != 0) {
+		if (got)
+			fprintf(stderr, "dliofs: %s: %s", mountpoint, msg);
+		else
+			fprintf(stderr, "dliofs: %s: the daemon exited before mounting\n",
+				mountpoint);
+		waitpid(child, &status, 0);
+		return -EIO;
+	}
+	if (stat(mountpoint, &st) != 0 || st.st_ino != FUSE_ROOT_ID) {
+		fprintf(stderr, "dliofs: %s: mounted but not answering: %s\n", mountpoint,
+			strerror(errno));
+		return -EIO;
+	}
+	set_readahead(&st, o->readahead);
+	return 0;
+}
+
+static int redirect_stdio(const char *log_path)
+{
+	int in = open("/dev/null", O_RDONLY);
+	int out = log_path ? open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644)
+			   : open("/dev/null", O_WRONLY);
+
+	if (in < 0 || out < 0)
+		return -errno;
+	dup2(in, 0);
+	dup2(out, 1);
+	dup2(out, 2);
+	close(in);
+	close(out);
+	return 0;
+}
+
+int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
+{
+	struct stat st;
+	int pfd[2], ret;
+	pid_t pid;
+
+	if (o->mountpoint[0] != '/') {
+		fprintf(stderr, "dliofs: %s: mountpoint must be an absolute path\n", o->mountpoint);
+		return -EINVAL;
+	}
+	if (stat(o->mountpoint, &st) != 0) {
+		fprintf(stderr, "dliofs: %s: %s\n", o->mountpoint, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "dliofs: %s: not a directory\n", o->mountpoint);
+		return -ENOTDIR;
+	}
+	if (cfg->ndatasets > DL_INO_MAX_DATASETS) {
+		fprintf(stderr, "dliofs: %s: more than %d datasets\n", cfg->path,
+			DL_INO_MAX_DATASETS);
+		return -EINVAL;
+	}
+	if (o->foreground)
+		return run_session(cfg, o, -1, 0);
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return ret;
+	}
+	if (pid > 0) {
+		close(pfd[1]);
+		return wait_ready(pid, pfd[0], o);
+	}
+	/* Child: the daemon. Keep stderr until the mount is up so errors reach
+	 * the user's terminal, then detach from it. */
+	close(pfd[0]);
+	setsid();
+	if (chdir("/")) {
+		/* Relative paths are resolved already; keep going. */
+	}
+	ret = run_session(cfg, o, pfd[1], 1);
+	_exit(ret ? 1 : 0);
+}

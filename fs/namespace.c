@@ -1,1 +1,218 @@
-/* PLACEHOLDER */
+/* The namespace is arithmetic: names and inodes are computed from indices and
+ * parsed back in O(1), so a 10-million-file dataset costs no memory. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dliofs/naming.h"
+#include "fs_i.h"
+
+fuse_ino_t dl_node_ino(const struct dl_node *n)
+{
+	if (n->type == DL_NODE_ROOT)
+		return FUSE_ROOT_ID;
+	return ((uint64_t)n->type << 60) | ((uint64_t)n->ds << 48) | ((uint64_t)n->split << 46) |
+	       ((uint64_t)n->part << 44) | (n->index & DL_INO_MAX_INDEX);
+}
+
+int dl_node_from_ino(const struct dl_fs *fs, fuse_ino_t ino, struct dl_node *out)
+{
+	const struct dl_dataset *ds;
+
+	memset(out, 0, sizeof(*out));
+	if (ino == FUSE_ROOT_ID) {
+		out->type = DL_NODE_ROOT;
+		return 0;
+	}
+	out->type = (enum dl_node_type)(ino >> 60);
+	out->ds = (unsigned)((ino >> 48) & 0xfff);
+	out->split = (uint32_t)((ino >> 46) & 3);
+	out->part = (uint32_t)((ino >> 44) & 3);
+	out->index = ino & DL_INO_MAX_INDEX;
+	if (out->type < DL_NODE_DATASET || out->type > DL_NODE_FILE ||
+	    out->ds >= fs->cfg->ndatasets || out->split >= DL_SPLIT__COUNT)
+		return -ENOENT;
+	ds = &fs->cfg->datasets[out->ds];
+	switch (out->type) {
+	case DL_NODE_SUBDIR:
+		if (ds->subfolders[out->split] <= 1 || out->index >= ds->subfolders[out->split])
+			return -ENOENT;
+		break;
+	case DL_NODE_FILE:
+		if (out->index >= ds->files[out->split] ||
+		    out->part >= dl_format_ops(ds->format)->nparts)
+			return -ENOENT;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int dl_node_file(struct dl_fs *fs, const struct dl_node *n, struct dl_file *f)
+{
+	if (n->type != DL_NODE_FILE)
+		return -EISDIR;
+	return dl_file_init(fs->fmt, &fs->cfg->datasets[n->ds], n->split, n->index, n->part, f);
+}
+
+static uint64_t dir_nsubdirs(const struct dl_fs *fs, const struct dl_node *n)
+{
+	const struct dl_dataset *ds;
+
+	switch (n->type) {
+	case DL_NODE_ROOT:
+		return fs->cfg->ndatasets;
+	case DL_NODE_DATASET:
+		return DL_SPLIT__COUNT;
+	case DL_NODE_SPLIT:
+		ds = &fs->cfg->datasets[n->ds];
+		return ds->subfolders[n->split] > 1 ? ds->subfolders[n->split] : 0;
+	default:
+		return 0;
+	}
+}
+
+int dl_node_stat(struct dl_fs *fs, const struct dl_node *n, struct stat *st)
+{
+	struct dl_file f;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = dl_node_ino(n);
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_atim = st->st_mtim = st->st_ctim = fs->mount_time;
+	st->st_blksize = 1 << 20;
+	if (n->type == DL_NODE_FILE) {
+		ret = dl_node_file(fs, n, &f);
+		if (ret)
+			return ret;
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_size = (off_t)f.size;
+		st->st_blocks = (blkcnt_t)((f.size + 511) / 512);
+		return 0;
+	}
+	st->st_mode = S_IFDIR | 0555;
+	st->st_nlink = 2 + dir_nsubdirs(fs, n);
+	st->st_size = 4096;
+	return 0;
+}
+
+static int lookup_file(const struct dl_dataset *ds, const struct dl_node *parent,
+		       const char *name, struct dl_node *out)
+{
+	uint64_t index;
+	uint32_t part;
+
+	if (dl_name_parse_file(ds, parent->split, name, &index, &part))
+		return -ENOENT;
+	/* With subfolders, a file is only visible in its own subfolder. */
+	if (parent->type == DL_NODE_SUBDIR &&
+	    dl_file_subdir(ds, parent->split, index) != parent->index)
+		return -ENOENT;
+	*out = (struct dl_node){.type = DL_NODE_FILE, .ds = parent->ds, .split = parent->split,
+				.part = part, .index = index};
+	return 0;
+}
+
+int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const char *name,
+		   struct dl_node *out)
+{
+	const struct dl_dataset *ds;
+	uint32_t sub;
+
+	switch (parent->type) {
+	case DL_NODE_ROOT:
+		for (unsigned i = 0; i < fs->cfg->ndatasets; i++) {
+			if (strcmp(fs->cfg->datasets[i].name, name) == 0) {
+				*out = (struct dl_node){.type = DL_NODE_DATASET, .ds = i};
+				return 0;
+			}
+		}
+		return -ENOENT;
+	case DL_NODE_DATASET:
+		for (uint32_t s = 0; s < DL_SPLIT__COUNT; s++) {
+			if (strcmp(dl_split_dir[s], name) == 0) {
+				*out = (struct dl_node){.type = DL_NODE_SPLIT, .ds = parent->ds,
+							.split = s};
+				return 0;
+			}
+		}
+		return -ENOENT;
+	case DL_NODE_SPLIT:
+		ds = &fs->cfg->datasets[parent->ds];
+		if (ds->subfolders[parent->split] > 1) {
+			if (dl_name_parse_subdir(ds, parent->split, name, &sub))
+				return -ENOENT;
+			*out = (struct dl_node){.type = DL_NODE_SUBDIR, .ds = parent->ds,
+						.split = parent->split, .index = sub};
+			return 0;
+		}
+		return lookup_file(ds, parent, name, out);
+	case DL_NODE_SUBDIR:
+		return lookup_file(&fs->cfg->datasets[parent->ds], parent, name, out);
+	default:
+		return -ENOTDIR;
+	}
+}
+
+static int child_file(const struct dl_fs *fs, const struct dl_node *dir, uint64_t k,
+		      struct dl_node *child, char *name, size_t namelen)
+{
+	const struct dl_dataset *ds = &fs->cfg->datasets[dir->ds];
+	unsigned nparts = dl_format_ops(ds->format)->nparts;
+	uint64_t nfiles, fk = k / nparts, index;
+	uint32_t nsub = ds->subfolders[dir->split];
+
+	if (dir->type == DL_NODE_SUBDIR) {
+		nfiles = dl_subdir_nfiles(ds, dir->split, (uint32_t)dir->index);
+		index = dir->index + fk * nsub;
+	} else {
+		nfiles = ds->files[dir->split];
+		index = fk;
+	}
+	if (fk >= nfiles)
+		return -ENOENT;
+	*child = (struct dl_node){.type = DL_NODE_FILE, .ds = dir->ds, .split = dir->split,
+				  .part = (uint32_t)(k % nparts), .index = index};
+	return dl_name_file(ds, dir->split, index, child->part, name, namelen) < 0 ? -ENAMETOOLONG
+										  : 0;
+}
+
+int dl_node_child(const struct dl_fs *fs, const struct dl_node *dir, uint64_t k,
+		  struct dl_node *child, char *name, size_t namelen)
+{
+	const struct dl_dataset *ds;
+
+	switch (dir->type) {
+	case DL_NODE_ROOT:
+		if (k >= fs->cfg->ndatasets)
+			return -ENOENT;
+		*child = (struct dl_node){.type = DL_NODE_DATASET, .ds = (unsigned)k};
+		snprintf(name, namelen, "%s", fs->cfg->datasets[k].name);
+		return 0;
+	case DL_NODE_DATASET:
+		if (k >= DL_SPLIT__COUNT)
+			return -ENOENT;
+		*child = (struct dl_node){.type = DL_NODE_SPLIT, .ds = dir->ds, .split = (uint32_t)k};
+		snprintf(name, namelen, "%s", dl_split_dir[k]);
+		return 0;
+	case DL_NODE_SPLIT:
+		ds = &fs->cfg->datasets[dir->ds];
+		if (ds->subfolders[dir->split] > 1) {
+			if (k >= ds->subfolders[dir->split])
+				return -ENOENT;
+			*child = (struct dl_node){.type = DL_NODE_SUBDIR, .ds = dir->ds,
+						  .split = dir->split, .index = k};
+			dl_name_subdir(ds, dir->split, (uint32_t)k, name, namelen);
+			return 0;
+		}
+		return child_file(fs, dir, k, child, name, namelen);
+	case DL_NODE_SUBDIR:
+		return child_file(fs, dir, k, child, name, namelen);
+	default:
+		return -ENOTDIR;
+	}
+}

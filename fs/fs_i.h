@@ -1,0 +1,79 @@
+/* Private to fs/: the daemon's context and the namespace arithmetic. */
+#ifndef DLIOFS_FS_I_H
+#define DLIOFS_FS_I_H
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "dliofs/config.h"
+#include "dliofs/format.h"
+
+/* Everything the daemon mutates lives here (no other global state). */
+struct dl_fs {
+	struct dl_config *cfg;
+	struct dl_fmt_ctx *fmt;
+	struct timespec mount_time;	/* every timestamp the mount shows */
+	uid_t uid;
+	gid_t gid;
+	size_t max_read;		/* largest read the kernel may send */
+	int ready_fd;			/* write end of the readiness pipe, -1 when done */
+	/* Read buffers are reused: a fresh 1 MiB malloc per request costs an
+	 * mmap and 256 page faults. */
+	pthread_mutex_t buf_lock;
+	void **bufs;
+	unsigned nbufs, bufs_cap;
+};
+
+/* Inode numbers are computed, never stored:
+ *   1                                   the root
+ *   type:4 | ds:12 | split:2 | part:2 | index:44   everything else */
+enum dl_node_type {
+	DL_NODE_ROOT = 0,
+	DL_NODE_DATASET = 1,
+	DL_NODE_SPLIT = 2,
+	DL_NODE_SUBDIR = 3,
+	DL_NODE_FILE = 4,
+};
+
+#define DL_INO_INDEX_BITS 44
+#define DL_INO_MAX_INDEX ((1ULL << DL_INO_INDEX_BITS) - 1)
+#define DL_INO_MAX_DATASETS 4096
+
+struct dl_node {
+	enum dl_node_type type;
+	unsigned ds;
+	uint32_t split;
+	uint32_t part;
+	uint64_t index; /* file index, or subfolder number */
+};
+
+fuse_ino_t dl_node_ino(const struct dl_node *n);
+int dl_node_from_ino(const struct dl_fs *fs, fuse_ino_t ino, struct dl_node *out);
+int dl_node_stat(struct dl_fs *fs, const struct dl_node *n, struct stat *st);
+int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const char *name,
+		   struct dl_node *out);
+/* Directory entry number k (0-based, "." and ".." excluded) of dir: 0 and the
+ * child, or -ENOENT past the end. */
+int dl_node_child(const struct dl_fs *fs, const struct dl_node *dir, uint64_t k,
+		  struct dl_node *child, char *name, size_t namelen);
+int dl_node_file(struct dl_fs *fs, const struct dl_node *n, struct dl_file *f);
+
+extern const struct fuse_lowlevel_ops dl_fs_ops;
+
+/* Run the daemon on an already loaded config. foreground: no fork. */
+struct dl_mount_opts {
+	const char *mountpoint;
+	const char *fuse_opts;	/* extra -o options, may be NULL */
+	const char *log_path;	/* daemon stderr after detaching; NULL = /dev/null */
+	int foreground;
+	int debug;
+	unsigned max_threads;
+	uint64_t readahead;	/* bytes of kernel readahead (cache mode); 0 = kernel default */
+};
+int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o);
+int dl_fs_umount(const char *mountpoint);
+
+#endif

@@ -24,6 +24,16 @@ int dl_fmt_ctx_new(const struct dl_config *cfg, size_t cache_entries, struct dl_
 		free(ctx);
 		return ret;
 	}
+	for (int i = 0; i < DL_FMT__COUNT; i++) {
+		const struct dl_format_ops *ops = dl_format_ops((enum dl_format)i);
+		if (ops && ops->state_new) {
+			ret = ops->state_new(cfg, &ctx->state[i]);
+			if (ret) {
+				dl_fmt_ctx_free(ctx);
+				return ret;
+			}
+		}
+	}
 	*out = ctx;
 	return 0;
 }
@@ -32,8 +42,18 @@ void dl_fmt_ctx_free(struct dl_fmt_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	for (int i = 0; i < DL_FMT__COUNT; i++) {
+		const struct dl_format_ops *ops = dl_format_ops((enum dl_format)i);
+		if (ops && ops->state_free && ctx->state[i])
+			ops->state_free(ctx->state[i]);
+	}
 	dl_dcache_destroy(ctx->dcache);
 	free(ctx);
+}
+
+void *dl_fmt_state(struct dl_fmt_ctx *ctx, enum dl_format f)
+{
+	return (unsigned)f < DL_FMT__COUNT ? ctx->state[f] : NULL;
 }
 
 static uint64_t draw_size(const struct dl_dist *d, uint64_t key)
@@ -59,6 +79,7 @@ int dl_file_init(struct dl_fmt_ctx *ctx, const struct dl_dataset *ds, uint32_t s
 		return -ENOENT;
 	memset(out, 0, sizeof(*out));
 	out->ds = ds;
+	out->ctx = ctx;
 	out->split = split;
 	out->part = part;
 	out->index = index;

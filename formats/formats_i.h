@@ -13,6 +13,7 @@ struct dl_dcache;
 struct dl_fmt_ctx {
 	uint64_t seed;
 	struct dl_dcache *dcache;
+	void *state[DL_FMT__COUNT];	/* per-format state (state_new/state_free) */
 };
 
 int dl_dcache_init(struct dl_dcache **out, size_t entries);
@@ -25,6 +26,9 @@ extern const struct dl_format_ops dl_fmt_tfrecord_ops;
 extern const struct dl_format_ops dl_fmt_dlrm_ops;
 extern const struct dl_format_ops dl_fmt_raw_ops;
 extern const struct dl_format_ops dl_fmt_indexed_binary_ops;
+extern const struct dl_format_ops dl_fmt_hdf5_ops;
+extern const struct dl_format_ops dl_fmt_jpeg_ops;
+extern const struct dl_format_ops dl_fmt_png_ops;
 
 /* Content sub-streams of one file: a format keys each region with its own id so
  * that, e.g., sample data and labels never share a stream. */

@@ -11,6 +11,9 @@ static const struct dl_format_ops *const registry[DL_FMT__COUNT] = {
 	[DL_FMT_DLRM] = &dl_fmt_dlrm_ops,
 	[DL_FMT_RAW] = &dl_fmt_raw_ops,
 	[DL_FMT_INDEXED_BINARY] = &dl_fmt_indexed_binary_ops,
+	[DL_FMT_HDF5] = &dl_fmt_hdf5_ops,
+	[DL_FMT_JPEG] = &dl_fmt_jpeg_ops,
+	[DL_FMT_PNG] = &dl_fmt_png_ops,
 };
 
 const struct dl_format_ops *dl_format_ops(enum dl_format f)

@@ -70,9 +70,18 @@ def mounted(config, extra_args=(), mountpoint=None):
     r = subprocess.run([DLIOFS, "mount", mnt, config] + list(extra_args),
                        capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
+        # A failed mount must not leave anything behind; clean up whatever
+        # it left so the report below shows dliofs's own error.
+        leftover = is_mounted(mnt)
+        if leftover:
+            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
         if own:
-            os.rmdir(mnt)
-        raise AssertionError("dliofs mount failed (%d): %s" % (r.returncode, r.stderr))
+            try:
+                os.rmdir(mnt)
+            except OSError:
+                pass
+        raise AssertionError("dliofs mount failed (%d)%s: %s" % (
+            r.returncode, " and left the mountpoint mounted" if leftover else "", r.stderr))
     try:
         yield mnt
     finally:
@@ -103,8 +112,180 @@ def main():
     """unittest.main that prints a 'N passed, N failed' line."""
     prog = unittest.main(exit=False, verbosity=2)
     res = prog.result
-    failed = len(res.failures) + len(res.errors) + len(res.unexpectedSuccesses)
-    skipped = len(res.skipped)
-    passed = res.testsRun - failed - skipped
+
+    # subTest failures are reported per subtest: count each test method once.
+    def test_id(t):
+        return getattr(t, "test_case", t).id()
+    failed_ids = {test_id(t) for t, _ in res.failures + res.errors}
+    failed_ids |= {test_id(t) for t in res.unexpectedSuccesses}
+    failed = len(failed_ids)
+    skipped = len({test_id(t) for t, _ in res.skipped} - failed_ids)
+    passed = max(res.testsRun - failed - skipped, 0)
     print("%s: %d passed, %d failed, %d skipped" % (os.path.basename(sys.argv[0]), passed, failed, skipped))
     sys.exit(1 if failed or res.testsRun == 0 else 0)
+
+
+# --- Mount helpers (added for the mount suites) ---------------------------
+
+def proc_mounts():
+    """Mountpoints listed in /proc/mounts, with the kernel's octal escapes decoded."""
+    out = []
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 2:
+                out.append(fields[1].encode().decode("unicode_escape"))
+    return out
+
+
+def is_mounted(path):
+    return os.path.realpath(path) in proc_mounts()
+
+
+def wait_for(pred, timeout=10.0, interval=0.02):
+    """Poll pred() until it is true or timeout seconds pass; return its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v or time.monotonic() >= deadline:
+            return v
+        time.sleep(interval)
+
+
+def _pid_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def daemon_pids(mnt):
+    """Live dliofs processes whose command line names the mountpoint MNT."""
+    want = {mnt, os.path.realpath(mnt)}
+    exe_want = os.path.realpath(DLIOFS)
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+            exe = os.readlink("/proc/%d/exe" % pid)
+        except OSError:
+            continue
+        if exe.endswith(" (deleted)"):
+            exe = exe[:-len(" (deleted)")]
+        if exe != exe_want and not os.path.basename(exe).startswith("dliofs"):
+            continue
+        if want.intersection(argv) and _pid_alive(pid):
+            pids.append(pid)
+    return pids
+
+
+def daemon_pid(mnt):
+    """The one daemon serving MNT (AssertionError if none or several)."""
+    pids = daemon_pids(mnt)
+    if len(pids) != 1:
+        raise AssertionError("expected one dliofs daemon for %s, found %r" % (mnt, pids))
+    return pids[0]
+
+
+def pid_alive(pid):
+    """True while PID runs (a zombie waiting for its parent counts as gone)."""
+    return _pid_alive(pid)
+
+
+def rss_bytes(pid):
+    """Resident set size of PID from /proc/PID/status (VmRSS)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
+def tree(root):
+    """(files, dirs) under ROOT: files maps relative path -> st_size, dirs is the
+    set of relative directory paths. Top-level names starting with '.' (the
+    mount's control directory) are left out: dataset names never start with '.'."""
+    files, dirs = {}, set()
+    for d, subdirs, names in os.walk(root):
+        rel = os.path.relpath(d, root)
+        if rel == ".":
+            subdirs[:] = [s for s in subdirs if not s.startswith(".")]
+            names = [n for n in names if not n.startswith(".")]
+        else:
+            dirs.add(rel)
+        subdirs.sort()
+        for n in names:
+            p = os.path.join(d, n)
+            files[os.path.relpath(p, root)] = os.stat(p).st_size
+    return files, dirs
+
+
+def read_file(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def sha256_file(path, chunk=1 << 20):
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(chunk)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+# Daemon messages that mean a bug whatever else the log says.
+DAEMON_LOG_BAD = ("Sanitizer", "runtime error:", "Assertion", "Segmentation fault", "double free")
+
+
+def check_daemon_log(path):
+    """Fail if the daemon's --log file holds a crash or sanitizer report."""
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return
+    bad = [ln for ln in text.splitlines() if any(b in ln for b in DAEMON_LOG_BAD)]
+    if bad:
+        raise AssertionError("daemon log %s reports:\n%s" % (path, "\n".join(bad[:20])))
+
+
+class MountedTestCase(unittest.TestCase):
+    """Base class: writes CONFIG (YAML text) to a temp dir, runs dlio-gen into
+    cls.ref when GEN is true, and mounts the config once for the class at cls.mnt
+    (with MOUNT_ARGS). Each test needs FUSE: skipped without it, failed in CI."""
+    CONFIG = None
+    GEN = True
+    MOUNT = True
+    MOUNT_ARGS = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="dliofs-test-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        cls.config = write_config(cls.tmp, cls.CONFIG)
+        cls.ref = None
+        if cls.GEN:
+            cls.ref = gen(cls.config, os.path.join(cls.tmp, "ref"))
+        cls.mnt = None
+        if cls.MOUNT and fuse_available():
+            log = os.path.join(cls.tmp, "daemon.log")
+            # Cleanups run last-in first-out: the log is checked after unmount.
+            cls.addClassCleanup(check_daemon_log, log)
+            cm = mounted(cls.config, tuple(cls.MOUNT_ARGS) + ("--log", log))
+            cls.mnt = cm.__enter__()
+            cls.addClassCleanup(cm.__exit__, None, None, None)
+
+    def setUp(self):
+        require(fuse_available(), "/dev/fuse or fusermount3 not available")
+        if self.MOUNT:
+            self.assertIsNotNone(self.mnt, "class mount missing")

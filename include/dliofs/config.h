@@ -13,6 +13,9 @@ enum dl_format {
 	DL_FMT_DLRM,
 	DL_FMT_RAW,
 	DL_FMT_INDEXED_BINARY,
+	DL_FMT_HDF5,
+	DL_FMT_JPEG,
+	DL_FMT_PNG,
 	DL_FMT__COUNT
 };
 
@@ -34,6 +37,25 @@ enum dl_dtype {
 enum dl_io_mode {
 	DL_IO_CACHE,	/* kernel page cache, bytes kept across opens (content never changes) */
 	DL_IO_DIRECT,	/* direct_io: every read reaches the daemon */
+};
+
+/* Compression of a whole file or its members. Payload is random, so real
+ * deflate would emit stored blocks anyway: we emit exactly those. */
+enum dl_compression {
+	DL_COMP_NONE,
+	DL_COMP_GZIP,	/* tfrecord: GZIP stream; hdf5: deflate filter on chunks */
+	DL_COMP_ZIP,	/* npz: np.savez_compressed (deflate members) */
+};
+
+enum dl_color {
+	DL_COLOR_L,		/* 1 channel */
+	DL_COLOR_RGB,		/* 3 channels, no chroma subsampling */
+	DL_COLOR_RGB420,	/* 3 channels, JPEG 4:2:0 (PNG: same as RGB) */
+};
+
+enum dl_hdf5_layout {
+	DL_H5_DLIO,	/* records_0..k-1 (samples, d, d) + labels, as DLIO writes */
+	DL_H5_PLAIN,	/* x (samples, ...) + y (samples,) */
 };
 
 #define DL_MAX_DIMS 8
@@ -66,6 +88,18 @@ struct dl_dataset {
 	uint64_t dims[DL_MAX_DIMS];
 	char file_prefix[64];		/* DLIO default "img" */
 	uint64_t dlrm_cardinality;	/* categorical ids drawn below this (dlrm only) */
+	enum dl_compression compression;
+	unsigned compression_level;	/* 1..9, informational for stored-block deflate */
+	/* hdf5 */
+	enum dl_hdf5_layout h5_layout;
+	unsigned h5_dsets;		/* DLIO's num_dset_per_record (records_0..k-1), >= 1 */
+	unsigned h5_chunk_ndims;	/* 0: contiguous; else chunk shape (per dataset dims) */
+	uint64_t h5_chunk[DL_MAX_DIMS];
+	/* jpeg / png: per-file dimensions; sample_size, when set, is the exact file size */
+	struct dl_dist width, height;
+	enum dl_color color;
+	int size_given;			/* sample_size was written in the config */
+	uint32_t classes;		/* > 0: ImageNet tree <split>/<class>/<name>.JPEG */
 	struct dl_loc loc;		/* the dataset's mapping in the YAML */
 };
 

@@ -10,8 +10,11 @@
 
 /* Everything about one file, computed in O(1) from (config seed, dataset, split, index, part).
  * Cheap enough to build per request; holds no pointers the caller must free. */
+struct dl_fmt_ctx;
+
 struct dl_file {
 	const struct dl_dataset *ds;
+	struct dl_fmt_ctx *ctx;		/* borrowed: the context that built it (for layout caches) */
 	uint32_t split;			/* enum dl_split */
 	uint32_t part;			/* 0: the data file; > 0: a companion (indexed_binary .off.idx ...) */
 	uint64_t index;			/* file number within the split */
@@ -57,7 +60,13 @@ struct dl_format_ops {
 	/* Bytes [off, off + len) of f, already clipped to f->size. */
 	int (*read)(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *buf, uint64_t off,
 		    size_t len);
+	/* Optional per-context state (template caches, library locks): created by
+	 * dl_fmt_ctx_new, reached with dl_fmt_state(), destroyed by dl_fmt_ctx_free. */
+	int (*state_new)(const struct dl_config *cfg, void **state);
+	void (*state_free)(void *state);
 };
+
+void *dl_fmt_state(struct dl_fmt_ctx *ctx, enum dl_format f);
 
 const struct dl_format_ops *dl_format_ops(enum dl_format f);
 

@@ -1,1 +1,97 @@
-/* PLACEHOLDER: being written */
+/* The effective config as YAML: every default written out, sizes exact, so
+ * that loading the output gives back the same model. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "config_i.h"
+
+/* The exact size with the unit that gives the shortest number
+ * ("140MB", "4KiB", "1536"): never a rounded value. */
+static const char *exact_size(uint64_t v, char *buf, size_t buflen)
+{
+	static const struct {
+		const char *sym;
+		uint64_t mult;
+	} units[] = {
+		{ "EiB", 1ULL << 60 }, { "EB", 1000000000000000000ULL },
+		{ "PiB", 1ULL << 50 }, { "PB", 1000000000000000ULL },
+		{ "TiB", 1ULL << 40 }, { "TB", 1000000000000ULL },
+		{ "GiB", 1ULL << 30 }, { "GB", 1000000000ULL },
+		{ "MiB", 1ULL << 20 }, { "MB", 1000000ULL },
+		{ "KiB", 1ULL << 10 }, { "kB", 1000ULL },
+	};
+	const char *sym = "";
+	uint64_t best = v;
+
+	for (size_t i = 0; v && i < sizeof(units) / sizeof(units[0]); i++) {
+		if (v % units[i].mult == 0 && v / units[i].mult < best) {
+			best = v / units[i].mult;
+			sym = units[i].sym;
+		}
+	}
+	snprintf(buf, buflen, "%llu%s", (unsigned long long)best, sym);
+	return buf;
+}
+
+/* A file name in a YAML comment: nothing that ends the line. */
+static void put_comment_text(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
+}
+
+static void dump_dataset(const struct dl_dataset *ds, FILE *out)
+{
+	char a[32], b[32], c[32], d[32];
+
+	/* Names are [A-Za-z0-9._-]: quoting keeps "null" or "123" strings. */
+	fprintf(out, "  - name: \"%s\"\n", ds->name);
+	fprintf(out, "    format: %s\n", dl_format_name(ds->format));
+	fprintf(out, "    files: %llu\n", (unsigned long long)ds->files[DL_SPLIT_TRAIN]);
+	fprintf(out, "    eval_files: %llu\n", (unsigned long long)ds->files[DL_SPLIT_VALID]);
+	fprintf(out, "    samples_per_file: %llu\n", (unsigned long long)ds->samples_per_file);
+	if (ds->format == DL_FMT_DLRM) {
+		fprintf(out, "    # sample_size: %llu (fixed by the format)\n",
+			(unsigned long long)ds->sample_size.mean);
+	} else if (ds->ndims) {
+		fprintf(out, "    shape: [");
+		for (unsigned i = 0; i < ds->ndims; i++)
+			fprintf(out, "%s%llu", i ? ", " : "", (unsigned long long)ds->dims[i]);
+		fprintf(out, "]    # %s per sample\n",
+			exact_size(ds->sample_size.mean, a, sizeof(a)));
+	} else if (ds->sample_size.stdev == 0) {
+		fprintf(out, "    sample_size: %s\n", exact_size(ds->sample_size.mean, a, sizeof(a)));
+	} else {
+		fprintf(out, "    sample_size: {mean: %s, stdev: %s, min: %s, max: %s}\n",
+			exact_size(ds->sample_size.mean, a, sizeof(a)),
+			exact_size(ds->sample_size.stdev, b, sizeof(b)),
+			exact_size(ds->sample_size.min, c, sizeof(c)),
+			exact_size(ds->sample_size.max, d, sizeof(d)));
+	}
+	fprintf(out, "    dtype: %s\n", dl_dtype_name(ds->dtype));
+	fprintf(out, "    subfolders: %u\n", ds->subfolders[DL_SPLIT_TRAIN]);
+	fprintf(out, "    eval_subfolders: %u\n", ds->subfolders[DL_SPLIT_VALID]);
+	fprintf(out, "    file_prefix: \"%s\"\n", ds->file_prefix);
+	if (ds->format == DL_FMT_DLRM)
+		fprintf(out, "    cardinality: %llu\n", (unsigned long long)ds->dlrm_cardinality);
+}
+
+int dl_config_dump(const struct dl_config *cfg, FILE *out)
+{
+	if (!cfg || !out)
+		return -EINVAL;
+	fprintf(out, "# effective dliofs config");
+	if (cfg->path[0]) {
+		fprintf(out, " (from ");
+		put_comment_text(out, cfg->path);
+		fprintf(out, ")");
+	}
+	fprintf(out, "\nseed: %llu\n", (unsigned long long)cfg->seed);
+	fprintf(out, "io: %s\n", cfg->io_mode == DL_IO_DIRECT ? "direct" : "cache");
+	fprintf(out, "datasets:\n");
+	for (unsigned i = 0; i < cfg->ndatasets; i++)
+		dump_dataset(&cfg->datasets[i], out);
+	if (ferror(out))
+		return -EIO;
+	return 0;
+}

@@ -1,8 +1,229 @@
-/* PLACEHOLDER: being written */
+/* Names people write and read: formats, dtypes, config keys, and how a
+ * value or a near-miss key is shown back to them in a message. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
-#include "dliofs/config.h"
-static const unsigned sz[DL_DT__COUNT] = {1,1,2,2,4,4,8,8,2,4,8};
-unsigned dl_dtype_size(enum dl_dtype t) { return sz[t]; }
-int dl_config_load(const char *path, FILE *err, struct dl_config **out) { (void)path; (void)err; (void)out; return -ENOSYS; }
-void dl_config_free(struct dl_config *cfg) { (void)cfg; }
+#include <string.h>
+#include <strings.h>
+
+#include "config_i.h"
+
+static const char *const format_names[DL_FMT__COUNT] = {
+	[DL_FMT_NPY] = "npy",
+	[DL_FMT_NPZ] = "npz",
+	[DL_FMT_TFRECORD] = "tfrecord",
+	[DL_FMT_DLRM] = "dlrm",
+	[DL_FMT_RAW] = "raw",
+	[DL_FMT_INDEXED_BINARY] = "indexed_binary",
+	[DL_FMT_HDF5] = "hdf5",
+	[DL_FMT_JPEG] = "jpeg",
+	[DL_FMT_PNG] = "png",
+};
+
+static const struct {
+	const char *name, *descr;
+	unsigned size;
+} dtypes[DL_DT__COUNT] = {
+	[DL_DT_UINT8] = { "uint8", "|u1", 1 },
+	[DL_DT_INT8] = { "int8", "|i1", 1 },
+	[DL_DT_UINT16] = { "uint16", "<u2", 2 },
+	[DL_DT_INT16] = { "int16", "<i2", 2 },
+	[DL_DT_UINT32] = { "uint32", "<u4", 4 },
+	[DL_DT_INT32] = { "int32", "<i4", 4 },
+	[DL_DT_UINT64] = { "uint64", "<u8", 8 },
+	[DL_DT_INT64] = { "int64", "<i8", 8 },
+	[DL_DT_FLOAT16] = { "float16", "<f2", 2 },
+	[DL_DT_FLOAT32] = { "float32", "<f4", 4 },
+	[DL_DT_FLOAT64] = { "float64", "<f8", 8 },
+};
+
+const char *const cfg_field_key[CF__COUNT] = {
+	[CF_NAME] = "name",
+	[CF_FORMAT] = "format",
+	[CF_FILES] = "files",
+	[CF_EVAL_FILES] = "eval_files",
+	[CF_SAMPLES] = "samples_per_file",
+	[CF_SAMPLE_SIZE] = "sample_size",
+	[CF_DTYPE] = "dtype",
+	[CF_SHAPE] = "shape",
+	[CF_SUBFOLDERS] = "subfolders",
+	[CF_EVAL_SUBFOLDERS] = "eval_subfolders",
+	[CF_PREFIX] = "file_prefix",
+	[CF_CARDINALITY] = "cardinality",
+};
+
+const char *const cfg_dist_key[CD__COUNT] = {
+	[CD_MEAN] = "mean",
+	[CD_STDEV] = "stdev",
+	[CD_MIN] = "min",
+	[CD_MAX] = "max",
+};
+
+const char *dl_format_name(enum dl_format f)
+{
+	return (unsigned)f < DL_FMT__COUNT ? format_names[f] : NULL;
+}
+
+int dl_format_from_name(const char *s, enum dl_format *out)
+{
+	for (unsigned i = 0; s && i < DL_FMT__COUNT; i++) {
+		if (format_names[i] && strcmp(s, format_names[i]) == 0) {
+			*out = (enum dl_format)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *dl_dtype_name(enum dl_dtype t)
+{
+	return (unsigned)t < DL_DT__COUNT ? dtypes[t].name : NULL;
+}
+
+const char *dl_dtype_descr(enum dl_dtype t)
+{
+	return (unsigned)t < DL_DT__COUNT ? dtypes[t].descr : NULL;
+}
+
+unsigned dl_dtype_size(enum dl_dtype t)
+{
+	return (unsigned)t < DL_DT__COUNT ? dtypes[t].size : 0;
+}
+
+int dl_dtype_from_name(const char *s, enum dl_dtype *out)
+{
+	for (unsigned i = 0; s && i < DL_DT__COUNT; i++) {
+		if (strcmp(s, dtypes[i].name) == 0) {
+			*out = (enum dl_dtype)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+void cfg_quote(const char *s, size_t len, char *buf, size_t buflen)
+{
+	/* Long enough to recognize the value, short enough for one line. */
+	const size_t shown = 48;
+	size_t o = 0, i;
+
+	if (buflen < 16) {
+		if (buflen)
+			buf[0] = '\0';
+		return;
+	}
+	buf[o++] = '"';
+	for (i = 0; i < len && i < shown && o + 8 < buflen; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch == '"' || ch == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = (char)ch;
+		} else if (ch >= 0x20 && ch < 0x7f) {
+			buf[o++] = (char)ch;
+		} else if (ch == '\n') {
+			buf[o++] = '\\';
+			buf[o++] = 'n';
+		} else if (ch == '\t') {
+			buf[o++] = '\\';
+			buf[o++] = 't';
+		} else {
+			o += (size_t)snprintf(buf + o, buflen - o, "\\x%02x", ch);
+		}
+	}
+	buf[o++] = '"';
+	if (i < len && o + 4 < buflen) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+}
+
+/* Edit distance, case-insensitive, on short strings only (callers cut). */
+static unsigned edit_distance(const char *a, size_t na, const char *b, size_t nb)
+{
+	unsigned row[33], prev, tmp;
+	size_t i, j;
+
+	for (j = 0; j <= nb; j++)
+		row[j] = (unsigned)j;
+	for (i = 1; i <= na; i++) {
+		prev = row[0];
+		row[0] = (unsigned)i;
+		for (j = 1; j <= nb; j++) {
+			unsigned cost = tolower((unsigned char)a[i - 1]) !=
+					tolower((unsigned char)b[j - 1]);
+			unsigned best = prev + cost;
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			tmp = row[j];
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[nb];
+}
+
+const char *cfg_suggest(const char *s, const char *const *cands, size_t ncands)
+{
+	const char *best = NULL;
+	unsigned best_d = ~0u;
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 32)
+		return NULL;
+	for (size_t i = 0; i < ncands; i++) {
+		size_t m = strlen(cands[i]);
+		unsigned d, limit;
+
+		if (m > 32)
+			continue;
+		d = edit_distance(s, n, cands[i], m);
+		/* A typo, not a different word: allow about one edit per 3 letters. */
+		limit = m <= 3 ? 1 : m <= 6 ? 2 : 3;
+		if (d <= limit && d < best_d) {
+			best = cands[i];
+			best_d = d;
+		}
+	}
+	/* A prefix or a dropped/added "s" is also a typo worth naming. */
+	if (!best) {
+		for (size_t i = 0; i < ncands; i++) {
+			size_t m = strlen(cands[i]);
+
+			if (n >= 3 && m > n && strncasecmp(s, cands[i], n) == 0)
+				return cands[i];
+		}
+	}
+	return best;
+}
+
+const char *cfg_dlio_hint(const char *key)
+{
+	static const struct {
+		const char *dlio, *ours;
+	} hints[] = {
+		{ "num_files_train", "files" },
+		{ "num_files_eval", "eval_files" },
+		{ "num_samples_per_file", "samples_per_file" },
+		{ "record_length", "sample_size" },
+		{ "record_length_bytes", "sample_size" },
+		{ "record_length_stdev", "sample_size: {mean: ..., stdev: ...}" },
+		{ "record_length_bytes_stdev", "sample_size: {mean: ..., stdev: ...}" },
+		{ "record_length_resize", "sample_size" },
+		{ "num_subfolders_train", "subfolders" },
+		{ "num_subfolders_eval", "eval_subfolders" },
+		{ "record_element_type", "dtype" },
+		{ "record_dims", "shape" },
+		{ "data_folder", "name" },
+		{ "prefix", "file_prefix" },
+	};
+
+	for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
+		if (strcmp(key, hints[i].dlio) == 0)
+			return hints[i].ours;
+	return NULL;
+}

@@ -1,0 +1,1 @@
+/* PLACEHOLDER: DLIO workload translation (being written) */

@@ -121,7 +121,10 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_idle_threads(lc, 8);
 	fuse_loop_cfg_set_max_threads(lc, o->max_threads ? o->max_threads : 16);
-	ret = fuse_session_loop_mt(se, lc) ? -EIO : 0;
+	/* libfuse returns the signal number when SIGINT/SIGTERM/SIGHUP ended the
+	 * loop: that is a clean shutdown, not an error. */
+	ret = fuse_session_loop_mt(se, lc);
+	ret = (ret == 0 || ret == SIGINT || ret == SIGTERM || ret == SIGHUP) ? 0 : -EIO;
 out:
 	if (lc)
 		fuse_loop_cfg_destroy(lc);

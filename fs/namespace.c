@@ -7,6 +7,11 @@
 #include "dliofs/naming.h"
 #include "fs_i.h"
 
+static int has_subdirs(const struct dl_dataset *ds, uint32_t split)
+{
+	return ds->classes > 0 || ds->subfolders[split] > 1;
+}
+
 fuse_ino_t dl_node_ino(const struct dl_node *n)
 {
 	if (n->type == DL_NODE_ROOT)
@@ -35,7 +40,7 @@ int dl_node_from_ino(const struct dl_fs *fs, fuse_ino_t ino, struct dl_node *out
 	ds = &fs->cfg->datasets[out->ds];
 	switch (out->type) {
 	case DL_NODE_SUBDIR:
-		if (ds->subfolders[out->split] <= 1 || out->index >= ds->subfolders[out->split])
+		if (!has_subdirs(ds, out->split) || out->index >= dl_split_nsub(ds, out->split))
 			return -ENOENT;
 		break;
 	case DL_NODE_FILE:
@@ -67,7 +72,7 @@ static uint64_t dir_nsubdirs(const struct dl_fs *fs, const struct dl_node *n)
 		return DL_SPLIT__COUNT;
 	case DL_NODE_SPLIT:
 		ds = &fs->cfg->datasets[n->ds];
-		return ds->subfolders[n->split] > 1 ? ds->subfolders[n->split] : 0;
+		return has_subdirs(ds, n->split) ? dl_split_nsub(ds, n->split) : 0;
 	default:
 		return 0;
 	}
@@ -143,7 +148,7 @@ int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const c
 		return -ENOENT;
 	case DL_NODE_SPLIT:
 		ds = &fs->cfg->datasets[parent->ds];
-		if (ds->subfolders[parent->split] > 1) {
+		if (has_subdirs(ds, parent->split)) {
 			if (dl_name_parse_subdir(ds, parent->split, name, &sub))
 				return -ENOENT;
 			*out = (struct dl_node){.type = DL_NODE_SUBDIR, .ds = parent->ds,
@@ -164,7 +169,7 @@ static int child_file(const struct dl_fs *fs, const struct dl_node *dir, uint64_
 	const struct dl_dataset *ds = &fs->cfg->datasets[dir->ds];
 	unsigned nparts = dl_format_ops(ds->format)->nparts;
 	uint64_t nfiles, fk = k / nparts, index;
-	uint32_t nsub = ds->subfolders[dir->split];
+	uint32_t nsub = dl_split_nsub(ds, dir->split);
 
 	if (dir->type == DL_NODE_SUBDIR) {
 		nfiles = dl_subdir_nfiles(ds, dir->split, (uint32_t)dir->index);
@@ -201,8 +206,8 @@ int dl_node_child(const struct dl_fs *fs, const struct dl_node *dir, uint64_t k,
 		return 0;
 	case DL_NODE_SPLIT:
 		ds = &fs->cfg->datasets[dir->ds];
-		if (ds->subfolders[dir->split] > 1) {
-			if (k >= ds->subfolders[dir->split])
+		if (has_subdirs(ds, dir->split)) {
+			if (k >= dl_split_nsub(ds, dir->split))
 				return -ENOENT;
 			*child = (struct dl_node){.type = DL_NODE_SUBDIR, .ds = dir->ds,
 						  .split = dir->split, .index = k};

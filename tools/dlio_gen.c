@@ -54,6 +54,34 @@ static int mkdir_p(char *path)
 	return 0;
 }
 
+/* The directory tree exactly as the mount shows it, empty directories
+ * included (DLIO always creates train/ and valid/). */
+static int make_tree(const struct dl_config *cfg, const char *outdir)
+{
+	char path[4096], sub[64];
+	int ret;
+
+	for (unsigned i = 0; i < cfg->ndatasets; i++) {
+		const struct dl_dataset *ds = &cfg->datasets[i];
+		for (uint32_t s = 0; s < DL_SPLIT__COUNT; s++) {
+			uint32_t nsub = dl_split_nsub(ds, s);
+			snprintf(path, sizeof(path), "%s/%s/%s", outdir, ds->name, dl_split_dir[s]);
+			ret = mkdir_p(path);
+			for (uint32_t k = 0; !ret && (nsub > 1 || ds->classes) && k < nsub; k++) {
+				dl_name_subdir(ds, s, k, sub, sizeof(sub));
+				snprintf(path, sizeof(path), "%s/%s/%s/%s", outdir, ds->name,
+					 dl_split_dir[s], sub);
+				ret = mkdir_p(path);
+			}
+			if (ret) {
+				fprintf(stderr, "dlio-gen: %s: %s\n", path, strerror(-ret));
+				return ret;
+			}
+		}
+	}
+	return 0;
+}
+
 static int write_one(struct job *j, const struct dl_dataset *ds, uint32_t split, uint64_t index,
 		     uint32_t part, void *buf)
 {
@@ -203,6 +231,8 @@ int main(int argc, char **argv)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (make_tree(cfg, j.outdir))
+		goto out;
 	for (; started < nthreads; started++)
 		if (pthread_create(&th[started], NULL, worker, &j))
 			break;

@@ -1,4 +1,4 @@
-/* DLIO's file naming: <prefix>_<i>_of_<N>.<ext>[suffix], i zero-padded to len(str(N)),
+/* DLIO's file naming (and, with classes, ImageNet's <class>/<class>_<k>.JPEG tree): <prefix>_<i>_of_<N>.<ext>[suffix], i zero-padded to len(str(N)),
  * inside <split>/ and, with subfolders > 1, <split>/<i mod n, zero-padded>/.
  * Names are computed from indices and parsed back in O(1): no tables. */
 #ifndef DLIOFS_NAMING_H
@@ -10,6 +10,10 @@
 #include "dliofs/config.h"
 
 extern const char *const dl_split_dir[DL_SPLIT__COUNT]; /* "train", "valid" */
+
+/* Subdirectories of a split: ImageNet classes when ds->classes > 0, else DLIO's
+ * subfolders (0 or 1 = none). */
+uint32_t dl_split_nsub(const struct dl_dataset *ds, uint32_t split);
 
 /* File name (no directory). Returns its length, or -ENAMETOOLONG. */
 int dl_name_file(const struct dl_dataset *ds, uint32_t split, uint64_t index, uint32_t part,

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Install everything dliofs needs to build and test on Debian 12 (run as root).
+#
+#   bash scripts/install-deps.sh            # Debian packages + TensorFlow venv
+#   bash scripts/install-deps.sh --no-venv  # Debian packages only (enough to build and mount)
+#
+# Idempotent: a second run checks what is there and does nothing else (a few
+# seconds). Output is quiet; a failing step prints its full log to stderr.
+set -euo pipefail
+
+VENV=${DLIOFS_VENV:-/opt/dliofs-venv}
+# The TensorFlow release the tests were run with (CPU-only wheel from PyPI).
+TF_PIN=${DLIOFS_TF_PIN:-tensorflow-cpu==2.21.0}
+
+PACKAGES=(
+  meson ninja-build pkg-config gcc libc6-dev
+  libfuse3-dev fuse3 libyaml-dev zlib1g-dev libhdf5-dev libpng-dev
+  libjpeg62-turbo-dev libjpeg-turbo-progs
+  python3-numpy python3-torch python3-torchvision python3-h5py python3-pil
+  python3-matplotlib python3-venv python3-yaml
+  fio ca-certificates
+)
+
+want_venv=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-venv) want_venv=0 ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+log=$(mktemp /tmp/dliofs-install-deps.XXXXXX)
+trap 'rm -f "$log"' EXIT
+
+# Run a step with its output in $log; on failure show that log and stop.
+quiet() {
+  local what=$1; shift
+  if ! "$@" >"$log" 2>&1; then
+    echo "install-deps.sh: $what failed: $*" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+}
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+  else
+    echo "install-deps.sh: must run as root (or with sudo available)" >&2
+    exit 1
+  fi
+fi
+
+# --- Debian packages: only touch apt when something is missing ---
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps.sh: installing ${#missing[@]} Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  quiet "apt-get update" "${SUDO[@]}" apt-get update -q
+  quiet "apt-get install" "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# --- TensorFlow venv (PyPI): only for the TFRecord reader tests ---
+venv_ok() {
+  [ -x "$VENV/bin/python" ] || return 1
+  local have
+  have=$("$VENV/bin/python" -c \
+    "import importlib.metadata as m; print('tensorflow-cpu==' + m.version('tensorflow-cpu'))" \
+    2>/dev/null) || return 1
+  [ "$have" = "$TF_PIN" ]
+}
+if [ "$want_venv" -eq 1 ] && ! venv_ok; then
+  echo "install-deps.sh: setting up $VENV with $TF_PIN (PyPI)"
+  if [ ! -x "$VENV/bin/pip" ]; then
+    quiet "venv creation" "${SUDO[@]}" /usr/bin/python3 -m venv "$VENV"
+  fi
+  quiet "pip install" "${SUDO[@]}" "$VENV/bin/pip" install -q --disable-pip-version-check "$TF_PIN"
+  quiet "tensorflow import check" "$VENV/bin/python" -c "import tensorflow"
+fi
+
+if [ ! -e /dev/fuse ]; then
+  echo "install-deps.sh: note: /dev/fuse is missing; mount tests need it (container: --device /dev/fuse --cap-add SYS_ADMIN)" >&2
+fi
+exit 0

@@ -113,6 +113,7 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 		/* Logging is lost, the mount still works. */
 	}
 
+	dl_fs_start_readahead(o);
 	lc = fuse_loop_cfg_create();
 	if (!lc) {
 		ret = -ENOMEM;
@@ -136,28 +137,6 @@ out:
 	}
 	fs_fini(&fs);
 	return ret;
-}
-
-/* The kernel caps a FUSE mount's readahead at 128 KiB, which halves cold
- * sequential throughput through the page cache; the bdi knob lifts the cap.
- * Only root may write it, and a failure only costs speed. */
-static void set_readahead(const struct stat *st, uint64_t bytes)
-{
-	char path[128], val[32];
-	int fd, n;
-
-	if (!bytes)
-		return;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st->st_dev),
-		 minor(st->st_dev));
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = snprintf(val, sizeof(val), "%llu", (unsigned long long)(bytes / 1024));
-	if (write(fd, val, (size_t)n) != n) {
-		/* Keep the kernel's default. */
-	}
-	close(fd);
 }
 
 /* Wait until the child reports, then until the mountpoint answers a stat,
@@ -188,7 +167,6 @@ static int wait_ready(pid_t child, int rfd, const struct dl_mount_opts *o)
 			strerror(errno));
 		return -EIO;
 	}
-	set_readahead(&st, o->readahead);
 	return 0;
 }
 

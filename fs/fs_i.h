@@ -75,5 +75,7 @@ struct dl_mount_opts {
 };
 int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o);
 int dl_fs_umount(const char *mountpoint);
+/* Set the mount's kernel readahead once it answers (from a helper thread). */
+void dl_fs_start_readahead(const struct dl_mount_opts *o);
 
 #endif

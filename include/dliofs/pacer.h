@@ -1,0 +1,146 @@
+/* pacer/: the storage model. A pure library: time is passed in (nanoseconds on
+ * a monotonic clock), nothing sleeps, so it is tested without FUSE and without
+ * waiting. fs/ asks it when each request is due and replies then. */
+#ifndef DLIOFS_PACER_H
+#define DLIOFS_PACER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum dl_op_class { DL_OP_READ, DL_OP_WRITE, DL_OP_META, DL_OP__COUNT };
+
+enum dl_lat_kind {
+	DL_LAT_NONE,		/* no added latency */
+	DL_LAT_CONST,		/* a */
+	DL_LAT_UNIFORM,		/* [a, b] */
+	DL_LAT_NORMAL,		/* mean a, stdev b, clipped at 0 */
+	DL_LAT_LOGNORMAL,	/* median a, p99 b */
+	DL_LAT_EXP,		/* mean a */
+	DL_LAT_EMPIRICAL,	/* values[] with cumulative probabilities cdf[] (from a file) */
+};
+
+struct dl_lat_model {
+	enum dl_lat_kind kind;
+	uint64_t a_ns, b_ns;
+	unsigned n;		/* empirical: number of points */
+	uint64_t *values_ns;	/* empirical: owned, sorted ascending */
+	double *cdf;		/* empirical: owned, cdf[n-1] == 1 */
+	char source[256];	/* empirical: the file it came from (for dumps) */
+};
+
+/* One operation class of a device. 0 means "no limit" for every limit. */
+struct dl_dev_model {
+	uint64_t bandwidth;	/* bytes/s shared by all requests of the class */
+	uint64_t burst;		/* token-bucket depth in bytes (0: 1 MiB) */
+	uint64_t iops;		/* requests/s */
+	uint32_t queue_depth;	/* requests in service at once; the rest wait in order */
+	struct dl_lat_model latency;
+};
+
+#define DL_PACER_MAX_PHASES 16
+
+/* A time-varying profile: phases cycle; each holds a full model set. */
+struct dl_phase {
+	uint64_t duration_ns;
+	struct dl_dev_model m[DL_OP__COUNT];
+};
+
+enum dl_cache_policy {
+	DL_CACHE_KERNEL,	/* no emulation: the kernel's page cache as is (default) */
+	DL_CACHE_NONE,		/* emulated, nothing ever cached: every read hits the device */
+	DL_CACHE_LRU,
+	DL_CACHE_MINIO,		/* CoorDL's: fill once, never evict */
+};
+
+struct dl_cache_cfg {
+	enum dl_cache_policy policy;
+	uint64_t size;		/* bytes of emulated cache (residency metadata only) */
+	uint64_t block;		/* bytes per cache block (default 1 MiB) */
+	uint64_t hit_bandwidth;	/* bytes/s of a hit (memory-copy speed; default 10 GB/s) */
+};
+
+struct dl_pacer_cfg {
+	int enabled;		/* 0: no shaping (stats are still kept) */
+	char profile[64];	/* storage profile it was built from, "" if none */
+	struct dl_dev_model m[DL_OP__COUNT];
+	unsigned nphases;	/* 0: constant model m[] */
+	struct dl_phase phases[DL_PACER_MAX_PHASES];
+	struct dl_cache_cfg cache;
+};
+
+/* ---- configuration (pacer/options.c): one options table drives the YAML
+ * section, live `dliofs set` writes and the dump. Keys are dotted:
+ *   read.bandwidth=500MB/s  read.burst=4MiB  read.iops=20k  read.queue_depth=32
+ *   read.latency=200us | uniform(100us,300us) | normal(1ms,100us) |
+ *                lognormal(1ms,10ms) (median, p99) | exponential(1ms) | empirical(/path)
+ *   (same for write.* and meta.*), phases.N.duration=30s, phases.N.read.bandwidth=...,
+ *   cache.policy=lru|minio|none|kernel, cache.size=200GiB, cache.block=1MiB,
+ *   cache.hit_bandwidth=10GB/s, enabled=true|false
+ * Returns 0, or -EINVAL with a message naming the key in err. */
+void dl_pacer_cfg_init(struct dl_pacer_cfg *cfg);
+int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *value, char *err,
+		     size_t errlen);
+/* Validate cross-key rules (e.g. lognormal p99 >= median); message in err. */
+int dl_pacer_cfg_check(const struct dl_pacer_cfg *cfg, char *err, size_t errlen);
+int dl_pacer_cfg_copy(struct dl_pacer_cfg *dst, const struct dl_pacer_cfg *src);
+void dl_pacer_cfg_free(struct dl_pacer_cfg *cfg);	/* frees empirical tables */
+/* Print as YAML mapping lines with the given indent (every key, effective values). */
+void dl_pacer_cfg_dump(const struct dl_pacer_cfg *cfg, FILE *out, int indent);
+/* List the option keys with a one-line help each (for --help and error hints). */
+void dl_pacer_cfg_help(FILE *out);
+
+/* ---- the model (pacer/pacer.c, pacer/cache.c, pacer/stats.c) ---- */
+struct dl_pacer;
+
+struct dl_pacer_req {
+	enum dl_op_class cls;
+	uint64_t file_id;	/* identifies the file for the emulated cache */
+	uint64_t off, len;	/* byte range (len 0 for metadata) */
+	uint32_t pid;		/* client, for per-client accounting */
+};
+
+struct dl_pacer_result {
+	uint64_t due_ns;	/* when to reply (>= submission time) */
+	uint64_t queue_ns;	/* time spent waiting for a queue slot / tokens */
+	uint64_t service_ns;	/* latency + transfer */
+	uint64_t hit_bytes;	/* served by the emulated cache */
+	uint64_t miss_bytes;	/* went through the device model */
+};
+
+int dl_pacer_new(const struct dl_pacer_cfg *cfg, uint64_t now_ns, uint64_t seed,
+		 struct dl_pacer **out);
+void dl_pacer_free(struct dl_pacer *p);
+/* Thread-safe. Decide when the request completes. */
+int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t now_ns,
+		    struct dl_pacer_result *res);
+/* Thread-safe. Record the request as replied at replied_ns (latency and
+ * timer-lateness statistics, queue depth bookkeeping). */
+void dl_pacer_complete(struct dl_pacer *p, const struct dl_pacer_req *r,
+		       const struct dl_pacer_result *res, uint64_t replied_ns);
+/* Live change (same keys as dl_pacer_cfg_set); all-or-nothing. */
+int dl_pacer_set(struct dl_pacer *p, const char *key, const char *value, char *err,
+		 size_t errlen);
+/* Current effective configuration (copy; free with dl_pacer_cfg_free). */
+int dl_pacer_get_cfg(struct dl_pacer *p, struct dl_pacer_cfg *out);
+void dl_pacer_cache_drop(struct dl_pacer *p);
+/* Mark [0, len) of file_id resident (subject to the policy and size). */
+void dl_pacer_cache_warm(struct dl_pacer *p, uint64_t file_id, uint64_t len);
+/* stats.json: per class ops, bytes, latency p50/p90/p99/p99.9 (log-linear
+ * histogram), queue depth now/max, cache hits/misses, timer lateness, per pid.
+ * Writes into a malloc'd buffer. */
+int dl_pacer_stats_json(struct dl_pacer *p, uint64_t now_ns, char **buf, size_t *len);
+void dl_pacer_stats_reset(struct dl_pacer *p);
+
+/* ---- log-linear histogram (pacer/hist.c), public for tools and tests ---- */
+#define DL_HIST_SUB 32	/* linear sub-buckets per power of two */
+#define DL_HIST_BUCKETS (64 * DL_HIST_SUB)
+struct dl_hist {
+	uint64_t count, sum, min, max;
+	uint64_t b[DL_HIST_BUCKETS];
+};
+void dl_hist_add(struct dl_hist *h, uint64_t v);
+uint64_t dl_hist_quantile(const struct dl_hist *h, double q); /* q in [0,1] */
+void dl_hist_merge(struct dl_hist *dst, const struct dl_hist *src);
+
+#endif

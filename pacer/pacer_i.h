@@ -1,0 +1,1 @@
+/* PLACEHOLDER: private header of pacer/ (being written) */

@@ -1,0 +1,74 @@
+/* Private to formats/jpeg.c and formats/png.c (and their unit test): the
+ * per-file image dimensions and the content streams of one image file. */
+#ifndef DLIOFS_IMAGE_I_H
+#define DLIOFS_IMAGE_I_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "dliofs/config.h"
+#include "dliofs/prng.h"
+#include "formats_i.h"
+
+/* Region ids (dl_file_stream) of one image file: the width and height draws,
+ * the JPEG entropy data (stream byte x = entropy byte x, high nibble used) and
+ * the PNG pixels (stream byte q = pixel byte q, row major). */
+#define DL_IMG_REGION_W 0x696d672d77ULL
+#define DL_IMG_REGION_H 0x696d672d68ULL
+#define DL_IMG_REGION_JPEG 0x6a7065672dULL
+#define DL_IMG_REGION_PNG 0x706e672d70ULL
+
+/* Normal(mean, stdev) clipped to [min, max], or fixed when stdev == 0: the
+ * same rule as the sample-size draw, on the image's own streams. */
+static inline uint64_t dl_img_draw(const struct dl_dist *d, uint64_t key)
+{
+	double v;
+
+	if (d->stdev == 0)
+		return d->mean;
+	v = (double)d->mean + (double)d->stdev * dl_prng_normal(key, 0);
+	if (v < (double)d->min)
+		return d->min;
+	if (v > (double)d->max)
+		return d->max;
+	return (uint64_t)llround(v);
+}
+
+static inline void dl_img_dims(const struct dl_file *f, uint64_t *w, uint64_t *h)
+{
+	*w = dl_img_draw(&f->ds->width, dl_file_stream(f, DL_IMG_REGION_W));
+	*h = dl_img_draw(&f->ds->height, dl_file_stream(f, DL_IMG_REGION_H));
+}
+
+/* w x h scaled so that its larger side is `big` (1 <= big <= max(w, h)),
+ * keeping the aspect ratio (smaller side rounded, at least 1). Used to shrink
+ * an image whose exact target size is below what w x h can reach. */
+static inline void dl_img_scale(uint64_t w, uint64_t h, uint64_t big, uint64_t *w2, uint64_t *h2)
+{
+	uint64_t L = w > h ? w : h, s = w > h ? h : w;
+	uint64_t s2 = (s * big + L / 2) / L;
+
+	if (s2 < 1)
+		s2 = 1;
+	*w2 = w > h ? big : s2;
+	*h2 = w > h ? s2 : big;
+}
+
+static inline unsigned dl_img_channels(enum dl_color c)
+{
+	return c == DL_COLOR_L ? 1 : 3;
+}
+
+/* f->dims as both formats set them: (height, width) for L, (height, width, 3)
+ * otherwise, i.e. the shape of the decoded array. */
+static inline void dl_img_set_dims(struct dl_file *f, uint64_t w, uint64_t h)
+{
+	unsigned c = dl_img_channels(f->ds->color);
+
+	f->ndims = c == 1 ? 2 : 3;
+	f->dims[0] = h;
+	f->dims[1] = w;
+	f->dims[2] = c == 1 ? 0 : c;
+}
+
+#endif

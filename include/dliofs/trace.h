@@ -1,0 +1,97 @@
+/* Per-request tracing: one compact binary record per request, written through
+ * per-thread buffers by a writer thread; never blocks a request. When the
+ * writer falls behind, records are dropped and counted (stats and footer).
+ *
+ * File layout (little-endian):
+ *   header: struct dl_trace_header
+ *   records: struct dl_trace_rec, in arrival order per writer batch (not globally sorted)
+ *   name table: for each file id seen, a struct dl_trace_name followed by len bytes of path
+ *   footer: struct dl_trace_footer (fixed size, last bytes of the file)
+ */
+#ifndef DLIOFS_TRACE_H
+#define DLIOFS_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DL_TRACE_MAGIC "DLIOTRC1"
+#define DL_TRACE_VERSION 1
+
+enum dl_trace_op {
+	DL_TOP_LOOKUP = 1,
+	DL_TOP_GETATTR,
+	DL_TOP_OPEN,
+	DL_TOP_READ,
+	DL_TOP_WRITE,
+	DL_TOP_READDIR,
+	DL_TOP_OPENDIR,
+	DL_TOP_RELEASE,
+	DL_TOP_STATFS,
+	DL_TOP_CREATE,
+	DL_TOP_FSYNC,
+	DL_TOP_OTHER,
+	DL_TOP__COUNT
+};
+
+struct dl_trace_header {
+	char magic[8];		/* DL_TRACE_MAGIC */
+	uint32_t version;
+	uint32_t rec_size;	/* sizeof(struct dl_trace_rec) */
+	uint64_t epoch_ns;	/* CLOCK_REALTIME at start_mono_ns: converts to wall time */
+	uint64_t start_mono_ns;	/* CLOCK_MONOTONIC when tracing started */
+	uint32_t ops_mask;	/* bit (1 << op) set for traced ops */
+	uint32_t reserved;
+	char config[256];	/* config file of the mount */
+};
+
+struct dl_trace_rec {
+	uint64_t start_ns;	/* CLOCK_MONOTONIC at arrival */
+	uint32_t dur_ns_lo;	/* duration until the reply, low 32 bits */
+	uint16_t dur_ns_hi;	/* high 16 bits (48-bit durations: ~78 h) */
+	uint8_t op;		/* enum dl_trace_op */
+	uint8_t flags;		/* bit 0: cache hit (emulated), bit 1: error */
+	uint32_t queue_ns;	/* delay added by the pacer (saturating) */
+	uint32_t pid;
+	uint32_t tid;
+	int32_t result;		/* bytes, or -errno */
+	uint64_t file_id;	/* see the name table */
+	uint64_t offset;
+	uint32_t size;		/* bytes requested */
+	uint32_t reserved;
+};
+
+struct dl_trace_name {
+	uint64_t file_id;
+	uint32_t len;		/* bytes of path that follow (no NUL) */
+	uint32_t reserved;
+};
+
+struct dl_trace_footer {
+	uint64_t nrecords;
+	uint64_t dropped;	/* records lost because the writer fell behind */
+	uint64_t names_offset;	/* file offset of the name table */
+	uint64_t nnames;
+	uint64_t end_mono_ns;
+	char magic[8];		/* DL_TRACE_MAGIC again */
+};
+
+static inline uint64_t dl_trace_dur(const struct dl_trace_rec *r)
+{
+	return (uint64_t)r->dur_ns_lo | ((uint64_t)r->dur_ns_hi << 32);
+}
+
+/* ---- the recorder (trace/recorder.c) ---- */
+struct dl_trace;
+/* Start writing to path. path_of(file_id) gives the path for the name table at
+ * stop time (called from the writer thread; may return NULL). */
+int dl_trace_start(const char *path, const char *config, uint32_t ops_mask,
+		   int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len), void *arg,
+		   struct dl_trace **out);
+/* Never blocks; a full buffer drops the record and counts it. Thread-safe. */
+void dl_trace_record(struct dl_trace *t, const struct dl_trace_rec *r);
+/* Flush, write the name table and footer, close. Returns 0 or -errno. */
+int dl_trace_stop(struct dl_trace *t);
+uint64_t dl_trace_dropped(const struct dl_trace *t);
+uint64_t dl_trace_written(const struct dl_trace *t);
+
+#endif

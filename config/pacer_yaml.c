@@ -1,0 +1,254 @@
+/* The `pacer:` and `cache:` sections: nested YAML mappings are flattened into
+ * the dotted keys of the pacer's one options table (dl_pacer_cfg_set), so the
+ * YAML, live `dliofs set` writes and the dump all speak the same keys. */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "dliofs/config.h"
+#include "dliofs/pacer.h"
+#include "pacer_yaml.h"
+
+#define MAX_PROFILE_DEPTH 4
+
+struct pwalk {
+	const char *file;
+	yaml_document_t *doc;
+	struct dl_pacer_cfg *pc;
+	FILE *err;
+	unsigned nerr;
+	int depth;		/* profile inclusion depth */
+};
+
+static void perr(struct pwalk *w, const yaml_node_t *n, const char *key, const char *msg)
+{
+	fprintf(w->err, "%s:%lu:%lu: %s: %s\n", w->file, (unsigned long)n->start_mark.line + 1,
+		(unsigned long)n->start_mark.column + 1, key, msg);
+	w->nerr++;
+}
+
+static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name);
+
+static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix)
+{
+	char key[256], err[256];
+
+	if (n->type == YAML_SCALAR_NODE) {
+		/* A leaf: prefix is the full dotted key ("read.bandwidth"). */
+		const char *k = prefix;
+		if (!strcmp(k, "profile")) {
+			load_profile(w, n, (const char *)n->data.scalar.value);
+			return;
+		}
+		if (dl_pacer_cfg_set(w->pc, k, (const char *)n->data.scalar.value, err,
+				     sizeof(err)))
+			perr(w, n, k, err);
+		return;
+	}
+	if (n->type == YAML_SEQUENCE_NODE) {
+		unsigned i = 0;
+		for (yaml_node_item_t *it = n->data.sequence.items.start;
+		     it < n->data.sequence.items.top; it++, i++) {
+			snprintf(key, sizeof(key), "%s.%u", prefix, i);
+			walk(w, yaml_document_get_node(w->doc, *it), key);
+		}
+		return;
+	}
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(w->doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(w->doc, p->value);
+		if (!k || k->type != YAML_SCALAR_NODE) {
+			perr(w, k ? k : n, prefix[0] ? prefix : "pacer", "keys must be plain names");
+			continue;
+		}
+		snprintf(key, sizeof(key), "%s%s%s", prefix, prefix[0] ? "." : "",
+			 (const char *)k->data.scalar.value);
+		/* latency: {dist: lognormal, median: 1ms, p99: 10ms} -> lognormal(1ms,10ms) */
+		if (v->type == YAML_MAPPING_NODE && strlen(key) >= 7 &&
+		    !strcmp(key + strlen(key) - 7, "latency")) {
+			char val[512] = "", *dist = NULL;
+			const char *a = NULL, *b = NULL;
+			for (yaml_node_pair_t *q = v->data.mapping.pairs.start;
+			     q < v->data.mapping.pairs.top; q++) {
+				yaml_node_t *qk = yaml_document_get_node(w->doc, q->key);
+				yaml_node_t *qv = yaml_document_get_node(w->doc, q->value);
+				const char *name, *value;
+				if (qk->type != YAML_SCALAR_NODE || qv->type != YAML_SCALAR_NODE) {
+					perr(w, qk, key, "expected dist: and its parameters as scalars");
+					goto next;
+				}
+				name = (const char *)qk->data.scalar.value;
+				value = (const char *)qv->data.scalar.value;
+				if (!strcmp(name, "dist"))
+					dist = (char *)value;
+				else if (!strcmp(name, "value") || !strcmp(name, "min") ||
+					 !strcmp(name, "mean") || !strcmp(name, "median") ||
+					 !strcmp(name, "file"))
+					a = value;
+				else if (!strcmp(name, "max") || !strcmp(name, "stdev") ||
+					 !strcmp(name, "p99"))
+					b = value;
+				else {
+					snprintf(err, sizeof(err),
+						 "unknown latency parameter '%s' (expected dist, "
+						 "value, min/max, mean/stdev, median/p99, file)",
+						 name);
+					perr(w, qk, key, err);
+					goto next;
+				}
+			}
+			if (!dist) {
+				perr(w, v, key, "expected dist: constant|uniform|normal|lognormal|"
+						"exponential|empirical");
+				continue;
+			}
+			if (!strcmp(dist, "constant"))
+				snprintf(val, sizeof(val), "%s", a ? a : "");
+			else
+				snprintf(val, sizeof(val), "%s(%s%s%s)", dist, a ? a : "", b ? "," : "",
+					 b ? b : "");
+			if (dl_pacer_cfg_set(w->pc, key, val, err, sizeof(err)))
+				perr(w, v, key, err);
+			continue;
+		}
+		walk(w, v, key);
+next:;
+	}
+}
+
+/* Profiles: <config dir>/storage/NAME.yaml, then $DLIOFS_PROFILES/NAME.yaml,
+ * then the source tree's configs/storage/. The profile's own `pacer:`
+ * mapping is applied first; the including config's keys override it. */
+static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name)
+{
+	char dir[4096], path[4200], msg[512];
+	const char *env = getenv("DLIOFS_PROFILES");
+	const char *cands[3];
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	FILE *f = NULL;
+	int ret = -ENOENT, nc = 0;
+
+	if (!name[0] || strchr(name, '/') || name[0] == '.') {
+		perr(w, at, "profile", "expected a profile name like nfs-10g");
+		return -EINVAL;
+	}
+	if (w->depth >= MAX_PROFILE_DEPTH) {
+		perr(w, at, "profile", "profiles include each other too deeply");
+		return -ELOOP;
+	}
+	snprintf(dir, sizeof(dir), "%s", w->file);
+	cands[nc++] = dirname(dir);
+	if (env && env[0])
+		cands[nc++] = env;
+	cands[nc++] = DLIOFS_PROFILE_DIR;
+	for (int i = 0; i < nc && !f; i++) {
+		snprintf(path, sizeof(path), "%s%s/%s.yaml", cands[i], i == 0 ? "/storage" : "",
+			 name);
+		f = fopen(path, "rb");
+	}
+	if (!f) {
+		snprintf(msg, sizeof(msg), "no storage profile '%s' (looked in %s/storage, %s%s%s)",
+			 name, cands[0], env && env[0] ? env : "", env && env[0] ? ", " : "",
+			 DLIOFS_PROFILE_DIR);
+		perr(w, at, "profile", msg);
+		return -ENOENT;
+	}
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_file(&parser, f);
+	if (!yaml_parser_load(&parser, &doc)) {
+		fprintf(w->err, "%s:%lu:%lu: %s\n", path, (unsigned long)parser.problem_mark.line + 1,
+			(unsigned long)parser.problem_mark.column + 1,
+			parser.problem ? parser.problem : "invalid YAML");
+		w->nerr++;
+		goto out_parser;
+	}
+	yaml_node_t *root = yaml_document_get_root_node(&doc);
+	yaml_node_t *sect = NULL;
+	if (root && root->type == YAML_MAPPING_NODE) {
+		for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+		     p < root->data.mapping.pairs.top; p++) {
+			yaml_node_t *k = yaml_document_get_node(&doc, p->key);
+			if (k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, "pacer"))
+				sect = yaml_document_get_node(&doc, p->value);
+		}
+	}
+	if (!sect || sect->type != YAML_MAPPING_NODE) {
+		fprintf(w->err, "%s:1:1: pacer: a storage profile holds a `pacer:` mapping\n", path);
+		w->nerr++;
+	} else {
+		struct pwalk sub = *w;
+		sub.file = path;
+		sub.doc = &doc;
+		sub.nerr = 0;
+		sub.depth = w->depth + 1;
+		walk(&sub, sect, "");
+		w->nerr += sub.nerr;
+		snprintf(w->pc->profile, sizeof(w->pc->profile), "%s", name);
+		ret = sub.nerr ? -EINVAL : 0;
+	}
+	yaml_document_delete(&doc);
+out_parser:
+	yaml_parser_delete(&parser);
+	fclose(f);
+	return ret;
+}
+
+unsigned dl_cfg_parse_pacer(const char *file, yaml_document_t *doc, yaml_node_t *node,
+			    int is_cache, struct dl_pacer_cfg *pc, FILE *err)
+{
+	struct pwalk w = {.file = file, .doc = doc, .pc = pc, .err = err};
+	char msg[256];
+
+	if (is_cache) {
+		/* `cache: kernel` (or none/lru/minio) is shorthand for the policy. */
+		if (node->type == YAML_SCALAR_NODE) {
+			if (dl_pacer_cfg_set(pc, "cache.policy", (const char *)node->data.scalar.value,
+					     msg, sizeof(msg)))
+				perr(&w, node, "cache", msg);
+			return w.nerr;
+		}
+		if (node->type != YAML_MAPPING_NODE) {
+			perr(&w, node, "cache", "expected kernel, or a mapping {size, block, policy}");
+			return w.nerr;
+		}
+		walk(&w, node, "cache");
+		return w.nerr;
+	}
+	if (node->type != YAML_MAPPING_NODE) {
+		perr(&w, node, "pacer", "expected a mapping (profile:, read:, write:, meta:, phases:)");
+		return w.nerr;
+	}
+	/* A pacer section turns shaping on unless it says enabled: false. */
+	dl_pacer_cfg_set(pc, "enabled", "true", msg, sizeof(msg));
+	/* The profile first, whatever its position, so explicit keys override it. */
+	for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(doc, p->value);
+		if (k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, "profile")) {
+			if (v->type != YAML_SCALAR_NODE)
+				perr(&w, v, "pacer.profile", "expected a profile name");
+			else
+				load_profile(&w, v, (const char *)v->data.scalar.value);
+		}
+	}
+	for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(doc, p->value);
+		if (k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, "profile"))
+			continue;
+		if (k->type != YAML_SCALAR_NODE) {
+			perr(&w, k, "pacer", "keys must be plain names");
+			continue;
+		}
+		walk(&w, v, (const char *)k->data.scalar.value);
+	}
+	if (!w.nerr && dl_pacer_cfg_check(pc, msg, sizeof(msg)))
+		perr(&w, node, "pacer", msg);
+	return w.nerr;
+}

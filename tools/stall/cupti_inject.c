@@ -1,0 +1,1 @@
+/* PLACEHOLDER: CUPTI injection library (being written) */

@@ -25,9 +25,18 @@ struct pwalk {
 
 static void perr(struct pwalk *w, const yaml_node_t *n, const char *key, const char *msg)
 {
-	fprintf(w->err, "%s:%lu:%lu: %s: %s\n", w->file, (unsigned long)n->start_mark.line + 1,
-		(unsigned long)n->start_mark.column + 1, key, msg);
 	w->nerr++;
+	if (!w->err)
+		return;
+	/* The options table's messages already start with the key. */
+	size_t kl = strlen(key);
+	if (!strncmp(msg, key, kl) && msg[kl] == ':')
+		fprintf(w->err, "%s:%lu:%lu: %s\n", w->file, (unsigned long)n->start_mark.line + 1,
+			(unsigned long)n->start_mark.column + 1, msg);
+	else
+		fprintf(w->err, "%s:%lu:%lu: %s: %s\n", w->file,
+			(unsigned long)n->start_mark.line + 1, (unsigned long)n->start_mark.column + 1,
+			key, msg);
 }
 
 static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name);
@@ -160,7 +169,8 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
 	yaml_parser_initialize(&parser);
 	yaml_parser_set_input_file(&parser, f);
 	if (!yaml_parser_load(&parser, &doc)) {
-		fprintf(w->err, "%s:%lu:%lu: %s\n", path, (unsigned long)parser.problem_mark.line + 1,
+		if (w->err)
+			fprintf(w->err, "%s:%lu:%lu: %s\n", path, (unsigned long)parser.problem_mark.line + 1,
 			(unsigned long)parser.problem_mark.column + 1,
 			parser.problem ? parser.problem : "invalid YAML");
 		w->nerr++;
@@ -177,7 +187,9 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
 		}
 	}
 	if (!sect || sect->type != YAML_MAPPING_NODE) {
-		fprintf(w->err, "%s:1:1: pacer: a storage profile holds a `pacer:` mapping\n", path);
+		if (w->err)
+			fprintf(w->err, "%s:1:1: pacer: a storage profile holds a `pacer:` mapping\n",
+				path);
 		w->nerr++;
 	} else {
 		struct pwalk sub = *w;

@@ -11,6 +11,7 @@
 
 #include "dliofs/units.h"
 #include "config_i.h"
+#include "pacer_yaml.h"
 
 struct walk {
 	struct cfg_ctx *c;
@@ -38,9 +39,30 @@ struct dl_loc cfg_node_loc(const yaml_node_t *n)
 	return l;
 }
 
+/* The key path as the user wrote it (see struct cfg_alias). */
+static const char *user_key(const struct cfg_ctx *c, const char *key, char *buf, size_t buflen)
+{
+	const struct cfg_alias *best = NULL;
+	size_t best_len = 0;
+
+	for (size_t i = 0; key && i < c->nalias; i++) {
+		size_t n = strlen(c->alias[i].ours);
+
+		if (n > best_len && !strncmp(key, c->alias[i].ours, n) &&
+		    (key[n] == '\0' || key[n] == '.' || key[n] == '['))
+			best = &c->alias[i], best_len = n;
+	}
+	if (!best)
+		return key;
+	snprintf(buf, buflen, "%s%s", best->theirs, key + best_len);
+	return buf;
+}
+
 void cfg_verror(struct cfg_ctx *c, struct dl_loc loc, const char *key, const char *fmt,
 		va_list ap)
 {
+	char shown[320];
+
 	c->nerr++;
 	if (!c->err || c->nerr > CFG_MAX_ERRORS + 1)
 		return;
@@ -53,6 +75,7 @@ void cfg_verror(struct cfg_ctx *c, struct dl_loc loc, const char *key, const cha
 		fprintf(c->err, "%s:%u:%u: ", c->name, loc.line, loc.col);
 	else
 		fprintf(c->err, "%s: ", c->name);
+	key = user_key(c, key, shown, sizeof(shown));
 	if (key && *key)
 		fprintf(c->err, "%s: ", key);
 	vfprintf(c->err, fmt, ap);
@@ -240,7 +263,7 @@ static yaml_node_t *node_at(struct walk *w, int index)
 	return yaml_document_get_node(w->doc, index);
 }
 
-static int is_null(const yaml_node_t *n)
+int cfg_is_null(const yaml_node_t *n)
 {
 	const char *v = (const char *)n->data.scalar.value;
 
@@ -250,13 +273,13 @@ static int is_null(const yaml_node_t *n)
 	       !strcmp(v, "NULL");
 }
 
-static const char *kind_of(const yaml_node_t *n)
+const char *cfg_kind_of(const yaml_node_t *n)
 {
 	if (n->type == YAML_SEQUENCE_NODE)
 		return "a list";
 	if (n->type == YAML_MAPPING_NODE)
 		return "a mapping";
-	if (is_null(n))
+	if (cfg_is_null(n))
 		return "nothing (an empty value)";
 	return "a single value";
 }
@@ -265,9 +288,9 @@ static const char *kind_of(const yaml_node_t *n)
 static const char *scalar_of(struct walk *w, yaml_node_t *n, const char *path,
 			     const char *expected)
 {
-	if (n->type != YAML_SCALAR_NODE || is_null(n)) {
+	if (n->type != YAML_SCALAR_NODE || cfg_is_null(n)) {
 		cfg_error(w->c, cfg_node_loc(n), path, "expected %s, got %s", expected,
-			  kind_of(n));
+			  cfg_kind_of(n));
 		return NULL;
 	}
 	if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length) {
@@ -316,7 +339,7 @@ static void walk_mapping(struct walk *w, yaml_node_t *map, const char *prefix,
 		if (k->type != YAML_SCALAR_NODE) {
 			snprintf(path, sizeof(path), "%s", prefix);
 			cfg_error(w->c, cfg_node_loc(k), path, "expected a key name, got %s",
-				  kind_of(k));
+				  cfg_kind_of(k));
 			continue;
 		}
 		name = (const char *)k->data.scalar.value;
@@ -489,66 +512,73 @@ static int get_choice(struct walk *w, yaml_node_t *n, const char *path, const ch
 
 /* ---- the dataset mapping ---- */
 
-/* The formats this version of the schema accepts, in the order listed in
- * messages. The model knows more (hdf5, jpeg, png) whose keys come later. */
+/* The formats the schema accepts, in the order listed in messages. */
 static const enum dl_format cfg_formats[] = {
 	DL_FMT_NPY, DL_FMT_NPZ, DL_FMT_TFRECORD, DL_FMT_DLRM, DL_FMT_RAW, DL_FMT_INDEXED_BINARY,
+	DL_FMT_HDF5, DL_FMT_JPEG, DL_FMT_PNG,
 };
 
-static int cfg_format_supported(enum dl_format f)
-{
-	for (size_t i = 0; i < sizeof(cfg_formats) / sizeof(cfg_formats[0]); i++)
-		if (cfg_formats[i] == f)
-			return 1;
-	return 0;
-}
+#define NFORMATS (sizeof(cfg_formats) / sizeof(cfg_formats[0]))
 
-static void parse_sample_size(struct walk *w, yaml_node_t *n, const char *prefix,
-			      struct dl_dataset *ds, struct cfg_src_ds *sd)
+#define EXPECT_PIXELS "a number of pixels like 224"
+
+/* sample_size, width or height: one value, or {mean, stdev, min, max}. */
+static void parse_dist(struct walk *w, yaml_node_t *n, const char *prefix, enum cfg_field f,
+		       enum cfg_dist_of which, struct dl_dist *d, struct cfg_src_ds *sd)
 {
 	char path[300];
 	yaml_node_t *keys[CD__COUNT] = { 0 };
-	uint64_t *dst[CD__COUNT] = { &ds->sample_size.mean, &ds->sample_size.stdev,
-				     &ds->sample_size.min, &ds->sample_size.max };
+	uint64_t *dst[CD__COUNT] = { &d->mean, &d->stdev, &d->min, &d->max };
+	const int is_size = which == CDO_SIZE;
+	int ret;
 
-	snprintf(path, sizeof(path), "%s.sample_size", prefix);
+	snprintf(path, sizeof(path), "%s.%s", prefix, cfg_field_key[f]);
 	if (n->type != YAML_MAPPING_NODE) {
-		if (get_size(w, n, path, &ds->sample_size.mean))
-			sd->bad[CF_SAMPLE_SIZE] = 1;
+		if (is_size) {
+			ret = get_size(w, n, path, &d->mean);
+		} else {
+			const char *s = scalar_of(w, n, path, EXPECT_PIXELS " or {mean: ..., stdev: ...}");
+
+			ret = s ? get_count(w, n, path, UINT64_MAX, &d->mean) : -EINVAL;
+		}
+		if (ret)
+			sd->bad[f] = 1;
 		return;
 	}
-	walk_mapping(w, n, path, cfg_dist_key, CD__COUNT, sd->dist_val, keys, 0);
+	walk_mapping(w, n, path, cfg_dist_key, CD__COUNT, sd->dist_val[which], keys, 0);
 	for (unsigned i = 0; i < CD__COUNT; i++) {
+		yaml_node_t *v = sd->dist_val[which][i];
 		char sub[340];
 
-		if (!sd->dist_val[i])
+		if (!v)
 			continue;
 		snprintf(sub, sizeof(sub), "%s.%s", path, cfg_dist_key[i]);
-		if (get_size(w, sd->dist_val[i], sub, dst[i]))
-			sd->dist_bad[i] = 1;
+		ret = is_size ? get_size(w, v, sub, dst[i]) : get_count(w, v, sub, UINT64_MAX, dst[i]);
+		if (ret)
+			sd->dist_bad[which][i] = 1;
 	}
 }
 
-static void parse_shape(struct walk *w, yaml_node_t *n, const char *prefix,
-			struct dl_dataset *ds, struct cfg_src_ds *sd)
+/* A list of 1..8 dimensions, each >= 1: shape and hdf5.chunks. Returns
+ * the number of items (even past 8); *bad is set on any problem. */
+static unsigned parse_dims(struct walk *w, yaml_node_t *n, const char *path, uint64_t *dims,
+			   unsigned char *bad)
 {
-	char path[300];
-	unsigned i = 0;
+	unsigned i = 0, len;
 
-	snprintf(path, sizeof(path), "%s.shape", prefix);
 	if (n->type != YAML_SEQUENCE_NODE) {
 		cfg_error(w->c, cfg_node_loc(n), path,
 			  "expected a list of 1 to %u dimensions like [224, 224, 3], got %s",
-			  DL_MAX_DIMS, kind_of(n));
-		sd->bad[CF_SHAPE] = 1;
-		return;
+			  DL_MAX_DIMS, cfg_kind_of(n));
+		*bad = 1;
+		return 0;
 	}
-	sd->shape_len = (unsigned)(n->data.sequence.items.top - n->data.sequence.items.start);
-	if (sd->shape_len == 0 || sd->shape_len > DL_MAX_DIMS) {
+	len = (unsigned)(n->data.sequence.items.top - n->data.sequence.items.start);
+	if (len == 0 || len > DL_MAX_DIMS) {
 		cfg_error(w->c, cfg_node_loc(n), path, "expected 1 to %u dimensions, got %u",
-			  DL_MAX_DIMS, sd->shape_len);
-		sd->bad[CF_SHAPE] = 1;
-		return;
+			  DL_MAX_DIMS, len);
+		*bad = 1;
+		return len;
 	}
 	for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
 	     it++, i++) {
@@ -558,14 +588,72 @@ static void parse_shape(struct walk *w, yaml_node_t *n, const char *prefix,
 		if (!d)
 			continue;
 		snprintf(sub, sizeof(sub), "%s[%u]", path, i);
-		if (get_count(w, d, sub, UINT64_MAX, &ds->dims[i])) {
-			sd->bad[CF_SHAPE] = 1;
-		} else if (ds->dims[i] == 0) {
+		if (get_count(w, d, sub, UINT64_MAX, &dims[i])) {
+			*bad = 1;
+		} else if (dims[i] == 0) {
 			cfg_error(w->c, cfg_node_loc(d), sub, "a dimension must be at least 1");
-			sd->bad[CF_SHAPE] = 1;
+			*bad = 1;
 		}
 	}
-	ds->ndims = sd->shape_len;
+	return len;
+}
+
+static void parse_shape(struct walk *w, yaml_node_t *n, const char *prefix,
+			struct dl_dataset *ds, struct cfg_src_ds *sd)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s.shape", prefix);
+	sd->shape_len = parse_dims(w, n, path, ds->dims, &sd->bad[CF_SHAPE]);
+	if (!sd->bad[CF_SHAPE])
+		ds->ndims = sd->shape_len;
+}
+
+static void parse_hdf5(struct walk *w, yaml_node_t *n, const char *prefix,
+		       struct dl_dataset *ds, struct cfg_src_ds *sd)
+{
+	yaml_node_t *keys[CH__COUNT] = { 0 };
+	char path[300], sub[340];
+	unsigned choice;
+	uint64_t u;
+
+	snprintf(path, sizeof(path), "%s.hdf5", prefix);
+	if (n->type != YAML_MAPPING_NODE) {
+		cfg_error(w->c, cfg_node_loc(n), path,
+			  "expected a mapping like {layout: dlio, datasets: 1, chunks: [1, 64, 64]}, "
+			  "got %s", cfg_kind_of(n));
+		sd->bad[CF_HDF5] = 1;
+		return;
+	}
+	walk_mapping(w, n, path, cfg_h5_key, CH__COUNT, sd->h5_val, keys, 0);
+	for (unsigned i = 0; i < CH__COUNT; i++) {
+		yaml_node_t *v = sd->h5_val[i];
+
+		if (!v)
+			continue;
+		snprintf(sub, sizeof(sub), "%s.%s", path, cfg_h5_key[i]);
+		switch ((enum cfg_h5_field)i) {
+		case CH_LAYOUT:
+			if (get_choice(w, v, sub, cfg_h5_layout_name, 2, &choice))
+				sd->h5_bad[i] = 1;
+			else
+				ds->h5_layout = (enum dl_hdf5_layout)choice;
+			break;
+		case CH_DATASETS:
+			if (get_count(w, v, sub, UINT32_MAX, &u))
+				sd->h5_bad[i] = 1;
+			else
+				ds->h5_dsets = (unsigned)u;
+			break;
+		case CH_CHUNKS:
+			sd->chunks_len = parse_dims(w, v, sub, ds->h5_chunk, &sd->h5_bad[i]);
+			if (!sd->h5_bad[i])
+				ds->h5_chunk_ndims = sd->chunks_len;
+			break;
+		case CH__COUNT:
+			break;
+		}
+	}
 }
 
 static void copy_text(char *dst, size_t dstlen, const char *s)
@@ -591,11 +679,12 @@ static void parse_dataset(struct walk *w, yaml_node_t *n, unsigned index, struct
 	ds->samples_per_file = 1;
 	ds->dtype = DL_DT_UINT8;
 	ds->dlrm_cardinality = CFG_DEFAULT_CARDINALITY;
+	ds->compression_level = CFG_DEFAULT_COMPRESSION_LEVEL;
 	ds->h5_dsets = 1;
 	copy_text(ds->file_prefix, sizeof(ds->file_prefix), "img");
 	if (n->type != YAML_MAPPING_NODE) {
 		cfg_error(w->c, cfg_node_loc(n), prefix,
-			  "expected a mapping (name: ..., format: ..., ...), got %s", kind_of(n));
+			  "expected a mapping (name: ..., format: ..., ...), got %s", cfg_kind_of(n));
 		return;
 	}
 	sd->node = n;
@@ -623,19 +712,11 @@ static void parse_dataset(struct walk *w, yaml_node_t *n, unsigned index, struct
 			ret = s ? 0 : -EINVAL;
 			break;
 		case CF_FORMAT: {
-			const char *fmts[sizeof(cfg_formats) / sizeof(cfg_formats[0])];
-			enum dl_format other;
+			const char *fmts[NFORMATS];
 
-			for (unsigned i = 0; i < sizeof(cfg_formats) / sizeof(cfg_formats[0]); i++)
+			for (unsigned i = 0; i < NFORMATS; i++)
 				fmts[i] = dl_format_name(cfg_formats[i]);
-			s = v->type == YAML_SCALAR_NODE ? (const char *)v->data.scalar.value : NULL;
-			if (s && dl_format_from_name(s, &other) == 0 && !cfg_format_supported(other)) {
-				cfg_error(w->c, cfg_node_loc(v), path,
-					  "format %s is not supported yet by this version", s);
-				ret = -EINVAL;
-				break;
-			}
-			ret = get_choice(w, v, path, fmts, sizeof(fmts) / sizeof(fmts[0]), &choice);
+			ret = get_choice(w, v, path, fmts, NFORMATS, &choice);
 			if (!ret)
 				ds->format = cfg_formats[choice];
 			break;
@@ -670,10 +751,39 @@ static void parse_dataset(struct walk *w, yaml_node_t *n, unsigned index, struct
 					(uint32_t)u;
 			break;
 		case CF_SAMPLE_SIZE:
-			parse_sample_size(w, v, prefix, ds, sd);
+			parse_dist(w, v, prefix, CF_SAMPLE_SIZE, CDO_SIZE, &ds->sample_size, sd);
+			break;
+		case CF_WIDTH:
+			parse_dist(w, v, prefix, CF_WIDTH, CDO_WIDTH, &ds->width, sd);
+			break;
+		case CF_HEIGHT:
+			parse_dist(w, v, prefix, CF_HEIGHT, CDO_HEIGHT, &ds->height, sd);
 			break;
 		case CF_SHAPE:
 			parse_shape(w, v, prefix, ds, sd);
+			break;
+		case CF_HDF5:
+			parse_hdf5(w, v, prefix, ds, sd);
+			break;
+		case CF_COMPRESSION:
+			ret = get_choice(w, v, path, cfg_compression_name, 3, &choice);
+			if (!ret)
+				ds->compression = (enum dl_compression)choice;
+			break;
+		case CF_COMPRESSION_LEVEL:
+			ret = get_count(w, v, path, UINT32_MAX, &u);
+			if (!ret)
+				ds->compression_level = (unsigned)u;
+			break;
+		case CF_COLOR:
+			ret = get_choice(w, v, path, cfg_color_name, 3, &choice);
+			if (!ret)
+				ds->color = (enum dl_color)choice;
+			break;
+		case CF_CLASSES:
+			ret = get_count(w, v, path, UINT32_MAX, &u);
+			if (!ret)
+				ds->classes = (uint32_t)u;
 			break;
 		case CF__COUNT:
 			break;
@@ -691,7 +801,7 @@ static void parse_datasets(struct walk *w, yaml_node_t *n, struct dl_config *cfg
 	if (n->type != YAML_SEQUENCE_NODE) {
 		cfg_error(w->c, cfg_node_loc(n), "datasets",
 			  "expected a list of datasets (- name: ..., format: ...), got %s",
-			  kind_of(n));
+			  cfg_kind_of(n));
 		src->datasets_bad = 1;
 		return;
 	}
@@ -734,16 +844,21 @@ int cfg_parse(struct cfg_ctx *c, yaml_document_t *doc, struct dl_config *cfg,
 		cfg_error(c, cfg_node_loc(root), NULL,
 			  "expected a mapping of settings (seed, io, datasets) at the top level, "
 			  "got %s",
-			  kind_of(root));
+			  cfg_kind_of(root));
 		return 0;
 	}
 	src->root = root;
 	walk_mapping(&w, root, "", top_keys, TK__COUNT, vals, keys, 0);
-	for (unsigned k = TK_PACER; k < TK__COUNT; k++)
-		if (vals[k])
-			cfg_error(c, cfg_node_loc(keys[k]), top_keys[k],
-				  "not supported yet by this version (reserved for %s)",
-				  reserved_for[k]);
+	if (vals[TK_PACER])
+		c->nerr += dl_cfg_parse_pacer(c->name, doc, vals[TK_PACER], 0, &cfg->pacer, c->err);
+	if (vals[TK_CACHE])
+		c->nerr += dl_cfg_parse_pacer(c->name, doc, vals[TK_CACHE], 1, &cfg->pacer, c->err);
+	if (vals[TK_TRACE])
+		c->nerr += dl_cfg_parse_trace(c->name, doc, vals[TK_TRACE], &cfg->trace, c->err);
+	if (vals[TK_BACKING])
+		cfg_error(c, cfg_node_loc(keys[TK_BACKING]), top_keys[TK_BACKING],
+			  "not supported yet by this version (reserved for %s)",
+			  reserved_for[TK_BACKING]);
 	if (vals[TK_SEED])
 		get_u64(&w, vals[TK_SEED], "seed", &cfg->seed);
 	if (vals[TK_IO]) {
@@ -766,6 +881,7 @@ void dl_config_free(struct dl_config *cfg)
 {
 	if (!cfg)
 		return;
+	dl_pacer_cfg_free(&cfg->pacer);
 	free(cfg->datasets);
 	free(cfg);
 }
@@ -776,8 +892,9 @@ int dl_config_load_buf(const char *name, const char *yaml, size_t len, FILE *err
 	struct cfg_ctx c = { .name = name ? name : "<config>", .err = err };
 	struct cfg_src src = { 0 };
 	struct dl_config *cfg = NULL;
+	struct cfg_dlio *dlio = NULL;
 	yaml_parser_t parser;
-	yaml_document_t doc;
+	yaml_document_t doc, *model_doc = &doc;
 	int have_parser = 0, have_doc = 0, ret;
 
 	if (out)
@@ -799,6 +916,7 @@ int dl_config_load_buf(const char *name, const char *yaml, size_t len, FILE *err
 		ret = -ENOMEM;
 		goto out;
 	}
+	dl_pacer_cfg_init(&cfg->pacer);
 	have_parser = 1;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
 	if (!yaml_parser_load(&parser, &doc)) {
@@ -807,12 +925,23 @@ int dl_config_load_buf(const char *name, const char *yaml, size_t len, FILE *err
 	}
 	have_doc = 1;
 	copy_text(cfg->path, sizeof(cfg->path), c.name);
-	ret = cfg_parse(&c, &doc, cfg, &src);
+	if (cfg_dlio_detect(&doc)) {
+		/* A DLIO workload: checked as the native document it stands for. */
+		ret = cfg_dlio_translate(&c, &doc, &dlio, &model_doc);
+		if (ret || !model_doc) {
+			ret = ret ? ret : -EINVAL;
+			goto out;
+		}
+	}
+	ret = cfg_parse(&c, model_doc, cfg, &src);
 	if (!ret && !too_many(&c))
 		ret = cfg_validate(&c, cfg, &src);
 	if (!ret && c.nerr)
 		ret = -EINVAL;
+	if (!ret && dlio)
+		cfg_dlio_report_ignored(&c, dlio);
 out:
+	cfg_dlio_free(dlio);
 	if (ret == -ENOMEM && err)
 		fprintf(err, "%s: out of memory\n", c.name);
 	free(src.ds);

@@ -11,8 +11,11 @@
 #include <unistd.h>
 
 #include "fs_i.h"
+#include "reply.h"
 
 #define DL_MAX_READ (1u << 20)
+
+static void fs_fini(struct dl_fs *fs);
 
 static int fs_init(struct dl_fs *fs, struct dl_config *cfg)
 {
@@ -36,15 +39,27 @@ static int fs_init(struct dl_fs *fs, struct dl_config *cfg)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&fs->buf_lock, NULL);
+	pthread_mutex_init(&fs->trace_lock, NULL);
+	fs->direct_io = cfg->io_mode == DL_IO_DIRECT || cfg->pacer.cache.policy != DL_CACHE_KERNEL;
+	ret = dl_pacer_new(&cfg->pacer, dl_now_ns(), cfg->seed, &fs->pacer);
+	if (ret) {
+		fs_fini(fs);
+		return ret;
+	}
 	return 0;
 }
 
 static void fs_fini(struct dl_fs *fs)
 {
+	dl_timer_stop(fs->timer);
+	fs->timer = NULL;
+	dl_pacer_free(fs->pacer);
+	fs->pacer = NULL;
 	for (unsigned i = 0; i < fs->nbufs; i++)
 		free(fs->bufs[i]);
 	free(fs->bufs);
 	pthread_mutex_destroy(&fs->buf_lock);
+	pthread_mutex_destroy(&fs->trace_lock);
 	dl_fmt_ctx_free(fs->fmt);
 }
 
@@ -77,9 +92,10 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 		notify(ready_fd, "cannot allocate the daemon's state\n");
 		return ret;
 	}
-	/* Read-only at the VFS level, so writes fail with EROFS before reaching us;
-	 * allow_other when root so the training job's user can read. */
-	snprintf(optbuf, sizeof(optbuf), "ro,fsname=dliofs,subtype=dliofs,default_permissions%s%s%s",
+	/* Read-write at the VFS level only for the control files (live settings);
+	 * the datasets answer EROFS themselves. allow_other when root so the
+	 * training job's user can read. */
+	snprintf(optbuf, sizeof(optbuf), "fsname=dliofs,subtype=dliofs,default_permissions%s%s%s",
 		 geteuid() == 0 ? ",allow_other" : "", o->fuse_opts ? "," : "",
 		 o->fuse_opts ? o->fuse_opts : "");
 	argv[argc++] = "dliofs";
@@ -114,6 +130,15 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	}
 
 	dl_fs_start_readahead(o);
+	ret = dl_timer_start(&fs, &fs.timer);
+	if (ret)
+		goto out;
+	if (cfg->trace.enabled) {
+		snprintf(fs.trace_path, sizeof(fs.trace_path), "%s", cfg->trace.file);
+		if (dl_fs_trace_start(&fs, cfg->trace.file,
+				      cfg->trace.ops_mask ? cfg->trace.ops_mask : ~0u))
+			fprintf(stderr, "dliofs: cannot trace to %s\n", cfg->trace.file);
+	}
 	lc = fuse_loop_cfg_create();
 	if (!lc) {
 		ret = -ENOMEM;
@@ -129,6 +154,11 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 out:
 	if (lc)
 		fuse_loop_cfg_destroy(lc);
+	/* Parked replies still reference the session: flush them before it goes. */
+	dl_timer_stop(fs.timer);
+	fs.timer = NULL;
+	if (atomic_load(&fs.trace))
+		dl_fs_trace_stop(&fs);
 	if (se) {
 		if (mounted)
 			fuse_session_unmount(se);

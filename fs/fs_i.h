@@ -4,12 +4,18 @@
 
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "dliofs/config.h"
 #include "dliofs/format.h"
+#include "dliofs/pacer.h"
+#include "dliofs/trace.h"
+
+struct dl_timer;
+struct dl_reply;
 
 /* Everything the daemon mutates lives here (no other global state). */
 struct dl_fs {
@@ -25,7 +31,27 @@ struct dl_fs {
 	pthread_mutex_t buf_lock;
 	void **bufs;
 	unsigned nbufs, bufs_cap;
+	struct dl_pacer *pacer;		/* storage model and statistics (always present) */
+	struct dl_timer *timer;		/* sends parked replies at their due time */
+	int direct_io;			/* open files with direct_io (io: direct, or emulated cache) */
+	/* tracing (trace_hook.c): recorder, ops traced, recorders in flight */
+	struct dl_trace *_Atomic trace;
+	atomic_uint trace_users;
+	uint32_t trace_ops;
+	uint64_t trace_dropped_total;
+	char trace_path[4096];
+	pthread_mutex_t trace_lock;
 };
+
+void dl_fs_trace_reply(struct dl_fs *fs, const struct dl_reply *r, uint64_t now);
+int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask);
+int dl_fs_trace_stop(struct dl_fs *fs);
+/* Path of an inode relative to the mount root ("unet3d/train/img_1_of_8.npz"). */
+int dl_node_path(struct dl_fs *fs, uint64_t ino, char *buf, size_t len);
+
+/* Read buffers of fs->max_read bytes, reused across requests. */
+void *dl_fs_buf_get(struct dl_fs *fs);
+void dl_fs_buf_put(struct dl_fs *fs, void *buf);
 
 /* Inode numbers are computed, never stored:
  *   1                                   the root
@@ -36,6 +62,7 @@ enum dl_node_type {
 	DL_NODE_SPLIT = 2,
 	DL_NODE_SUBDIR = 3,
 	DL_NODE_FILE = 4,
+	DL_NODE_CTL = 5,	/* .dliofs/ (index 0) and its files (index = enum dl_ctl_file) */
 };
 
 #define DL_INO_INDEX_BITS 44

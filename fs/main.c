@@ -10,6 +10,7 @@
 #include "dliofs/config.h"
 #include "dliofs/format.h"
 #include "dliofs/units.h"
+#include "cli.h"
 #include "fs_i.h"
 
 /* Beyond this many files per split, `check` samples sizes instead of summing all. */
@@ -26,6 +27,10 @@ static void usage(FILE *o)
 		"                    [--readahead SIZE]\n"
 		"       dliofs umount MOUNTPOINT\n"
 		"       dliofs check CONFIG.yaml\n"
+		"       dliofs stat MOUNTPOINT [--watch [SECONDS]] [--json]\n"
+		"       dliofs set MOUNTPOINT key=value ...\n"
+		"       dliofs cache drop MOUNTPOINT | dliofs cache warm MOUNTPOINT PATH\n"
+		"       dliofs trace start MOUNTPOINT FILE [OPS] | dliofs trace stop MOUNTPOINT\n"
 		"       dliofs --help | --version\n"
 		"\n"
 		"mount   serve the datasets of CONFIG.yaml at MOUNTPOINT; returns once the\n"
@@ -34,7 +39,14 @@ static void usage(FILE *o)
 		"        --readahead sets the kernel readahead (default 4MiB; root only).\n"
 		"        SIGINT/SIGTERM unmount cleanly.\n"
 		"umount  unmount MOUNTPOINT (the daemon then exits)\n"
-		"check   validate CONFIG.yaml and print every dataset: files, sizes, total bytes\n");
+		"check   validate CONFIG.yaml and print every dataset: files, sizes, total bytes\n"
+		"stat    print the mount's live statistics (.dliofs/stats.json) readably\n"
+		"set     change storage-model settings live, e.g. read.bandwidth=500MB/s\n"
+		"cache   drop the emulated cache, or warm it with a file or directory\n"
+		"trace   record every request to FILE (OPS: read,open,... or all) until stopped\n"
+		"\n"
+		"storage-model keys (for `set` and the config's pacer:/cache: sections):\n");
+	dl_pacer_cfg_help(o);
 }
 
 struct size_summary {
@@ -245,6 +257,52 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		return dl_fs_umount(argv[2]) ? 1 : 0;
+	}
+	if (!strcmp(argv[1], "stat")) {
+		int watch = 0, raw = 0;
+		double interval = 1.0;
+		const char *mnt = NULL;
+		for (int i = 2; i < argc; i++) {
+			if (!strcmp(argv[i], "--watch")) {
+				watch = 1;
+				if (i + 1 < argc && atof(argv[i + 1]) > 0)
+					interval = atof(argv[++i]);
+			} else if (!strcmp(argv[i], "--json")) {
+				raw = 1;
+			} else if (!mnt) {
+				mnt = argv[i];
+			} else {
+				usage(stderr);
+				return 2;
+			}
+		}
+		if (!mnt) {
+			usage(stderr);
+			return 2;
+		}
+		return dl_cli_stat(mnt, watch, interval, raw);
+	}
+	if (!strcmp(argv[1], "set")) {
+		if (argc < 4) {
+			usage(stderr);
+			return 2;
+		}
+		return dl_cli_set(argv[2], argc - 3, argv + 3);
+	}
+	if (!strcmp(argv[1], "cache")) {
+		if (argc < 4) {
+			usage(stderr);
+			return 2;
+		}
+		return dl_cli_cache(argv[3], argv[2], argc > 4 ? argv[4] : NULL);
+	}
+	if (!strcmp(argv[1], "trace")) {
+		if (argc < 4) {
+			usage(stderr);
+			return 2;
+		}
+		return dl_cli_trace(argv[3], argv[2], argc > 4 ? argv[4] : NULL,
+				    argc > 5 ? argv[5] : NULL);
 	}
 	if (!strcmp(argv[1], "check")) {
 		if (argc != 3) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dliofs/naming.h"
+#include "control.h"
 #include "fs_i.h"
 
 static int has_subdirs(const struct dl_dataset *ds, uint32_t split)
@@ -34,6 +35,11 @@ int dl_node_from_ino(const struct dl_fs *fs, fuse_ino_t ino, struct dl_node *out
 	out->split = (uint32_t)((ino >> 46) & 3);
 	out->part = (uint32_t)((ino >> 44) & 3);
 	out->index = ino & DL_INO_MAX_INDEX;
+	if (out->type == DL_NODE_CTL)
+		return out->ds == 0 && out->split == 0 && out->part == 0 &&
+				       out->index < DL_CTL__COUNT
+			       ? 0
+			       : -ENOENT;
 	if (out->type < DL_NODE_DATASET || out->type > DL_NODE_FILE ||
 	    out->ds >= fs->cfg->ndatasets || out->split >= DL_SPLIT__COUNT)
 		return -ENOENT;
@@ -83,6 +89,11 @@ int dl_node_stat(struct dl_fs *fs, const struct dl_node *n, struct stat *st)
 	struct dl_file f;
 	int ret;
 
+	if (n->type == DL_NODE_CTL) {
+		dl_ctl_stat(fs, (unsigned)n->index, st);
+		st->st_ino = dl_node_ino(n);
+		return 0;
+	}
 	memset(st, 0, sizeof(*st));
 	st->st_ino = dl_node_ino(n);
 	st->st_uid = fs->uid;
@@ -130,6 +141,10 @@ int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const c
 
 	switch (parent->type) {
 	case DL_NODE_ROOT:
+		if (strcmp(name, DL_CTL_DIRNAME) == 0) {
+			*out = (struct dl_node){.type = DL_NODE_CTL, .index = DL_CTL_DIR};
+			return 0;
+		}
 		for (unsigned i = 0; i < fs->cfg->ndatasets; i++) {
 			if (strcmp(fs->cfg->datasets[i].name, name) == 0) {
 				*out = (struct dl_node){.type = DL_NODE_DATASET, .ds = i};
@@ -158,6 +173,15 @@ int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const c
 		return lookup_file(ds, parent, name, out);
 	case DL_NODE_SUBDIR:
 		return lookup_file(&fs->cfg->datasets[parent->ds], parent, name, out);
+	case DL_NODE_CTL: {
+		unsigned id;
+		if (parent->index != DL_CTL_DIR)
+			return -ENOTDIR;
+		if (dl_ctl_lookup(name, &id))
+			return -ENOENT;
+		*out = (struct dl_node){.type = DL_NODE_CTL, .index = id};
+		return 0;
+	}
 	default:
 		return -ENOTDIR;
 	}
@@ -217,7 +241,59 @@ int dl_node_child(const struct dl_fs *fs, const struct dl_node *dir, uint64_t k,
 		return child_file(fs, dir, k, child, name, namelen);
 	case DL_NODE_SUBDIR:
 		return child_file(fs, dir, k, child, name, namelen);
+	case DL_NODE_CTL:
+		/* The control directory lists its files; the root does not list it. */
+		if (dir->index != DL_CTL_DIR)
+			return -ENOTDIR;
+		if (k + 1 >= DL_CTL__COUNT)
+			return -ENOENT;
+		*child = (struct dl_node){.type = DL_NODE_CTL, .index = k + 1};
+		snprintf(name, namelen, "%s", dl_ctl_names[k + 1]);
+		return 0;
 	default:
 		return -ENOTDIR;
 	}
+}
+
+int dl_node_path(struct dl_fs *fs, uint64_t ino, char *buf, size_t len)
+{
+	const struct dl_dataset *ds;
+	struct dl_node n;
+	char sub[64];
+	int ret, k;
+
+	ret = dl_node_from_ino(fs, ino, &n);
+	if (ret)
+		return ret;
+	switch (n.type) {
+	case DL_NODE_ROOT:
+		k = snprintf(buf, len, ".");
+		break;
+	case DL_NODE_CTL:
+		k = n.index == DL_CTL_DIR ? snprintf(buf, len, "%s", DL_CTL_DIRNAME)
+					  : snprintf(buf, len, "%s/%s", DL_CTL_DIRNAME,
+						     dl_ctl_names[n.index]);
+		break;
+	case DL_NODE_DATASET:
+		k = snprintf(buf, len, "%s", fs->cfg->datasets[n.ds].name);
+		break;
+	case DL_NODE_SPLIT:
+		k = snprintf(buf, len, "%s/%s", fs->cfg->datasets[n.ds].name, dl_split_dir[n.split]);
+		break;
+	case DL_NODE_SUBDIR:
+		ds = &fs->cfg->datasets[n.ds];
+		dl_name_subdir(ds, n.split, (uint32_t)n.index, sub, sizeof(sub));
+		k = snprintf(buf, len, "%s/%s/%s", ds->name, dl_split_dir[n.split], sub);
+		break;
+	case DL_NODE_FILE:
+		ds = &fs->cfg->datasets[n.ds];
+		k = snprintf(buf, len, "%s/", ds->name);
+		if (k < 0 || (size_t)k >= len)
+			return -ENAMETOOLONG;
+		ret = dl_name_relpath(ds, n.split, n.index, n.part, buf + k, len - (size_t)k);
+		return ret < 0 ? ret : k + ret;
+	default:
+		return -ENOENT;
+	}
+	return k < 0 || (size_t)k >= len ? -ENAMETOOLONG : k;
 }

@@ -1,48 +1,44 @@
 /* FUSE glue: turn namespace/format results into replies. Errors are negative
- * errno inside the daemon and become positive only in reply_err(). */
+ * errno inside the daemon and become positive only here. Every reply goes
+ * through the pacer (dl_reply_submit), which may delay it; workers never wait. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "fs_i.h"
+#include "reply.h"
 
 /* Content and names never change while mounted: let the kernel keep them. */
 #define DL_TIMEOUT 86400.0
+
+/* What an open file carries in fi->fh. */
+struct dl_handle {
+	int ctl;		/* a control file */
+	unsigned ctl_id;
+	char *snap;		/* control file content at open */
+	size_t snap_len;
+	struct dl_file f;	/* a synthetic file */
+};
 
 static struct dl_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
 }
 
-static void reply_err(fuse_req_t req, int neg_errno)
+/* Answer with an error, through the pacer as a metadata (or given) class op. */
+static void pace_err(struct dl_fs *fs, fuse_req_t req, enum dl_op_class cls, int neg_errno)
 {
-	fuse_reply_err(req, -neg_errno);
-}
+	struct dl_reply *r = dl_reply_new(req, DL_R_ERR, cls, DL_TOP_OTHER);
 
-static void *buf_get(struct dl_fs *fs)
-{
-	void *b = NULL;
-
-	pthread_mutex_lock(&fs->buf_lock);
-	if (fs->nbufs)
-		b = fs->bufs[--fs->nbufs];
-	pthread_mutex_unlock(&fs->buf_lock);
-	if (!b && posix_memalign(&b, 4096, fs->max_read))
-		b = NULL;
-	return b;
-}
-
-static void buf_put(struct dl_fs *fs, void *b)
-{
-	pthread_mutex_lock(&fs->buf_lock);
-	if (fs->nbufs < fs->bufs_cap) {
-		fs->bufs[fs->nbufs++] = b;
-		b = NULL;
+	if (!r) {
+		fuse_reply_err(req, -neg_errno);
+		return;
 	}
-	pthread_mutex_unlock(&fs->buf_lock);
-	free(b);
+	r->err = -neg_errno;
+	dl_reply_submit(fs, r);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -62,10 +58,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ASYNC_DIO;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
-	if (conn->capable & FUSE_CAP_FLOCK_LOCKS)
-		conn->want &= ~(unsigned)FUSE_CAP_FLOCK_LOCKS; /* kernel-local flock: h5py locks */
-	if (conn->capable & FUSE_CAP_POSIX_LOCKS)
-		conn->want &= ~(unsigned)FUSE_CAP_POSIX_LOCKS;
+	/* flock/fcntl locks stay kernel-local (h5py locks files it opens). */
+	conn->want &= ~(unsigned)FUSE_CAP_FLOCK_LOCKS;
+	conn->want &= ~(unsigned)FUSE_CAP_POSIX_LOCKS;
 }
 
 static int fill_entry(struct dl_fs *fs, const struct dl_node *n, struct fuse_entry_param *e)
@@ -73,7 +68,8 @@ static int fill_entry(struct dl_fs *fs, const struct dl_node *n, struct fuse_ent
 	memset(e, 0, sizeof(*e));
 	e->ino = dl_node_ino(n);
 	e->generation = 1;
-	e->attr_timeout = DL_TIMEOUT;
+	/* Control files change: never let the kernel cache their attributes. */
+	e->attr_timeout = n->type == DL_NODE_CTL ? 0 : DL_TIMEOUT;
 	e->entry_timeout = DL_TIMEOUT;
 	return dl_node_stat(fs, n, &e->attr);
 }
@@ -81,64 +77,85 @@ static int fill_entry(struct dl_fs *fs, const struct dl_node *n, struct fuse_ent
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct dl_fs *fs = fs_of(req);
-	struct fuse_entry_param e;
+	struct dl_reply *r = dl_reply_new(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP);
 	struct dl_node p, c;
 	int ret;
 
-	ret = dl_node_from_ino(fs, parent, &p);
-	if (ret)
-		goto out;
-	ret = dl_node_lookup(fs, &p, name, &c);
-	if (ret == -ENOENT) {
-		/* Cache the miss too: loaders probe names that never exist. */
-		memset(&e, 0, sizeof(e));
-		e.entry_timeout = DL_TIMEOUT;
-		fuse_reply_entry(req, &e);
+	if (!r) {
+		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (ret)
-		goto out;
-	ret = fill_entry(fs, &c, &e);
-	if (ret)
-		goto out;
-	fuse_reply_entry(req, &e);
-	return;
-out:
-	reply_err(req, ret);
+	r->preq.file_id = parent;
+	ret = dl_node_from_ino(fs, parent, &p);
+	if (!ret)
+		ret = dl_node_lookup(fs, &p, name, &c);
+	if (ret == -ENOENT) {
+		/* Cache the miss too: loaders probe names that never exist. */
+		memset(&r->e, 0, sizeof(r->e));
+		r->e.entry_timeout = DL_TIMEOUT;
+		ret = 0;
+	} else if (!ret) {
+		ret = fill_entry(fs, &c, &r->e);
+	}
+	if (ret) {
+		r->kind = DL_R_ERR;
+		r->err = -ret;
+	}
+	dl_reply_submit(fs, r);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = fs_of(req);
+	struct dl_reply *r = dl_reply_new(req, DL_R_ATTR, DL_OP_META, DL_TOP_GETATTR);
 	struct dl_node n;
-	struct stat st;
 	int ret;
 
 	(void)fi;
+	if (!r) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r->preq.file_id = ino;
 	ret = dl_node_from_ino(fs, ino, &n);
 	if (!ret)
-		ret = dl_node_stat(fs, &n, &st);
-	if (ret)
-		reply_err(req, ret);
-	else
-		fuse_reply_attr(req, &st, DL_TIMEOUT);
+		ret = dl_node_stat(fs, &n, &r->st);
+	r->attr_timeout = n.type == DL_NODE_CTL ? 0 : DL_TIMEOUT;
+	if (ret) {
+		r->kind = DL_R_ERR;
+		r->err = -ret;
+	}
+	dl_reply_submit(fs, r);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = fs_of(req);
+	struct dl_reply *r;
 	struct dl_node n;
 	int ret = dl_node_from_ino(fs, ino, &n);
 
-	if (!ret && n.type == DL_NODE_FILE)
+	if (!ret && (n.type == DL_NODE_FILE || (n.type == DL_NODE_CTL && n.index != DL_CTL_DIR)))
 		ret = -ENOTDIR;
 	if (ret) {
-		reply_err(req, ret);
+		pace_err(fs, req, DL_OP_META, ret);
 		return;
 	}
-	fi->cache_readdir = 1;
-	fi->keep_cache = 1;
-	fuse_reply_open(req, fi);
+	r = dl_reply_new(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPENDIR);
+	if (!r) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r->preq.file_id = ino;
+	r->fi = *fi;
+	r->fi.cache_readdir = 1;
+	r->fi.keep_cache = 1;
+	dl_reply_submit(fs, r);
+}
+
+static int is_regular(const struct dl_node *n)
+{
+	return n->type == DL_NODE_FILE || (n->type == DL_NODE_CTL && n->index != DL_CTL_DIR);
 }
 
 /* Offsets: 1 is after ".", 2 after "..", k + 3 after child k. Entries are
@@ -147,19 +164,24 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = fs_of(req);
+	struct dl_reply *r = dl_reply_new(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR);
 	struct dl_node dir, child;
 	char name[256];
 	struct stat st;
 	size_t used = 0;
-	char *buf = NULL;
 	int ret;
 
 	(void)fi;
+	if (!r) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r->preq.file_id = ino;
 	ret = dl_node_from_ino(fs, ino, &dir);
 	if (ret)
 		goto out;
-	buf = malloc(size);
-	if (!buf) {
+	r->buf = malloc(size);
+	if (!r->buf) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -182,181 +204,262 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			if (ret)
 				goto out;
 			st.st_ino = dl_node_ino(&child);
-			st.st_mode = child.type == DL_NODE_FILE ? S_IFREG : S_IFDIR;
+			st.st_mode = is_regular(&child) ? S_IFREG : S_IFDIR;
 		}
-		need = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)pos + 1);
+		need = fuse_add_direntry(req, (char *)r->buf + used, size - used, name, &st,
+					 (off_t)pos + 1);
 		if (need > size - used)
 			break;
 		used += need;
 	}
 	ret = 0;
-	fuse_reply_buf(req, buf, used);
+	r->len = used;
 out:
-	if (ret)
-		reply_err(req, ret);
-	free(buf);
+	if (ret) {
+		r->kind = DL_R_ERR;
+		r->err = -ret;
+	}
+	dl_reply_submit(fs, r);
+}
+
+static void free_handle(struct dl_handle *h)
+{
+	if (!h)
+		return;
+	free(h->snap);
+	free(h);
+}
+
+static void abort_open(struct dl_reply *r)
+{
+	free_handle((struct dl_handle *)(uintptr_t)r->fi.fh);
+}
+
+static int open_ctl(struct dl_fs *fs, const struct dl_node *n, struct fuse_file_info *fi,
+		    struct dl_handle *h)
+{
+	h->ctl = 1;
+	h->ctl_id = (unsigned)n->index;
+	fi->direct_io = 1; /* content changes; no page cache, no size needed */
+	if ((fi->flags & O_ACCMODE) != O_WRONLY)
+		return dl_ctl_read_all(fs, h->ctl_id, &h->snap, &h->snap_len);
+	return 0;
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = fs_of(req);
-	struct dl_file *f = NULL;
+	struct dl_handle *h = NULL;
+	struct dl_reply *r = NULL;
 	struct dl_node n;
 	int ret;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-		ret = -EROFS;
-		goto out;
-	}
 	ret = dl_node_from_ino(fs, ino, &n);
 	if (ret)
 		goto out;
-	f = malloc(sizeof(*f));
-	if (!f) {
+	h = calloc(1, sizeof(*h));
+	r = dl_reply_new(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPEN);
+	if (!h || !r) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = dl_node_file(fs, &n, f);
-	if (ret)
-		goto out;
-	fi->fh = (uint64_t)(uintptr_t)f;
-	if (fs->cfg->io_mode == DL_IO_DIRECT)
-		fi->direct_io = 1;
-	else
-		fi->keep_cache = 1; /* bytes never change: reuse the page cache across opens */
+	r->preq.file_id = ino;
+	if (n.type == DL_NODE_CTL) {
+		ret = open_ctl(fs, &n, fi, h);
+		if (ret)
+			goto out;
+	} else {
+		if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+			ret = -EROFS;
+			goto out;
+		}
+		ret = dl_node_file(fs, &n, &h->f);
+		if (ret)
+			goto out;
+		if (fs->direct_io)
+			fi->direct_io = 1;
+		else
+			fi->keep_cache = 1; /* bytes never change: reuse cached pages */
+	}
 	fi->noflush = 1;
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		free(f); /* the opener was interrupted; release will not come */
+	fi->fh = (uint64_t)(uintptr_t)h;
+	r->fi = *fi;
+	r->on_abort = abort_open;
+	dl_reply_submit(fs, r);
 	return;
 out:
-	free(f);
-	reply_err(req, ret);
+	free_handle(h);
+	if (r) {
+		r->kind = DL_R_ERR;
+		r->err = -ret;
+		dl_reply_submit(fs, r);
+	} else {
+		fuse_reply_err(req, -ret);
+	}
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = fs_of(req);
-	const struct dl_file *f = (const struct dl_file *)(uintptr_t)fi->fh;
-	void *buf = NULL;
+	struct dl_handle *h = (struct dl_handle *)(uintptr_t)fi->fh;
+	struct dl_reply *r = dl_reply_new(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ);
+	uint64_t fsize = h->ctl ? h->snap_len : h->f.size;
 	size_t len;
-	int ret;
+	int ret = 0;
 
-	(void)ino;
+	if (!r) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r->preq.file_id = ino;
+	r->preq.off = (uint64_t)off;
 	if (off < 0) {
 		ret = -EINVAL;
 		goto out;
 	}
-	if ((uint64_t)off >= f->size) {
-		fuse_reply_buf(req, NULL, 0);
+	if ((uint64_t)off >= fsize)
+		goto out; /* EOF: an empty reply */
+	len = size;
+	if (len > fsize - (uint64_t)off)
+		len = (size_t)(fsize - (uint64_t)off);
+	if (h->ctl) {
+		/* Control files are not storage traffic: answer at once. */
+		fuse_reply_buf(req, h->snap + off, len);
+		free(r);
 		return;
 	}
-	len = size;
-	if (len > f->size - (uint64_t)off)
-		len = (size_t)(f->size - (uint64_t)off);
 	if (len > fs->max_read) {
 		ret = -EINVAL;
 		goto out;
 	}
-	buf = buf_get(fs);
-	if (!buf) {
+	r->preq.len = len;
+	r->buf = dl_fs_buf_get(fs);
+	if (!r->buf) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = dl_file_read(fs->fmt, f, buf, (uint64_t)off, len);
-	if (ret)
-		goto out;
-	fuse_reply_buf(req, buf, len);
-	buf_put(fs, buf);
-	return;
+	r->pooled = 1;
+	ret = dl_file_read(fs->fmt, &h->f, r->buf, (uint64_t)off, len);
+	r->len = len;
 out:
-	if (buf)
-		buf_put(fs, buf);
-	reply_err(req, ret);
+	if (ret) {
+		r->kind = DL_R_ERR;
+		r->err = -ret;
+	}
+	dl_reply_submit(fs, r);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct dl_fs *fs = fs_of(req);
+	struct dl_handle *h = (struct dl_handle *)(uintptr_t)fi->fh;
+	int ret;
+
+	(void)ino, (void)off;
+	if (!h || !h->ctl) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	ret = dl_ctl_write(fs, h->ctl_id, buf, size);
+	if (ret)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_write(req, size);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	free((void *)(uintptr_t)fi->fh);
+	free_handle((struct dl_handle *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct dl_fs *fs = fs_of(req);
-	struct statvfs sv;
+	struct dl_reply *r = dl_reply_new(req, DL_R_STATFS, DL_OP_META, DL_TOP_STATFS);
 	uint64_t files = 0;
 
-	(void)ino;
+	if (!r) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r->preq.file_id = ino;
 	for (unsigned i = 0; i < fs->cfg->ndatasets; i++)
 		for (unsigned s = 0; s < DL_SPLIT__COUNT; s++)
 			files += fs->cfg->datasets[i].files[s];
-	memset(&sv, 0, sizeof(sv));
-	sv.f_bsize = 4096;
-	sv.f_frsize = 4096;
-	sv.f_files = files;
-	sv.f_namemax = 255;
-	fuse_reply_statfs(req, &sv);
+	r->sv.f_bsize = 4096;
+	r->sv.f_frsize = 4096;
+	r->sv.f_files = files;
+	r->sv.f_namemax = 255;
+	dl_reply_submit(fs, r);
 }
 
-/* Synthetic datasets are read-only, whatever mount options were given. */
+/* Synthetic datasets are read-only; control files accept truncation (shell
+ * redirections open with O_TRUNC) and nothing else. */
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
-	(void)ino, (void)attr, (void)to_set, (void)fi;
-	reply_err(req, -EROFS);
+	struct dl_fs *fs = fs_of(req);
+	struct dl_node n;
+	struct stat st;
+
+	(void)attr, (void)fi;
+	if (dl_node_from_ino(fs, ino, &n) == 0 && n.type == DL_NODE_CTL && n.index != DL_CTL_DIR &&
+	    (to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+			FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)) ==
+		    0) {
+		dl_node_stat(fs, &n, &st);
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	fuse_reply_err(req, EROFS);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	(void)parent, (void)name, (void)mode, (void)rdev;
-	reply_err(req, -EROFS);
+	fuse_reply_err(req, EROFS);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	(void)parent, (void)name, (void)mode;
-	reply_err(req, -EROFS);
+	fuse_reply_err(req, EROFS);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	(void)parent, (void)name;
-	reply_err(req, -EROFS);
+	fuse_reply_err(req, EROFS);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	(void)link, (void)parent, (void)name;
-	reply_err(req, -EROFS);
+	fuse_reply_err(req, EROFS);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
 	(void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
-	reply_err(req, -EROFS);
+	fuse_reply_err(req, EROFS);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	(void)ino, (void)newparent, (void)newname;
-	reply_err(req, -EROFS);
-}
-
-static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi)
-{
-	(void)ino, (void)buf, (void)size, (void)off, (void)fi;
-	reply_err(req, -EROFS);
+	fuse_reply_err(req, EROFS);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
 	(void)parent, (void)name, (void)mode, (void)fi;
-	reply_err(req, -EROFS);
+	fuse_reply_err(req, EROFS);
 }
 
 const struct fuse_lowlevel_ops dl_fs_ops = {

@@ -472,13 +472,11 @@ static void test_value_errors(void)
 		   "t.yaml:5:23: datasets[0].samples_per_file: expected a count", "\"lots\"");
 	EXPECT_ERR(HEAD "    sample_size: 1\n    subfolders: 4294967296\n",
 		   "t.yaml:5:17: datasets[0].subfolders: 4294967296 is too large");
-	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 1\n",
-		   "t.yaml:3:13: datasets[0].format: format hdf5 is not supported yet");
 	EXPECT_ERR(HEAD "    sample_size: 1\n    dtype: flaot32\n",
 		   "t.yaml:5:12: datasets[0].dtype: expected one of uint8", "did you mean \"float32\"");
 	EXPECT_ERR("datasets:\n  - name: a\n    format: NPZ\n    sample_size: 1\n",
 		   "t.yaml:3:13: datasets[0].format: expected one of npy, npz, tfrecord, dlrm, raw, "
-		   "indexed_binary, got \"NPZ\" (did you mean \"npz\"?)");
+		   "indexed_binary, hdf5, jpeg, png, got \"NPZ\" (did you mean \"npz\"?)");
 	EXPECT_ERR("seed: -1\n" HEAD "    sample_size: 1\n",
 		   "t.yaml:1:7: seed: expected an unsigned 64-bit integer", "negative");
 	EXPECT_ERR("seed: 18446744073709551616\n" HEAD "    sample_size: 1\n",
@@ -502,7 +500,9 @@ static void test_key_errors(void)
 	EXPECT_ERR(HEAD "    sample_size: 1\n    num_files_train: 4\n",
 		   "t.yaml:5:5: datasets[0].num_files_train: unknown key", "files");
 	EXPECT_ERR(HEAD "    sample_size: 1\n    colour: red\n",
-		   "t.yaml:5:5: datasets[0].colour: unknown key; expected one of: name, format");
+		   "t.yaml:5:5: datasets[0].colour: unknown key (did you mean \"color\"?)");
+	EXPECT_ERR(HEAD "    sample_size: 1\n    flavour: red\n",
+		   "t.yaml:5:5: datasets[0].flavour: unknown key; expected one of: name, format");
 	EXPECT_ERR("dataset:\n  - name: a\n",
 		   "t.yaml:1:1: dataset: unknown key (did you mean \"datasets\"?)",
 		   "t.yaml:1:1: datasets: missing");
@@ -515,15 +515,18 @@ static void test_key_errors(void)
 	EXPECT_ERR(HEAD "    sample_size: {mean: 1, avg: 2}\n",
 		   "datasets[0].sample_size.avg: unknown key");
 	EXPECT_ERR("pacer: {read: 1}\n" HEAD "    sample_size: 1\n",
-		   "t.yaml:1:1: pacer: not supported yet by this version (reserved for the storage "
-		   "model)");
+		   "t.yaml:1:15: read: unknown pacer key \"read\"");
+	EXPECT_ERR("pacer: {read: {bandwidth: fast}}\n" HEAD "    sample_size: 1\n",
+		   "t.yaml:1:27: read.bandwidth: expected a rate");
 	EXPECT_ERR("cache: 1GB\n" HEAD "    sample_size: 1\n",
-		   "t.yaml:1:1: cache: not supported yet by this version (reserved for the cache)");
+		   "t.yaml:1:8: cache: cache.policy: expected kernel, none, lru or minio");
 	EXPECT_ERR(HEAD "    sample_size: 1\nbacking: /x\n",
 		   "t.yaml:5:1: backing: not supported yet by this version (reserved for the "
 		   "backing store)");
 	EXPECT_ERR(HEAD "    sample_size: 1\ntrace: on\n",
-		   "t.yaml:5:1: trace: not supported yet by this version (reserved for tracing)");
+		   "t.yaml:5:8: trace: expected a mapping {enabled, file, ops}");
+	EXPECT_ERR(HEAD "    sample_size: 1\ntrace: {ops: [read, fly], file: /tmp/x}\n",
+		   "t.yaml:5:21: trace.ops: expected an op name");
 }
 
 static void test_model_errors(void)
@@ -693,7 +696,7 @@ static void test_all_reported(void)
 		"t.yaml:5:12: datasets[0].files:",
 		"t.yaml:6:18: datasets[0].sample_size:",
 		"t.yaml:10:5: datasets[1].bogus:",
-		"t.yaml:11:1: trace:",
+		"t.yaml:11:8: trace:",
 	};
 	int all = 1;
 
@@ -723,6 +726,654 @@ static void test_all_reported(void)
 	}
 }
 
+/* ---- Formats II: hdf5, jpeg, png, compression ---- */
+
+static const char formats2_yaml[] =
+	"datasets:\n"
+	"  - name: cosmo\n"
+	"    format: hdf5\n"
+	"    files: 8\n"
+	"    samples_per_file: 16\n"
+	"    sample_size: 1MiB\n"
+	"    hdf5: {layout: dlio, datasets: 2, chunks: [4, 64, 64]}\n"
+	"    compression: gzip\n"
+	"    compression_level: 6\n"
+	"  - name: plainh5\n"
+	"    format: hdf5\n"
+	"    shape: [64, 64, 4]\n"
+	"    dtype: float32\n"
+	"    hdf5: {layout: plain}\n"
+	"  - name: imagenet\n"
+	"    format: jpeg\n"
+	"    files: 1000\n"
+	"    eval_files: 50\n"
+	"    classes: 10\n"
+	"    sample_size: {mean: 110kB, stdev: 30kB, min: 5kB, max: 1MB}\n"
+	"  - name: pngs\n"
+	"    format: png\n"
+	"    width: {mean: 400, stdev: 100, min: 64, max: 1024}\n"
+	"    height: 300\n"
+	"    color: L\n"
+	"  - name: sq\n"
+	"    format: jpeg\n"
+	"    width: 224\n"
+	"    color: RGB420\n"
+	"  - name: tfz\n"
+	"    format: tfrecord\n"
+	"    sample_size: 1KB\n"
+	"    compression: gzip\n"
+	"  - name: npzz\n"
+	"    format: npz\n"
+	"    sample_size: 1KB\n"
+	"    compression: zip\n"
+	"  - name: wide\n"
+	"    format: png\n"
+	"    width: {mean: 300, stdev: 50}\n"
+	"    sample_size: 200kB\n";
+
+static int dist_is(const struct dl_dist *d, uint64_t mean, uint64_t stdev, uint64_t min,
+		   uint64_t max)
+{
+	return d->mean == mean && d->stdev == stdev && d->min == min && d->max == max;
+}
+
+static void test_formats2(void)
+{
+	struct res r = load(formats2_yaml);
+	const struct dl_dataset *d;
+
+	CHECK(r.ret == 0 && r.cfg && r.errlen == 0, "formats II config: %d %s", r.ret, r.err);
+	if (!r.cfg) {
+		res_free(&r);
+		return;
+	}
+	CHECK(r.cfg->ndatasets == 8, "n %u", r.cfg->ndatasets);
+	d = &r.cfg->datasets[0];
+	CHECK(d->format == DL_FMT_HDF5 && d->h5_layout == DL_H5_DLIO && d->h5_dsets == 2 &&
+		      d->h5_chunk_ndims == 3 && d->h5_chunk[0] == 4 && d->h5_chunk[1] == 64 &&
+		      d->h5_chunk[2] == 64 && d->compression == DL_COMP_GZIP &&
+		      d->compression_level == 6 && d->sample_size.mean == 1048576,
+	      "hdf5 fields");
+	d = &r.cfg->datasets[1];
+	CHECK(d->format == DL_FMT_HDF5 && d->h5_layout == DL_H5_PLAIN && d->h5_dsets == 1 &&
+		      d->h5_chunk_ndims == 0 && d->compression == DL_COMP_NONE &&
+		      d->compression_level == 4 && d->ndims == 3 && d->dtype == DL_DT_FLOAT32,
+	      "hdf5 plain: defaults");
+	d = &r.cfg->datasets[2];
+	/* Derived square: raw RGB pixels ~4x the mean file size: isqrt(4 * 110000 / 3). */
+	CHECK(d->format == DL_FMT_JPEG && d->classes == 10 && d->size_given == 1 &&
+		      d->color == DL_COLOR_RGB && d->samples_per_file == 1 &&
+		      dist_is(&d->sample_size, 110000, 30000, 5000, 1000000) &&
+		      dist_is(&d->width, 382, 0, 382, 382) && dist_is(&d->height, 382, 0, 382, 382),
+	      "jpeg with classes and a size: width %" PRIu64 " height %" PRIu64 " color %d",
+	      d->width.mean, d->height.mean, d->color);
+	d = &r.cfg->datasets[3];
+	CHECK(d->format == DL_FMT_PNG && d->size_given == 0 && d->color == DL_COLOR_L &&
+		      dist_is(&d->width, 400, 100, 64, 1024) && dist_is(&d->height, 300, 0, 300, 300),
+	      "png: width distribution, fixed height");
+	d = &r.cfg->datasets[4];
+	CHECK(d->color == DL_COLOR_RGB420 && dist_is(&d->width, 224, 0, 224, 224) &&
+		      dist_is(&d->height, 224, 0, 224, 224) && d->size_given == 0,
+	      "jpeg: height defaults to width");
+	CHECK(r.cfg->datasets[5].compression == DL_COMP_GZIP &&
+		      r.cfg->datasets[6].compression == DL_COMP_ZIP &&
+		      r.cfg->datasets[6].compression_level == 4,
+	      "tfrecord gzip, npz zip");
+	d = &r.cfg->datasets[7];
+	CHECK(dist_is(&d->width, 300, 50, 1, 600) && dist_is(&d->height, 300, 50, 1, 600) &&
+		      d->size_given && d->sample_size.mean == 200000,
+	      "png: width distribution defaults (min 1, max mean + 6 stdev), height copies it");
+	res_free(&r);
+
+	roundtrip(__LINE__, formats2_yaml);
+	roundtrip(__LINE__, "datasets:\n  - {name: j, format: jpeg, sample_size: 1MB, color: L}\n");
+	roundtrip(__LINE__, "datasets:\n  - {name: p, format: png, width: {mean: 100, stdev: 3}, "
+			    "height: {mean: 50, stdev: 1, min: 40, max: 60}, classes: 1}\n");
+	roundtrip(__LINE__, "datasets:\n  - {name: h, format: hdf5, sample_size: {mean: 1MB, stdev: "
+			    "1kB}, hdf5: {chunks: [1, 100000, 1]}}\n");
+
+	/* Big enough for 65500-pixel sides: the derived square stays within JPEG. */
+	r = load("datasets:\n  - {name: j, format: jpeg, sample_size: 100GB}\n");
+	CHECK(r.ret == 0 && r.cfg && r.cfg->datasets[0].width.mean == 65500,
+	      "derived side capped at 65500: %s", r.err);
+	res_free(&r);
+	/* The smallest exact sizes are accepted. */
+	r = load("datasets:\n  - {name: a, format: jpeg, sample_size: 160, color: L}\n"
+		 "  - {name: b, format: jpeg, sample_size: 175, color: RGB420}\n"
+		 "  - {name: c, format: png, sample_size: 96}\n"
+		 "  - {name: d, format: png, sample_size: 94, color: L}\n");
+	CHECK(r.ret == 0, "smallest image sizes: %s", r.err);
+	res_free(&r);
+}
+
+#define IMG "datasets:\n  - name: a\n    format: jpeg\n"	/* values at column 9 + key */
+
+static void test_formats2_errors(void)
+{
+	/* keys for other formats */
+	EXPECT_ERR(HEAD "    sample_size: 1\n    hdf5: {layout: dlio}\n",
+		   "t.yaml:5:11: datasets[0].hdf5: only used by format hdf5 (this dataset is raw)");
+	EXPECT_ERR(HEAD "    sample_size: 1\n    width: 3\n",
+		   "t.yaml:5:12: datasets[0].width: only used by formats jpeg and png");
+	EXPECT_ERR(HEAD "    sample_size: 1\n    color: L\n",
+		   "t.yaml:5:12: datasets[0].color: only used by formats jpeg and png");
+	EXPECT_ERR(HEAD "    sample_size: 1\n    classes: 3\n",
+		   "t.yaml:5:14: datasets[0].classes: only used by formats jpeg and png");
+	/* compression */
+	EXPECT_ERR("datasets:\n  - {name: a, format: npz, sample_size: 1, compression: gzip}\n",
+		   "t.yaml:2:57: datasets[0].compression: gzip is for formats tfrecord",
+		   "npz uses zip");
+	EXPECT_ERR("datasets:\n  - {name: a, format: tfrecord, sample_size: 1, compression: zip}\n",
+		   "datasets[0].compression: zip is for format npz", "use gzip");
+	EXPECT_ERR("datasets:\n  - {name: a, format: raw, sample_size: 1, compression: zip}\n",
+		   "datasets[0].compression: zip is for format npz (np.savez_compressed); this "
+		   "dataset is raw");
+	EXPECT_ERR("datasets:\n  - {name: a, format: hdf5, sample_size: 1, compression: gzip}\n",
+		   "datasets[0].compression: hdf5 compresses chunks: gzip needs hdf5.chunks");
+	EXPECT_ERR(HEAD "    sample_size: 1\n    compression_level: 3\n",
+		   "t.yaml:5:24: datasets[0].compression_level: only used with compression gzip or "
+		   "zip");
+	EXPECT_ERR(HEAD "    sample_size: 1\n    compression: none\n    compression_level: 3\n",
+		   "datasets[0].compression_level: only used with compression");
+	EXPECT_ERR("datasets:\n  - {name: a, format: npz, sample_size: 1, compression: zip, "
+		   "compression_level: 10}\n",
+		   "datasets[0].compression_level: expected 1 to 9, got 10");
+	EXPECT_ERR("datasets:\n  - {name: a, format: npz, sample_size: 1, compression: zip, "
+		   "compression_level: 0}\n",
+		   "datasets[0].compression_level: expected 1 to 9, got 0");
+	EXPECT_ERR(HEAD "    sample_size: 1\n    compression: lz4\n",
+		   "t.yaml:5:18: datasets[0].compression: expected one of none, gzip, zip, got "
+		   "\"lz4\"");
+	/* hdf5 */
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 1\n    hdf5: dlio\n",
+		   "t.yaml:5:11: datasets[0].hdf5: expected a mapping like {layout: dlio");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 1\n"
+		   "    hdf5: {layot: dlio}\n",
+		   "t.yaml:5:12: datasets[0].hdf5.layot: unknown key (did you mean \"layout\"?)");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 1\n"
+		   "    hdf5: {layout: flat}\n",
+		   "t.yaml:5:20: datasets[0].hdf5.layout: expected one of dlio, plain, got \"flat\"");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 1\n"
+		   "    hdf5: {datasets: 0}\n",
+		   "t.yaml:5:22: datasets[0].hdf5.datasets: expected 1 to 4096 data datasets");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 1\n"
+		   "    hdf5: {datasets: 5000}\n",
+		   "datasets[0].hdf5.datasets: expected 1 to 4096", "got 5000");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 1\n"
+		   "    hdf5: {layout: plain, datasets: 2}\n",
+		   "datasets[0].hdf5.datasets: layout plain has one data dataset (x)");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 4KiB\n"
+		   "    hdf5: {chunks: [4, 64]}\n",
+		   "t.yaml:5:20: datasets[0].hdf5.chunks: expected 3 dimensions (samples, then the "
+		   "2 of a sample: (d, d) from sample_size), got 2");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    shape: [64, 64, 4]\n"
+		   "    hdf5: {chunks: [1, 64, 64]}\n",
+		   "datasets[0].hdf5.chunks: expected 4 dimensions (samples, then the 3 of a "
+		   "sample), got 3");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 1\n"
+		   "    hdf5: {chunks: [1, 0, 1]}\n",
+		   "t.yaml:5:24: datasets[0].hdf5.chunks[1]: a dimension must be at least 1");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 1\n"
+		   "    hdf5: {chunks: 4}\n",
+		   "datasets[0].hdf5.chunks: expected a list of 1 to 8 dimensions");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 1GiB\n"
+		   "    hdf5: {chunks: [1, 1, 1]}\n",
+		   "datasets[0].hdf5.chunks: too small: a file would have over 1048576 chunks");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    samples_per_file: 2\n"
+		   "    shape: [65536, 65536]\n    hdf5: {chunks: [2, 65536, 65536]}\n",
+		   "datasets[0].hdf5.chunks: a chunk of 8589934592 bytes is too large");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: hdf5\n    sample_size: 1EiB\n"
+		   "    samples_per_file: 2\n    hdf5: {datasets: 4}\n",
+		   "datasets[0].sample_size: a file would be too large: hdf5.datasets x "
+		   "samples_per_file (2)");
+	/* images */
+	EXPECT_ERR(IMG "    files: 3\n",
+		   "t.yaml:2:5: datasets[0].width: missing: format jpeg needs width and height (or "
+		   "a sample_size");
+	EXPECT_ERR(IMG "    width: 10\n    samples_per_file: 2\n",
+		   "t.yaml:5:23: datasets[0].samples_per_file: format jpeg holds one image per "
+		   "file: must be 1");
+	EXPECT_ERR(IMG "    width: 10\n    dtype: float32\n",
+		   "t.yaml:5:12: datasets[0].dtype: images are 8-bit: must be uint8");
+	EXPECT_ERR(IMG "    shape: [10, 10]\n",
+		   "t.yaml:4:12: datasets[0].shape: not used by format jpeg: give width and height",
+		   "datasets[0].width: missing");
+	EXPECT_ERR(IMG "    sample_size: 100\n",
+		   "t.yaml:4:18: datasets[0].sample_size: 100 bytes is below the smallest jpeg "
+		   "file of color RGB (172 bytes, a 1x1 image)");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: png\n"
+		   "    sample_size: {mean: 10kB, stdev: 1kB, min: 50}\n",
+		   "t.yaml:4:48: datasets[0].sample_size: 50 bytes is below the smallest png file");
+	EXPECT_ERR(IMG "    width: 70000\n",
+		   "t.yaml:4:12: datasets[0].width: 70000 pixels is too large (at most 65500: "
+		   "JPEG's limit)");
+	EXPECT_ERR(IMG "    width: 10\n    height: {mean: 1000, stdev: 10, max: 70000}\n",
+		   "t.yaml:5:42: datasets[0].height.max: 70000 pixels is too large");
+	EXPECT_ERR(IMG "    width: 0\n", "t.yaml:4:12: datasets[0].width: must be at least 1 pixel");
+	EXPECT_ERR(IMG "    width: {stdev: 3}\n",
+		   "t.yaml:4:12: datasets[0].width.mean: missing: a distribution needs a mean");
+	EXPECT_ERR(IMG "    width: {mean: 10, stdev: 3, min: 20, max: 30}\n",
+		   "datasets[0].width.mean: 10 pixels is outside [min, max] = [20, 30]");
+	EXPECT_ERR(IMG "    width: wide\n",
+		   "t.yaml:4:12: datasets[0].width: expected a count like 168, 2k or 1M, got "
+		   "\"wide\"");
+	EXPECT_ERR(IMG "    width: [1, 2]\n",
+		   "t.yaml:4:12: datasets[0].width: expected a number of pixels like 224 or {mean: "
+		   "..., stdev: ...}, got a list");
+	EXPECT_ERR("datasets:\n  - name: a\n    format: png\n    width: 2147483647\n",
+		   "t.yaml:4:12: datasets[0].width: an image of up to 2147483647 x 2147483647 "
+		   "pixels is too large");
+	EXPECT_ERR(IMG "    width: 10\n    color: CMYK\n",
+		   "t.yaml:5:12: datasets[0].color: expected one of L, RGB, RGB420, got \"CMYK\"");
+	EXPECT_ERR(IMG "    width: 10\n    files: 20\n    classes: 4\n    subfolders: 2\n"
+		   "    eval_subfolders: 0\n",
+		   "t.yaml:7:17: datasets[0].subfolders: cannot be combined with classes",
+		   "t.yaml:8:22: datasets[0].eval_subfolders: cannot be combined with classes");
+	EXPECT_ERR(IMG "    width: 10\n    classes: 0\n",
+		   "t.yaml:5:14: datasets[0].classes: expected 1 to 1000000 classes, got 0");
+	EXPECT_ERR(IMG "    width: 10\n    files: 10\n    classes: 100\n",
+		   "t.yaml:6:14: datasets[0].classes: 100 classes but only 10 train files");
+	EXPECT_ERR(IMG "    width: 10\n    files: 10\n    eval_files: 5\n    classes: 10\n",
+		   "datasets[0].classes: 10 classes but only 5 eval files");
+}
+
+/* ---- DLIO workload files ---- */
+
+static const char unet3d_dlio[] =
+	"model: \n"
+	"  name: unet3d\n"
+	"\n"
+	"framework: pytorch\n"
+	"\n"
+	"workflow:\n"
+	"  generate_data: False\n"
+	"  train: True\n"
+	"  checkpoint: True\n"
+	"\n"
+	"dataset: \n"
+	"  data_folder: data/unet3d/\n"
+	"  format: npz\n"
+	"  num_files_train: 168\n"
+	"  num_samples_per_file: 1\n"
+	"  record_length_bytes: 146600628\n"
+	"  record_length_bytes_stdev: 68341808\n"
+	"  record_length_bytes_resize: 2097152\n"
+	"  \n"
+	"reader: \n"
+	"  data_loader: pytorch\n"
+	"  batch_size: 7\n"
+	"  read_threads: 4\n"
+	"  file_shuffle: seed\n"
+	"  sample_shuffle: seed\n"
+	"\n"
+	"train:\n"
+	"  epochs: 5\n"
+	"  computation_time: 0.636\n"
+	"\n"
+	"checkpoint:\n"
+	"  checkpoint_folder: checkpoints/unet3d\n"
+	"  checkpoint_after_epoch: 5\n"
+	"  epochs_between_checkpoints: 2\n"
+	"  model_size: 499153191\n"
+	"\n"
+	"metric:\n"
+	"  au: 0.90\n";
+
+/* A DLIO file that loads, one dataset; the messages (the ignored line) are
+ * returned in r.err. */
+static struct res load_dlio(int line, const char *yaml)
+{
+	struct res r = load(yaml);
+
+	CHECK(r.ret == 0 && r.cfg && r.cfg->ndatasets == 1, "line %d: DLIO load: %d\n%s", line,
+	      r.ret, r.err);
+	return r;
+}
+
+static void test_dlio(void)
+{
+	struct res r = load_dlio(__LINE__, unet3d_dlio);
+	const struct dl_dataset *d;
+
+	if (r.cfg) {
+		d = &r.cfg->datasets[0];
+		/* d = isqrt(146600628) = 12107: DLIO writes 12107 x 12107 bytes per sample. */
+		CHECK(!strcmp(d->name, "unet3d") && d->format == DL_FMT_NPZ &&
+			      d->files[0] == 168 && d->files[1] == 0 && d->samples_per_file == 1 &&
+			      dist_is(&d->sample_size, 12107ULL * 12107, 68341808, 1,
+				      12107ULL * 12107 + 6 * 68341808ULL) &&
+			      d->dtype == DL_DT_UINT8 && !strcmp(d->file_prefix, "img") &&
+			      r.cfg->seed == 123 && d->loc.line == 12 && d->loc.col == 3,
+		      "unet3d: %s %" PRIu64 " %" PRIu64 " loc %u:%u", d->name, d->sample_size.mean,
+		      d->sample_size.stdev, d->loc.line, d->loc.col);
+		CHECK(count_lines(r.err) == 1 &&
+			      !strncmp(r.err, "t.yaml: ignored DLIO keys: model.name, framework, "
+					      "workflow.generate_data, workflow.train, "
+					      "workflow.checkpoint, dataset.record_length_bytes_resize, "
+					      "reader.data_loader, reader.batch_size, ", 160) &&
+			      strstr(r.err, "train.epochs, train.computation_time, "
+					    "checkpoint.checkpoint_folder, ") &&
+			      strstr(r.err, "checkpoint.model_size, metric.au\n"),
+		      "one line of ignored keys, in file order:\n%s", r.err);
+	}
+	res_free(&r);
+
+	/* resnet50: a fractional record length is floored, then d = 338. */
+	r = load_dlio(__LINE__, "model: \n  name: resnet50\n  type: cnn\nframework: tensorflow\n"
+				"dataset:\n num_files_train: 1024\n num_samples_per_file: 1251\n"
+				" record_length_bytes: 114660.07\n record_length_bytes_resize: 150528\n"
+				" data_folder: data/resnet50\n format: tfrecord\n"
+				"train: \n computation_time: 0.435\n epochs: 5\n seed: 7\n");
+	if (r.cfg) {
+		d = &r.cfg->datasets[0];
+		CHECK(!strcmp(d->name, "resnet50") && d->format == DL_FMT_TFRECORD &&
+			      d->files[0] == 1024 && d->samples_per_file == 1251 &&
+			      dist_is(&d->sample_size, 338 * 338, 0, 338 * 338, 338 * 338) &&
+			      r.cfg->seed == 7 && d->compression == DL_COMP_NONE,
+		      "resnet50: %" PRIu64 " seed %" PRIu64, d->sample_size.mean, r.cfg->seed);
+		CHECK(strstr(r.err, "ignored DLIO keys: model.name, model.type, framework, "
+				    "dataset.record_length_bytes_resize, train.computation_time, "
+				    "train.epochs\n"),
+		      "resnet50 ignored: %s", r.err);
+	}
+	res_free(&r);
+
+	/* cosmoflow as shipped: the older record_length / record_length_stdev names, model
+	 * as a scalar. */
+	r = load_dlio(__LINE__, "model: cosmoflow\nframework: tensorflow\nworkflow:\n"
+				" generate_data: False\n train: True\ndataset:\n"
+				" data_folder: data/cosmoflow\n num_files_train: 524288\n"
+				" num_samples_per_file: 1\n record_length: 2828486\n"
+				" record_length_stdev: 71311\n format: tfrecord\n");
+	if (r.cfg) {
+		d = &r.cfg->datasets[0];
+		CHECK(!strcmp(d->name, "cosmoflow") && d->files[0] == 524288 &&
+			      dist_is(&d->sample_size, 1681 * 1681, 71311, 1, 1681 * 1681 + 6 * 71311),
+		      "cosmoflow: %" PRIu64 " %" PRIu64, d->sample_size.mean, d->sample_size.stdev);
+		CHECK(strstr(r.err, "ignored DLIO keys: model, framework, workflow.generate_data, "
+				    "workflow.train\n"),
+		      "cosmoflow ignored: %s", r.err);
+	}
+	res_free(&r);
+
+	/* bert: prefix, a multi-sample tfrecord, steps-based checkpointing. */
+	r = load_dlio(__LINE__, "model: \n  name: bert\n  model_size_bytes: 4034713312\n"
+				"framework: tensorflow\ndataset: \n  data_folder: data/bert\n"
+				"  format: tfrecord\n  num_files_train: 500\n"
+				"  num_samples_per_file: 313532\n  record_length_bytes: 2500\n"
+				"  file_prefix: part\ncheckpoint:\n  checkpoint_folder: c\n"
+				"  steps_between_checkpoints: 250\n");
+	if (r.cfg) {
+		d = &r.cfg->datasets[0];
+		CHECK(!strcmp(d->name, "bert") && !strcmp(d->file_prefix, "part") &&
+			      d->files[0] == 500 && d->samples_per_file == 313532 &&
+			      d->sample_size.mean == 2500,
+		      "bert");
+	}
+	res_free(&r);
+
+	/* dlrm: indexed_binary with an eval file; an unknown DLIO key is ignored. */
+	r = load_dlio(__LINE__, "model: \n  name: dlrm\nframework: pytorch\ndataset:\n"
+				"  data_folder: data/dlrm\n  format: indexed_binary\n"
+				"  num_files_train: 1\n  num_files_eval: 1\n"
+				"  num_samples_per_file: 1024\n  record_length_bytes: 671088640\n"
+				"  keep_files: True\n  eval_num_samples_per_file: 9\n"
+				"reader:\n  sample_shuffle: random\n");
+	if (r.cfg) {
+		d = &r.cfg->datasets[0];
+		CHECK(!strcmp(d->name, "dlrm") && d->format == DL_FMT_INDEXED_BINARY &&
+			      d->files[0] == 1 && d->files[1] == 1 && d->samples_per_file == 1024 &&
+			      d->sample_size.mean == 25905ULL * 25905,
+		      "dlrm: %" PRIu64, d->sample_size.mean);
+		CHECK(strstr(r.err, "dataset.keep_files, dataset.eval_num_samples_per_file, "
+				    "reader.sample_shuffle\n"),
+		      "dlrm ignored: %s", r.err);
+	}
+	res_free(&r);
+
+	/* DLIO's default workload: subfolders and eval files. */
+	r = load_dlio(__LINE__, "model: default\nframework: pytorch\ndataset: \n"
+				"  data_folder: data/default\n  format: npz\n  num_files_train: 64\n"
+				"  num_files_eval: 8\n  num_samples_per_file: 1\n  record_length: 4096\n"
+				"  num_subfolders_train: 2\n  num_subfolders_eval: 2\n"
+				"evaluation: \n  eval_time: 0.5\nprofiling: \n  profiler: iostat\n");
+	if (r.cfg) {
+		d = &r.cfg->datasets[0];
+		CHECK(!strcmp(d->name, "default") && d->files[0] == 64 && d->files[1] == 8 &&
+			      d->subfolders[0] == 2 && d->subfolders[1] == 2 &&
+			      d->sample_size.mean == 4096,
+		      "default workload");
+	}
+	res_free(&r);
+
+	/* Every DLIO default: ./data/ -> "data", tfrecord, 8 files of 65536 bytes, seed 123. */
+	r = load_dlio(__LINE__, "framework: pytorch\ndataset: {}\n");
+	if (r.cfg) {
+		d = &r.cfg->datasets[0];
+		CHECK(!strcmp(d->name, "data") && d->format == DL_FMT_TFRECORD && d->files[0] == 8 &&
+			      d->samples_per_file == 1 && d->sample_size.mean == 65536 &&
+			      r.cfg->seed == 123 && d->loc.line == 2 && d->loc.col == 10,
+		      "DLIO defaults: %s %d %" PRIu64, d->name, d->format, d->files[0]);
+		CHECK(!strcmp(r.err, "t.yaml: ignored DLIO keys: framework\n"), "%s", r.err);
+	}
+	res_free(&r);
+
+	/* Nothing ignored: nothing printed. */
+	r = load_dlio(__LINE__, "dataset:\n  format: npy\n  data_folder: /x/y/z\n");
+	CHECK(r.cfg && r.errlen == 0 && !strcmp(r.cfg->datasets[0].name, "z") &&
+		      r.cfg->datasets[0].format == DL_FMT_NPY,
+	      "quiet when nothing is ignored: %s", r.err);
+	res_free(&r);
+
+	/* dtype: numpy names; the size stays d x d elements. */
+	r = load_dlio(__LINE__, "dataset:\n  format: npz\n  record_length_bytes: 65536\n"
+				"  record_element_type: np.float32\n");
+	CHECK(r.cfg && r.cfg->datasets[0].dtype == DL_DT_FLOAT32 &&
+		      r.cfg->datasets[0].sample_size.mean == 65536 * 4,
+	      "float32: %s", r.err);
+	res_free(&r);
+
+	/* record_dims with a dtype. */
+	r = load_dlio(__LINE__, "dataset:\n  format: npy\n  record_dims: [3, 224, 224]\n"
+				"  record_element_type: float16\n  record_length_bytes: 5\n");
+	if (r.cfg) {
+		d = &r.cfg->datasets[0];
+		CHECK(d->ndims == 3 && d->dims[0] == 3 && d->dims[1] == 224 && d->dims[2] == 224 &&
+			      d->dtype == DL_DT_FLOAT16 && d->sample_size.mean == 3 * 224 * 224 * 2 &&
+			      strstr(r.err, "dataset.record_length_bytes\n"),
+		      "record_dims: %s", r.err);
+	}
+	res_free(&r);
+
+	/* jpeg: one grayscale image per file, sides from normal(d, S / (2 sqrt(L))). */
+	r = load_dlio(__LINE__, "dataset:\n  data_folder: ./imgs\n  format: jpeg\n"
+				"  num_files_train: 100\n  num_samples_per_file: 4\n"
+				"  record_length_bytes: 150528\n  record_length_bytes_stdev: 30000\n");
+	if (r.cfg) {
+		d = &r.cfg->datasets[0];
+		CHECK(d->format == DL_FMT_JPEG && d->color == DL_COLOR_L && d->samples_per_file == 1 &&
+			      !d->size_given && dist_is(&d->width, 387, 39, 1, 387 + 6 * 39) &&
+			      dist_is(&d->height, 387, 39, 1, 387 + 6 * 39) &&
+			      strstr(r.err, "dataset.num_samples_per_file\n"),
+		      "jpeg: %" PRIu64 " %" PRIu64 " %s", d->width.mean, d->width.stdev, r.err);
+	}
+	res_free(&r);
+	r = load_dlio(__LINE__, "dataset:\n  format: png\n  record_dims: [300, 400]\n");
+	CHECK(r.cfg && dist_is(&r.cfg->datasets[0].height, 300, 0, 300, 300) &&
+		      dist_is(&r.cfg->datasets[0].width, 400, 0, 400, 400),
+	      "png record_dims are (height, width)");
+	res_free(&r);
+
+	/* hdf5: record_dims split over num_dset_per_record, a leading 1 dropped. */
+	r = load_dlio(__LINE__, "workload:\n  dataset:\n    data_folder: /data/cosmo\n"
+				"    format: hdf5\n    num_samples_per_file: 16\n"
+				"    record_dims: [4, 128, 128]\n    record_element_type: float32\n"
+				"    hdf5:\n      num_dset_per_record: 4\n      max_shape: [128, 128]\n"
+				"    compression: gzip\n    compression_level: 6\n"
+				"  train:\n    seed: 99\nhydra: {run: {dir: x}}\n");
+	if (r.cfg) {
+		d = &r.cfg->datasets[0];
+		CHECK(!strcmp(d->name, "cosmo") && d->format == DL_FMT_HDF5 && d->h5_dsets == 4 &&
+			      d->h5_layout == DL_H5_DLIO && d->ndims == 2 && d->dims[0] == 128 &&
+			      d->dims[1] == 128 && d->compression == DL_COMP_GZIP &&
+			      d->compression_level == 6 && d->h5_chunk_ndims == 3 &&
+			      d->h5_chunk[0] == 1 && d->h5_chunk[1] == 128 && d->h5_chunk[2] == 128 &&
+			      r.cfg->seed == 99,
+		      "hdf5 translation");
+		CHECK(!strcmp(r.err, "t.yaml: ignored DLIO keys: workload.dataset.hdf5.max_shape, "
+				     "hydra.run\n"),
+		      "wrapped ignored: %s", r.err);
+	}
+	res_free(&r);
+	r = load_dlio(__LINE__, "dataset:\n  format: hdf5\n  record_dims: [4, 8]\n"
+				"  hdf5: {num_dset_per_record: 2, chunk_dims: [1, 2, 8]}\n");
+	CHECK(r.cfg && r.cfg->datasets[0].ndims == 2 && r.cfg->datasets[0].dims[0] == 2 &&
+		      r.cfg->datasets[0].h5_chunk_ndims == 3 && r.cfg->datasets[0].h5_chunk[1] == 2,
+	      "hdf5 split 4 -> 2 and chunk_dims");
+	res_free(&r);
+	/* The legacy chunking keys: (1, c, c) with c = ceil(sqrt(chunk_size)). */
+	r = load_dlio(__LINE__, "dataset:\n  format: hdf5\n  record_length_bytes: 1048576\n"
+				"  enable_chunking: True\n  chunk_size: 1000\n");
+	CHECK(r.cfg && r.cfg->datasets[0].h5_chunk_ndims == 3 &&
+		      r.cfg->datasets[0].h5_chunk[0] == 1 && r.cfg->datasets[0].h5_chunk[1] == 32 &&
+		      r.cfg->datasets[0].h5_chunk[2] == 32 && r.cfg->datasets[0].h5_dsets == 1,
+	      "legacy chunking");
+	res_free(&r);
+	/* Compression where DLIO's writer uses it, ignored where it does not. */
+	r = load_dlio(__LINE__, "dataset:\n  format: npz\n  compression: zip\n");
+	CHECK(r.cfg && r.cfg->datasets[0].compression == DL_COMP_ZIP && r.errlen == 0, "npz zip");
+	res_free(&r);
+	r = load_dlio(__LINE__, "dataset:\n  format: tfrecord\n  compression: gzip\n"
+				"  compression_level: 9\n  enable_chunking: True\n");
+	CHECK(r.cfg && r.cfg->datasets[0].compression == DL_COMP_NONE &&
+		      !strcmp(r.err, "t.yaml: ignored DLIO keys: dataset.compression, "
+				     "dataset.compression_level, dataset.enable_chunking\n"),
+	      "tfrecord: compression ignored as DLIO does: %s", r.err);
+	res_free(&r);
+
+	/* The translation is a native config: its dump loads back to the same model. */
+	{
+		struct res a = load(unet3d_dlio), b = { 0 };
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		if (a.cfg)
+			dl_config_dump(a.cfg, f);
+		fclose(f);
+		b = load(text);
+		CHECK(a.cfg && b.ret == 0 && same_model(a.cfg, b.cfg),
+		      "DLIO dump loads back: %s\n%s", b.err, text);
+		free(text);
+		res_free(&a);
+		res_free(&b);
+	}
+}
+
+static void test_dlio_errors(void)
+{
+	EXPECT_ERR("framework: pytorch\ndataset:\n  data_folder: data/x\n  format: csv\n",
+		   "t.yaml:4:11: dataset.format: DLIO format \"csv\" is not served by dliofs (it "
+		   "serves npz, npy, hdf5, tfrecord, jpeg, png, indexed_binary)");
+	EXPECT_ERR("dataset:\n  format: mmap_indexed_binary\n",
+		   "t.yaml:2:11: dataset.format: DLIO format \"mmap_indexed_binary\" is not served");
+	EXPECT_ERR("dataset:\n  format: synthetic\n", "t.yaml:2:11: dataset.format:", "synthetic");
+	EXPECT_ERR("dataset:\n  format: [npz]\n",
+		   "t.yaml:2:11: dataset.format: expected a DLIO format like npz, got a list");
+	EXPECT_ERR("workload:\n  dataset:\n    format: parquet\n",
+		   "t.yaml:3:13: workload.dataset.format: DLIO format \"parquet\"");
+	EXPECT_ERR("dataset:\n  data_folder: ./\n",
+		   "t.yaml:2:16: dataset.data_folder: \"./\" has no last path component");
+	EXPECT_ERR("dataset:\n  data_folder: /\n", "t.yaml:2:16: dataset.data_folder:");
+	EXPECT_ERR("dataset:\n  data_folder: data/..\n", "t.yaml:2:16: dataset.data_folder:");
+	EXPECT_ERR("dataset:\n  data_folder: data/a b\n",
+		   "t.yaml:2:16: dataset.data_folder: \"a b\" has the character \" \"");
+	EXPECT_ERR("dataset:\n  data_folder: data/.hidden\n",
+		   "t.yaml:2:16: dataset.data_folder: \".hidden\" must not start with '.'");
+	EXPECT_ERR("dataset:\n  files: 3\n  sample_size: 4KiB\n",
+		   "t.yaml:2:3: dataset.files: a dliofs key in a DLIO workload", "DLIO calls it "
+		   "num_files_train",
+		   "t.yaml:3:3: dataset.sample_size: a dliofs key", "record_length_bytes");
+	EXPECT_ERR("dataset:\n  classes: 3\n", "t.yaml:2:3: dataset.classes:",
+		   "DLIO has no equivalent");
+	EXPECT_ERR("framework: pytorch\nworkflow: {train: False, checkpoint: True}\n",
+		   "t.yaml:1:1: dataset: missing: this is a DLIO workload",
+		   "nothing to serve");
+	EXPECT_ERR("framework: pytorch\ndataset: [a]\n",
+		   "t.yaml:2:10: dataset: expected a mapping of DLIO dataset settings", "a list");
+	/* Values checked by the native rules, named by DLIO's keys. */
+	EXPECT_ERR("dataset:\n  num_files_train: -3\n",
+		   "t.yaml:2:20: dataset.num_files_train: expected a count", "negative");
+	EXPECT_ERR("dataset:\n  num_files_train: 0\n",
+		   "t.yaml:2:20: dataset.num_files_train: a dataset needs at least one file");
+	EXPECT_ERR("dataset:\n  num_samples_per_file: lots\n",
+		   "t.yaml:2:25: dataset.num_samples_per_file: expected a count", "\"lots\"");
+	EXPECT_ERR("dataset:\n  num_subfolders_train: 4294967296\n",
+		   "t.yaml:2:25: dataset.num_subfolders_train: 4294967296 is too large");
+	EXPECT_ERR("dataset:\n  file_prefix: a/b\n",
+		   "t.yaml:2:16: dataset.file_prefix: \"a/b\" must be a single path component");
+	EXPECT_ERR("dataset:\n  record_length_bytes: abc\n",
+		   "t.yaml:2:24: dataset.record_length_bytes: expected a number of bytes like "
+		   "146600628, got \"abc\"");
+	EXPECT_ERR("dataset:\n  record_length_bytes: -5\n",
+		   "t.yaml:2:24: dataset.record_length_bytes:", "negative");
+	EXPECT_ERR("dataset:\n  record_length: 0\n",
+		   "t.yaml:2:18: dataset.record_length: must be at least 1 byte");
+	EXPECT_ERR("dataset:\n  record_length_bytes: 1e30\n",
+		   "t.yaml:2:24: dataset.record_length_bytes: \"1e30\" is too large");
+	EXPECT_ERR("dataset:\n  record_length_bytes_stdev: x\n",
+		   "t.yaml:2:30: dataset.record_length_bytes_stdev: expected a number of bytes");
+	EXPECT_ERR("dataset:\n  record_dims: [2, 2]\n  record_length_bytes_stdev: 5\n",
+		   "t.yaml:3:30: dataset.record_length_bytes_stdev: cannot be combined with "
+		   "record_dims");
+	EXPECT_ERR("dataset:\n  record_dims: [2, 0]\n",
+		   "t.yaml:2:20: dataset.record_dims[1]: a dimension must be at least 1");
+	EXPECT_ERR("dataset:\n  record_dims: 5\n",
+		   "t.yaml:2:16: dataset.record_dims: expected a list of dimensions");
+	EXPECT_ERR("dataset:\n  record_element_type: complex64\n",
+		   "t.yaml:2:24: dataset.record_element_type: \"complex64\" is not a dtype dliofs "
+		   "serves");
+	EXPECT_ERR("dataset:\n  format: jpeg\n  record_dims: [1, 2, 3]\n",
+		   "t.yaml:3:16: dataset.record_dims: a DLIO image has 2 dimensions");
+	EXPECT_ERR("dataset:\n  format: hdf5\n  record_dims: [6, 8]\n"
+		   "  hdf5: {num_dset_per_record: 4}\n",
+		   "t.yaml:3:16: dataset.record_dims: record_dims[0] (6) must be divisible by "
+		   "hdf5.num_dset_per_record (4)");
+	EXPECT_ERR("dataset:\n  format: hdf5\n  hdf5: {num_dset_per_record: 0}\n",
+		   "dataset.hdf5.num_dset_per_record: expected 1 to 4096, got 0");
+	EXPECT_ERR("dataset:\n  format: hdf5\n  hdf5: {chunk_dims: [1, 2]}\n",
+		   "t.yaml:3:22: dataset.hdf5.chunk_dims: expected 3 dimensions");
+	EXPECT_ERR("dataset:\n  format: hdf5\n  compression: lzf\n",
+		   "t.yaml:3:16: dataset.compression: hdf5 compression \"lzf\" is not supported by "
+		   "dliofs (it serves gzip)");
+	EXPECT_ERR("dataset:\n  format: hdf5\n  compression: bz2\n",
+		   "dataset.compression: hdf5 compression \"bz2\"", "h5py has no such filter");
+	EXPECT_ERR("dataset:\n  format: npz\n  compression: zip\n  compression_level: 12\n",
+		   "t.yaml:4:22: dataset.compression_level: expected 1 to 9, got 12");
+	EXPECT_ERR("dataset:\n  format: hdf5\n  enable_chunking: maybe\n",
+		   "t.yaml:3:20: dataset.enable_chunking: expected true or false, got \"maybe\"");
+	EXPECT_ERR("dataset:\n  format: hdf5\n  enable_chunking: true\n",
+		   "t.yaml:3:20: dataset.chunk_size: enable_chunking needs a chunk_size");
+	EXPECT_ERR("dataset:\n  format: npz\ntrain:\n  seed: -1\n",
+		   "t.yaml:4:9: train.seed: expected an unsigned 64-bit integer", "negative");
+	EXPECT_ERR("dataset:\n  format: npz\n  format: npy\n",
+		   "t.yaml:3:3: dataset.format: duplicate key (first given at line 2, column 3)");
+	/* Every problem at once. */
+	{
+		struct res r = load("dataset:\n  data_folder: ./\n  format: csv\n  files: 1\n");
+
+		CHECK(r.ret == -EINVAL && count_lines(r.err) == 3 &&
+			      strstr(r.err, "t.yaml:2:16: dataset.data_folder:") &&
+			      strstr(r.err, "t.yaml:3:11: dataset.format:") &&
+			      strstr(r.err, "t.yaml:4:3: dataset.files:"),
+		      "all DLIO problems:\n%s", r.err);
+		res_free(&r);
+	}
+	/* Not DLIO: a `dataset` list is a typo of `datasets`. */
+	EXPECT_ERR("dataset:\n  - name: a\n",
+		   "t.yaml:1:1: dataset: unknown key (did you mean \"datasets\"?)");
+}
+
 int main(void)
 {
 	test_full();
@@ -736,6 +1387,10 @@ int main(void)
 	test_name_errors();
 	test_document_errors();
 	test_all_reported();
+	test_formats2();
+	test_formats2_errors();
+	test_dlio();
+	test_dlio_errors();
 	printf("config: %u passed, %u failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

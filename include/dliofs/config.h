@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dliofs/pacer.h"
+
 enum dl_format {
 	DL_FMT_NPY,
 	DL_FMT_NPZ,
@@ -103,12 +105,26 @@ struct dl_dataset {
 	struct dl_loc loc;		/* the dataset's mapping in the YAML */
 };
 
+/* `trace:` section: record every request from mount time on. */
+struct dl_trace_cfg {
+	int enabled;
+	char file[4096];
+	uint32_t ops_mask;	/* bit (1 << enum dl_trace_op); 0 means all */
+};
+
+/* Trace op names ("read", "open", ...; "all") to a mask of (1 << enum dl_trace_op). */
+int dl_trace_ops_parse(const char *s, uint32_t *mask, char *err, size_t errlen);
+int dl_trace_op_bit(const char *name, uint32_t *bit);
+const char *dl_trace_op_name(unsigned op);
+
 struct dl_config {
 	char path[4096];		/* file it came from */
 	uint64_t seed;
 	enum dl_io_mode io_mode;
 	unsigned ndatasets;
 	struct dl_dataset *datasets;
+	struct dl_pacer_cfg pacer;	/* `pacer:` and `cache:` sections (zeroed: off, kernel cache) */
+	struct dl_trace_cfg trace;
 };
 
 /* Parse and validate `path`. Every problem goes to `err` as

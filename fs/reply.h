@@ -1,0 +1,68 @@
+/* Deferred replies: a request's answer is prepared at once and sent when the
+ * pacer says it is due, from the timer thread, so no FUSE worker ever sleeps. */
+#ifndef DLIOFS_FS_REPLY_H
+#define DLIOFS_FS_REPLY_H
+
+#include <fuse_lowlevel.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "dliofs/pacer.h"
+
+struct dl_fs;
+
+enum dl_reply_kind {
+	DL_R_ERR,	/* err (positive errno; 0 = success without data) */
+	DL_R_BUF,	/* buf, len; buf is released after the reply */
+	DL_R_ENTRY,	/* e */
+	DL_R_ATTR,	/* st, attr_timeout */
+	DL_R_OPEN,	/* fi */
+	DL_R_CREATE,	/* e, fi */
+	DL_R_WRITE,	/* count */
+	DL_R_STATFS,	/* sv */
+	DL_R_READLINK,	/* buf (NUL-terminated, released after the reply) */
+};
+
+struct dl_reply {
+	enum dl_reply_kind kind;
+	fuse_req_t req;
+	int err;
+	void *buf;
+	size_t len;
+	int pooled;		/* buf came from the daemon's read-buffer pool */
+	struct fuse_entry_param e;
+	struct stat st;
+	double attr_timeout;
+	struct fuse_file_info fi;
+	size_t count;
+	struct statvfs sv;
+	/* what the pacer was told, and what it answered */
+	struct dl_pacer_req preq;
+	struct dl_pacer_result pres;
+	uint64_t submit_ns;
+	int paced;		/* the pacer accepted it: dl_pacer_complete is owed */
+	uint8_t top;		/* enum dl_trace_op, for the trace */
+	uint32_t tid;		/* FUSE worker that took the request */
+	void (*on_abort)(struct dl_reply *r); /* open/create: free fh if the reply fails */
+};
+
+/* Allocate a reply for req; the pacer request is filled by the caller. */
+struct dl_reply *dl_reply_new(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
+			      uint8_t trace_op);
+/* Ask the pacer when r is due (r->submit_ns must be set before the work that
+ * the reply carries was done: dl_reply_new sets it), then reply now or park it
+ * for the timer thread. Takes ownership of r. */
+void dl_reply_submit(struct dl_fs *fs, struct dl_reply *r);
+/* Send r now and free it (used by the timer thread and the fast path). */
+void dl_reply_send(struct dl_fs *fs, struct dl_reply *r);
+
+/* Timer thread: a min-heap of parked replies, each sent at its due time. */
+struct dl_timer;
+int dl_timer_start(struct dl_fs *fs, struct dl_timer **out);
+void dl_timer_stop(struct dl_timer *t);	/* sends everything still parked, now */
+void dl_timer_park(struct dl_timer *t, struct dl_reply *r);
+
+uint64_t dl_now_ns(void);
+
+#endif

@@ -1,0 +1,178 @@
+/* The timer thread: parked replies in a min-heap by due time. It sleeps on a
+ * condition variable until shortly before the earliest due time and spins the
+ * last stretch, because timed waits alone overshoot by tens of microseconds. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "fs_i.h"
+#include "reply.h"
+
+/* Sleep until this long before the due time, then spin. */
+#define SPIN_NS 25000ULL
+
+struct dl_timer {
+	struct dl_fs *fs;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct dl_reply **heap;
+	size_t n, cap;
+	int stop;
+};
+
+uint64_t dl_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+static int earlier(const struct dl_reply *a, const struct dl_reply *b)
+{
+	return a->pres.due_ns < b->pres.due_ns;
+}
+
+static void heap_up(struct dl_timer *t, size_t i)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!earlier(t->heap[i], t->heap[p]))
+			break;
+		struct dl_reply *x = t->heap[i];
+		t->heap[i] = t->heap[p];
+		t->heap[p] = x;
+		i = p;
+	}
+}
+
+static struct dl_reply *heap_pop(struct dl_timer *t)
+{
+	struct dl_reply *top = t->heap[0];
+	size_t i = 0;
+
+	t->heap[0] = t->heap[--t->n];
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < t->n && earlier(t->heap[l], t->heap[m]))
+			m = l;
+		if (r < t->n && earlier(t->heap[r], t->heap[m]))
+			m = r;
+		if (m == i)
+			break;
+		struct dl_reply *x = t->heap[i];
+		t->heap[i] = t->heap[m];
+		t->heap[m] = x;
+		i = m;
+	}
+	return top;
+}
+
+static void *timer_main(void *arg)
+{
+	struct dl_timer *t = arg;
+
+	/* The default 50 us timer slack would blur every due time. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		if (t->n == 0) {
+			if (t->stop)
+				break;
+			pthread_cond_wait(&t->cond, &t->lock);
+			continue;
+		}
+		uint64_t due = t->heap[0]->pres.due_ns, now = dl_now_ns();
+		if (!t->stop && due > now + SPIN_NS) {
+			uint64_t wake = due - SPIN_NS;
+			struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000ULL),
+					      .tv_nsec = (long)(wake % 1000000000ULL)};
+			pthread_cond_timedwait(&t->cond, &t->lock, &ts);
+			continue;
+		}
+		if (!t->stop && due > now) {
+			/* Spin without the lock so submitters are not held up. */
+			pthread_mutex_unlock(&t->lock);
+			while (dl_now_ns() < due)
+				;
+			pthread_mutex_lock(&t->lock);
+			continue; /* an earlier reply may have arrived meanwhile */
+		}
+		struct dl_reply *r = heap_pop(t);
+		pthread_mutex_unlock(&t->lock);
+		dl_reply_send(t->fs, r);
+		pthread_mutex_lock(&t->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+int dl_timer_start(struct dl_fs *fs, struct dl_timer **out)
+{
+	struct dl_timer *t = calloc(1, sizeof(*t));
+	pthread_condattr_t ca;
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	t->fs = fs;
+	t->cap = 1024;
+	t->heap = calloc(t->cap, sizeof(*t->heap));
+	if (!t->heap) {
+		free(t);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	ret = pthread_create(&t->thread, NULL, timer_main, t);
+	if (ret) {
+		pthread_cond_destroy(&t->cond);
+		pthread_mutex_destroy(&t->lock);
+		free(t->heap);
+		free(t);
+		return -ret;
+	}
+	*out = t;
+	return 0;
+}
+
+void dl_timer_stop(struct dl_timer *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->stop = 1;
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(t->thread, NULL);
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->lock);
+	free(t->heap);
+	free(t);
+}
+
+void dl_timer_park(struct dl_timer *t, struct dl_reply *r)
+{
+	pthread_mutex_lock(&t->lock);
+	if (t->n == t->cap) {
+		struct dl_reply **h = realloc(t->heap, 2 * t->cap * sizeof(*h));
+		if (!h) {
+			/* Out of memory: better late shaping than a lost reply. */
+			pthread_mutex_unlock(&t->lock);
+			dl_reply_send(t->fs, r);
+			return;
+		}
+		t->heap = h;
+		t->cap *= 2;
+	}
+	t->heap[t->n++] = r;
+	heap_up(t, t->n - 1);
+	if (t->heap[0] == r)
+		pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}

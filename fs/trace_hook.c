@@ -1,0 +1,100 @@
+/* The mount's side of tracing: one record per reply, handed to the recorder
+ * (which never blocks). Start and stop may race with replies in flight, so
+ * recorders are counted and stop waits for them before closing the file. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dliofs/naming.h"
+#include "fs_i.h"
+#include "reply.h"
+
+void dl_fs_trace_reply(struct dl_fs *fs, const struct dl_reply *r, uint64_t now)
+{
+	struct dl_trace *t;
+	struct dl_trace_rec rec;
+	uint64_t dur;
+
+	if (!atomic_load_explicit(&fs->trace, memory_order_relaxed))
+		return;
+	atomic_fetch_add(&fs->trace_users, 1);
+	t = atomic_load(&fs->trace);
+	if (t && (fs->trace_ops & (1u << r->top))) {
+		memset(&rec, 0, sizeof(rec));
+		dur = now - r->submit_ns;
+		rec.start_ns = r->submit_ns;
+		rec.dur_ns_lo = (uint32_t)dur;
+		rec.dur_ns_hi = (uint16_t)(dur >> 32);
+		rec.op = r->top;
+		rec.queue_ns = r->pres.queue_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)r->pres.queue_ns;
+		rec.pid = r->preq.pid;
+		rec.tid = r->tid;
+		rec.file_id = r->preq.file_id;
+		rec.offset = r->preq.off;
+		rec.size = r->preq.len > UINT32_MAX ? UINT32_MAX : (uint32_t)r->preq.len;
+		if (r->kind == DL_R_ERR && r->err) {
+			rec.result = -r->err;
+			rec.flags |= 2;
+		} else if (r->kind == DL_R_BUF) {
+			rec.result = (int32_t)r->len;
+		} else if (r->kind == DL_R_WRITE) {
+			rec.result = (int32_t)r->count;
+		}
+		if (r->pres.hit_bytes && !r->pres.miss_bytes)
+			rec.flags |= 1;
+		dl_trace_record(t, &rec);
+	}
+	atomic_fetch_sub(&fs->trace_users, 1);
+}
+
+static int path_of(void *arg, uint64_t file_id, char *buf, size_t len)
+{
+	return dl_node_path(arg, file_id, buf, len);
+}
+
+int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask)
+{
+	struct dl_trace *t;
+	int ret;
+
+	pthread_mutex_lock(&fs->trace_lock);
+	if (atomic_load(&fs->trace)) {
+		ret = -EBUSY;
+		goto out;
+	}
+	ret = dl_trace_start(path, fs->cfg->path, ops_mask, path_of, fs, &t);
+	if (ret)
+		goto out;
+	fs->trace_ops = ops_mask;
+	atomic_store(&fs->trace, t);
+	fprintf(stderr, "dliofs: tracing to %s\n", path);
+out:
+	pthread_mutex_unlock(&fs->trace_lock);
+	return ret;
+}
+
+int dl_fs_trace_stop(struct dl_fs *fs)
+{
+	struct dl_trace *t;
+	uint64_t written, dropped;
+	int ret;
+
+	pthread_mutex_lock(&fs->trace_lock);
+	t = atomic_exchange(&fs->trace, NULL);
+	if (!t) {
+		pthread_mutex_unlock(&fs->trace_lock);
+		return -ENOENT;
+	}
+	while (atomic_load(&fs->trace_users))
+		sched_yield();
+	written = dl_trace_written(t);
+	dropped = dl_trace_dropped(t);
+	fs->trace_dropped_total += dropped;
+	ret = dl_trace_stop(t);
+	pthread_mutex_unlock(&fs->trace_lock);
+	fprintf(stderr, "dliofs: trace stopped: %llu records, %llu dropped%s\n",
+		(unsigned long long)written, (unsigned long long)dropped,
+		dropped ? " (the writer fell behind)" : "");
+	return ret;
+}

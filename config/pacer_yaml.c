@@ -41,7 +41,8 @@ static void perr(struct pwalk *w, const yaml_node_t *n, const char *key, const c
 
 static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name);
 
-static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix)
+/* at: where errors point (the key that names the setting). */
+static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix, yaml_node_t *at)
 {
 	char key[256], err[256];
 
@@ -54,7 +55,7 @@ static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix)
 		}
 		if (dl_pacer_cfg_set(w->pc, k, (const char *)n->data.scalar.value, err,
 				     sizeof(err)))
-			perr(w, n, k, err);
+			perr(w, at ? at : n, k, err);
 		return;
 	}
 	if (n->type == YAML_SEQUENCE_NODE) {
@@ -62,7 +63,7 @@ static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix)
 		for (yaml_node_item_t *it = n->data.sequence.items.start;
 		     it < n->data.sequence.items.top; it++, i++) {
 			snprintf(key, sizeof(key), "%s.%u", prefix, i);
-			walk(w, yaml_document_get_node(w->doc, *it), key);
+			walk(w, yaml_document_get_node(w->doc, *it), key, NULL);
 		}
 		return;
 	}
@@ -123,7 +124,7 @@ static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix)
 				perr(w, v, key, err);
 			continue;
 		}
-		walk(w, v, key);
+		walk(w, v, key, k);
 next:;
 	}
 }
@@ -197,7 +198,7 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
 		sub.doc = &doc;
 		sub.nerr = 0;
 		sub.depth = w->depth + 1;
-		walk(&sub, sect, "");
+		walk(&sub, sect, "", NULL);
 		w->nerr += sub.nerr;
 		snprintf(w->pc->profile, sizeof(w->pc->profile), "%s", name);
 		ret = sub.nerr ? -EINVAL : 0;
@@ -227,7 +228,7 @@ unsigned dl_cfg_parse_pacer(const char *file, yaml_document_t *doc, yaml_node_t 
 			perr(&w, node, "cache", "expected kernel, or a mapping {size, block, policy}");
 			return w.nerr;
 		}
-		walk(&w, node, "cache");
+		walk(&w, node, "cache", NULL);
 		return w.nerr;
 	}
 	if (node->type != YAML_MAPPING_NODE) {
@@ -258,7 +259,7 @@ unsigned dl_cfg_parse_pacer(const char *file, yaml_document_t *doc, yaml_node_t 
 			perr(&w, k, "pacer", "keys must be plain names");
 			continue;
 		}
-		walk(&w, v, (const char *)k->data.scalar.value);
+		walk(&w, v, (const char *)k->data.scalar.value, k);
 	}
 	if (!w.nerr && dl_pacer_cfg_check(pc, msg, sizeof(msg)))
 		perr(&w, node, "pacer", msg);

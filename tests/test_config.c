@@ -515,9 +515,9 @@ static void test_key_errors(void)
 	EXPECT_ERR(HEAD "    sample_size: {mean: 1, avg: 2}\n",
 		   "datasets[0].sample_size.avg: unknown key");
 	EXPECT_ERR("pacer: {read: 1}\n" HEAD "    sample_size: 1\n",
-		   "t.yaml:1:15: read: unknown pacer key \"read\"");
+		   "t.yaml:1:9: read: unknown pacer key \"read\"");
 	EXPECT_ERR("pacer: {read: {bandwidth: fast}}\n" HEAD "    sample_size: 1\n",
-		   "t.yaml:1:27: read.bandwidth: expected a rate");
+		   "t.yaml:1:16: read.bandwidth: expected a rate");
 	EXPECT_ERR("cache: 1GB\n" HEAD "    sample_size: 1\n",
 		   "t.yaml:1:8: cache: cache.policy: expected kernel, none, lru or minio");
 	EXPECT_ERR(HEAD "    sample_size: 1\nbacking: /x\n",

@@ -125,10 +125,17 @@ def corpus():
         "    sample_size: 1\n", (5, 11), "duplicate dataset name")
     add("duplicate-keys", HEAD + "    sample_size: 1\n    sample_size: 2\n", (5, 5), "duplicate key")
     add("unknown-key", HEAD + "    sample_size: 1\n    sampel_size: 2\n", (5, 5), "did you mean")
-    for key, what in (("pacer", "storage model"), ("cache", "the cache"),
-                      ("backing", "backing store"), ("trace", "tracing")):
-        add("reserved-" + key, key + ": {x: 1}\n" + HEAD + "    sample_size: 1\n", (1, 1),
-            "not supported yet by this version (reserved for")
+    add("reserved-backing", "backing: {x: 1}\n" + HEAD + "    sample_size: 1\n", (1, 1),
+        "not supported yet by this version (reserved for")
+    for key, what in (("pacer", 'unknown pacer key "x"'), ("cache", 'unknown pacer key "cache.x"'),
+                      ("trace", "unknown key (expected enabled, file, ops)")):
+        add("unknown-in-" + key, key + ": {x: 1}\n" + HEAD + "    sample_size: 1\n", (1, 9), what)
+    add("bad-rate", "pacer: {read: {bandwidth: 5 furlongs}}\n" + HEAD + "    sample_size: 1\n",
+        (1, 16), "expected a rate")
+    add("bad-latency", "pacer: {meta: {latency: lognormal(1ms)}}\n" + HEAD + "    sample_size: 1\n",
+        (1, 16), "takes 2 arguments")
+    add("no-profile", "pacer: {profile: nosuch}\n" + HEAD + "    sample_size: 1\n",
+        (1, 18), "no storage profile 'nosuch'")
     for bad in ("../x", ".", "a/b", ".hidden", "'a b'"):
         add("bad-name-" + bad, "datasets:\n  - name: %s\n    format: raw\n    sample_size: 1\n" % bad,
             (2, 11), None)

@@ -15,3 +15,5 @@ t1=$(date +%s%N)
 trap './build/dliofs umount "$mnt" 2>/dev/null || true; rmdir "$mnt" 2>/dev/null || true' EXIT
 echo "mounted $cfg on $mnt in $(( (t1 - t0) / 1000000 )) ms"
 /usr/bin/python3 scripts/read_all.py "$mnt"
+echo "what the mount saw (dliofs stat):"
+./build/dliofs stat "$mnt" | grep -E '^classes\.(read|meta)\.(ops|bytes|latency_us\.(p50|p99)) ' | sed 's/^/  /'

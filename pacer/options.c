@@ -1,1 +1,775 @@
-/* PLACEHOLDER: being written */
+/* The pacer's options: one table drives setting a key (YAML section and live
+ * `dliofs set`), the effective-config dump and the help text, so the three
+ * can never disagree. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dliofs/units.h"
+#include "pacer_i.h"
+
+const char *const pacer_class_names[DL_OP__COUNT] = {"read", "write", "meta"};
+const char *const pacer_policy_names[4] = {"kernel", "none", "lru", "minio"};
+
+enum opt_type {
+	T_BOOL,
+	T_STR,
+	T_RATE,	   /* uint64_t bytes/s, 0 = unlimited */
+	T_SIZE,	   /* uint64_t bytes */
+	T_COUNT,   /* uint64_t, 0 = unlimited */
+	T_QD,	   /* uint32_t, 0 = unlimited */
+	T_TIME,	   /* uint64_t ns */
+	T_LAT,	   /* struct dl_lat_model */
+	T_POLICY,  /* enum dl_cache_policy */
+	T_NPHASES, /* unsigned */
+};
+
+enum opt_scope {
+	S_TOP,	 /* offset into struct dl_pacer_cfg; key as written */
+	S_DEV,	 /* offset into struct dl_dev_model; key {read,write,meta}.NAME
+		  * and phases.N.{read,write,meta}.NAME */
+	S_PHASE, /* offset into struct dl_phase; key phases.N.NAME */
+};
+
+struct opt {
+	const char *name;
+	enum opt_type type;
+	enum opt_scope scope;
+	size_t off;
+	int nodump; /* implied by the dump's structure */
+	const char *help;
+};
+
+#define TOP(f) S_TOP, offsetof(struct dl_pacer_cfg, f)
+#define DEV(f) S_DEV, offsetof(struct dl_dev_model, f)
+#define PHASE(f) S_PHASE, offsetof(struct dl_phase, f)
+
+static const struct opt opts[] = {
+    {"enabled", T_BOOL, TOP(enabled), 0,
+     "true|false: shape requests (false: reply at once; statistics are still kept)"},
+    {"profile", T_STR, TOP(profile), 0,
+     "name of the storage profile the model came from (informational)"},
+    {"bandwidth", T_RATE, DEV(bandwidth), 0,
+     "bytes/s shared by all requests of the class: 500MB/s (10^6), 1GiB/s (2^20); "
+     "unlimited or 0: no limit"},
+    {"burst", T_SIZE, DEV(burst), 0,
+     "token-bucket depth: bytes that may pass at once after idle time (0: 1MiB)"},
+    {"iops", T_COUNT, DEV(iops), 0, "requests/s, e.g. 20k; unlimited or 0: no limit"},
+    {"queue_depth", T_QD, DEV(queue_depth), 0,
+     "requests in service at once (at most 65536); later ones wait in arrival order; "
+     "unlimited or 0: no limit"},
+    {"latency", T_LAT, DEV(latency), 0,
+     "per-request latency: 200us | constant(200us) | uniform(min, max) | normal(mean, stdev) "
+     "| lognormal(median, p99) | exponential(mean) | empirical(FILE) | none"},
+    {"phases.count", T_NPHASES, TOP(nphases), 1,
+     "number of phases (0: the constant model above; at most 16); setting phases.N.* with "
+     "N = count appends a phase that starts as a copy of the constant model"},
+    {"duration", T_TIME, PHASE(duration_ns), 0,
+     "how long phase N lasts; phases run in order and repeat"},
+    {"cache.policy", T_POLICY, TOP(cache.policy), 0,
+     "kernel (no emulation: the kernel page cache as is) | none (emulated, never hits) | "
+     "lru | minio (fill once, never evict, as CoorDL)"},
+    {"cache.size", T_SIZE, TOP(cache.size), 0,
+     "bytes of emulated cache, e.g. 200GiB (only residency metadata is kept: about 32 "
+     "bytes per block, at most 64Mi blocks)"},
+    {"cache.block", T_SIZE, TOP(cache.block), 0, "cache block size (default 1MiB)"},
+    {"cache.hit_bandwidth", T_RATE, TOP(cache.hit_bandwidth), 0,
+     "bytes/s at which a hit is served (memory-copy speed, default 10GB/s; 0: instant)"},
+};
+
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+/* ---- values ---- */
+
+struct val {
+	uint64_t u;
+	struct dl_lat_model lat;
+	char str[64];
+};
+
+static int is_unlimited(const char *s)
+{
+	return !strcmp(s, "unlimited") || !strcmp(s, "none") || !strcmp(s, "0");
+}
+
+static const char *expected(enum opt_type t)
+{
+	switch (t) {
+	case T_BOOL:
+		return "true or false";
+	case T_STR:
+		return "a name of at most 63 characters";
+	case T_RATE:
+		return "a rate such as 500MB/s or 1GiB/s (MB = 10^6 B, MiB = 2^20 B), or unlimited";
+	case T_SIZE:
+		return "a size such as 4KiB, 1MiB, 200GiB or 500MB";
+	case T_COUNT:
+		return "a count such as 1000 or 20k, or unlimited";
+	case T_QD:
+		return "a count from 1 to 65536, or unlimited";
+	case T_TIME:
+		return "a time such as 30s, 500ms or 150us";
+	case T_POLICY:
+		return "kernel, none, lru or minio";
+	case T_NPHASES:
+		return "a count from 0 to 16";
+	case T_LAT:
+		break;
+	}
+	return "a latency";
+}
+
+static int parse_val(const struct opt *o, const char *s, struct val *v, char *why, size_t whylen)
+{
+	const char *w = NULL;
+	int ret = 0;
+
+	memset(v, 0, sizeof(*v));
+	switch (o->type) {
+	case T_BOOL:
+		if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on") || !strcmp(s, "1"))
+			v->u = 1;
+		else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off") ||
+			 !strcmp(s, "0"))
+			v->u = 0;
+		else
+			ret = -EINVAL;
+		break;
+	case T_STR:
+		if (strlen(s) >= sizeof(v->str))
+			ret = -EINVAL;
+		else
+			snprintf(v->str, sizeof(v->str), "%s", s);
+		break;
+	case T_RATE:
+		if (!is_unlimited(s))
+			ret = dl_parse_rate(s, &v->u, &w);
+		break;
+	case T_SIZE:
+		ret = dl_parse_size(s, &v->u, &w);
+		break;
+	case T_COUNT:
+	case T_QD:
+		if (!is_unlimited(s))
+			ret = dl_parse_count(s, &v->u, &w);
+		if (!ret && o->type == T_QD && v->u > PACER_MAX_QUEUE_DEPTH)
+			ret = -EINVAL;
+		break;
+	case T_TIME:
+		ret = dl_parse_time(s, &v->u, &w);
+		break;
+	case T_POLICY:
+		ret = -EINVAL;
+		for (unsigned i = 0; i < 4; i++) {
+			if (!strcmp(s, pacer_policy_names[i])) {
+				v->u = i;
+				ret = 0;
+			}
+		}
+		break;
+	case T_NPHASES:
+		ret = dl_parse_count(s, &v->u, &w);
+		if (!ret && v->u > DL_PACER_MAX_PHASES)
+			ret = -EINVAL;
+		break;
+	case T_LAT:
+		return pacer_lat_parse(s, &v->lat, why, whylen);
+	}
+	if (ret) {
+		if (w)
+			snprintf(why, whylen, "expected %s (%s)", expected(o->type), w);
+		else
+			snprintf(why, whylen, "expected %s", expected(o->type));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void fmt_size(uint64_t b, char *buf, size_t len, const char *suffix)
+{
+	static const char *const dec[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
+	static const char *const bin[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	uint64_t bestv = b, m;
+	const char *bests = "";
+
+	if (!b) {
+		snprintf(buf, len, "0%s", suffix[0] ? "B/s" : "");
+		return;
+	}
+	/* The exact spelling with the smallest number: 2GB/s, not 2000000000B/s. */
+	m = 1;
+	for (unsigned i = 1; i < 7; i++) {
+		m *= 1000;
+		if (b % m == 0 && b / m < bestv) {
+			bestv = b / m;
+			bests = dec[i];
+		}
+	}
+	for (unsigned i = 1; i < 7; i++) {
+		m = 1ULL << (10 * i);
+		if (b % m == 0 && b / m < bestv) {
+			bestv = b / m;
+			bests = bin[i];
+		}
+	}
+	if (suffix[0] && !bests[0])
+		bests = "B";
+	snprintf(buf, len, "%llu%s%s", (unsigned long long)bestv, bests, suffix);
+}
+
+static void fmt_count(uint64_t c, char *buf, size_t len)
+{
+	if (c && c % 1000000 == 0)
+		snprintf(buf, len, "%lluM", (unsigned long long)(c / 1000000));
+	else if (c && c % 1000 == 0)
+		snprintf(buf, len, "%lluk", (unsigned long long)(c / 1000));
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)c);
+}
+
+static void fmt_val(const struct opt *o, const void *field, char *buf, size_t len)
+{
+	uint64_t u;
+
+	switch (o->type) {
+	case T_BOOL:
+		snprintf(buf, len, "%s", *(const int *)field ? "true" : "false");
+		break;
+	case T_STR: {
+		const char *s = field;
+		size_t j = 0;
+
+		/* YAML double-quoted scalar. */
+		buf[j++] = '"';
+		for (; *s && j + 3 < len; s++) {
+			if (*s == '"' || *s == '\\')
+				buf[j++] = '\\';
+			buf[j++] = *s;
+		}
+		buf[j++] = '"';
+		buf[j] = '\0';
+		break;
+	}
+	case T_RATE:
+		u = *(const uint64_t *)field;
+		if (!u)
+			snprintf(buf, len, "unlimited");
+		else
+			fmt_size(u, buf, len, "/s");
+		break;
+	case T_SIZE:
+		u = *(const uint64_t *)field;
+		/* The effective value: 0 means the default here. */
+		if (!u && o->off == offsetof(struct dl_dev_model, burst) && o->scope == S_DEV)
+			u = PACER_DEFAULT_BURST;
+		fmt_size(u, buf, len, "");
+		break;
+	case T_COUNT:
+		u = *(const uint64_t *)field;
+		if (!u)
+			snprintf(buf, len, "unlimited");
+		else
+			fmt_count(u, buf, len);
+		break;
+	case T_QD:
+		u = *(const uint32_t *)field;
+		if (!u)
+			snprintf(buf, len, "unlimited");
+		else
+			fmt_count(u, buf, len);
+		break;
+	case T_TIME:
+		pacer_fmt_time(*(const uint64_t *)field, buf, len);
+		break;
+	case T_LAT:
+		pacer_lat_format(field, buf, len);
+		break;
+	case T_POLICY:
+		u = (uint64_t) * (const enum dl_cache_policy *)field;
+		snprintf(buf, len, "%s", u < 4 ? pacer_policy_names[u] : "?");
+		break;
+	case T_NPHASES:
+		snprintf(buf, len, "%u", *(const unsigned *)field);
+		break;
+	}
+}
+
+static int field_equal(const struct opt *o, const void *a, const void *b)
+{
+	switch (o->type) {
+	case T_QD:
+		return *(const uint32_t *)a == *(const uint32_t *)b;
+	case T_LAT:
+		return pacer_lat_equal(a, b);
+	default:
+		return *(const uint64_t *)a == *(const uint64_t *)b;
+	}
+}
+
+/* Store v into field; a latency moves in. */
+static void store(const struct opt *o, void *field, struct val *v)
+{
+	switch (o->type) {
+	case T_BOOL:
+		*(int *)field = (int)v->u;
+		break;
+	case T_STR:
+		memcpy(field, v->str, sizeof(v->str));
+		break;
+	case T_QD:
+		*(uint32_t *)field = (uint32_t)v->u;
+		break;
+	case T_POLICY:
+		*(enum dl_cache_policy *)field = (enum dl_cache_policy)v->u;
+		break;
+	case T_NPHASES:
+		*(unsigned *)field = (unsigned)v->u;
+		break;
+	case T_LAT:
+		pacer_lat_free(field);
+		*(struct dl_lat_model *)field = v->lat;
+		memset(&v->lat, 0, sizeof(v->lat));
+		break;
+	default:
+		*(uint64_t *)field = v->u;
+		break;
+	}
+}
+
+/* ---- keys ---- */
+
+static const struct opt *find_opt(enum opt_scope scope, const char *name)
+{
+	for (unsigned i = 0; i < NOPTS; i++)
+		if (opts[i].scope == scope && !strcmp(opts[i].name, name))
+			return &opts[i];
+	return NULL;
+}
+
+static int class_prefix(const char *key, const char **rest)
+{
+	for (int c = 0; c < DL_OP__COUNT; c++) {
+		size_t n = strlen(pacer_class_names[c]);
+
+		if (!strncmp(key, pacer_class_names[c], n) && key[n] == '.') {
+			*rest = key + n + 1;
+			return c;
+		}
+	}
+	return -1;
+}
+
+static void key_list(char *buf, size_t len)
+{
+	size_t j = 0;
+
+	j += (size_t)snprintf(buf + j, len - j, "keys:");
+	for (unsigned i = 0; i < NOPTS && j < len; i++) {
+		const char *pre = opts[i].scope == S_DEV     ? "{read,write,meta}."
+				  : opts[i].scope == S_PHASE ? "phases.N."
+							     : "";
+
+		j += (size_t)snprintf(buf + j, len - j, " %s%s", pre, opts[i].name);
+	}
+	if (j < len)
+		snprintf(buf + j, len - j, " phases.N.{read,write,meta}.*");
+}
+
+struct target {
+	const struct opt *o;
+	int phase; /* -1: not in a phase */
+	int cls;   /* -1: not a device key */
+};
+
+static int resolve(const char *key, struct target *t, char *err, size_t errlen)
+{
+	const char *rest;
+	char *end;
+	unsigned long n;
+	char keys[600];
+
+	t->o = NULL;
+	t->phase = -1;
+	t->cls = -1;
+	if (!strncmp(key, "phases.", 7) && key[7] >= '0' && key[7] <= '9') {
+		n = strtoul(key + 7, &end, 10);
+		if (*end != '.' || n >= DL_PACER_MAX_PHASES) {
+			snprintf(err, errlen, "%s: phases are numbered 0 to %d", key,
+				 DL_PACER_MAX_PHASES - 1);
+			return -EINVAL;
+		}
+		t->phase = (int)n;
+		rest = end + 1;
+		if ((t->cls = class_prefix(rest, &rest)) >= 0)
+			t->o = find_opt(S_DEV, rest);
+		else
+			t->o = find_opt(S_PHASE, rest);
+	} else if ((t->cls = class_prefix(key, &rest)) >= 0) {
+		t->o = find_opt(S_DEV, rest);
+	} else {
+		t->o = find_opt(S_TOP, key);
+	}
+	if (!t->o) {
+		key_list(keys, sizeof(keys));
+		snprintf(err, errlen, "unknown pacer key \"%s\" (%s)", key, keys);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void *field_of(struct dl_pacer_cfg *cfg, const struct target *t)
+{
+	char *base;
+
+	if (t->o->scope == S_TOP)
+		base = (char *)cfg;
+	else if (t->o->scope == S_PHASE)
+		base = (char *)&cfg->phases[t->phase];
+	else if (t->phase >= 0)
+		base = (char *)&cfg->phases[t->phase].m[t->cls];
+	else
+		base = (char *)&cfg->m[t->cls];
+	return base + t->o->off;
+}
+
+static void free_models(struct dl_dev_model *m)
+{
+	for (int c = 0; c < DL_OP__COUNT; c++)
+		pacer_lat_free(&m[c].latency);
+}
+
+static int copy_models(struct dl_dev_model *dst, const struct dl_dev_model *src)
+{
+	int ret;
+
+	for (int c = 0; c < DL_OP__COUNT; c++) {
+		dst[c] = src[c];
+		dst[c].latency.values_ns = NULL;
+		dst[c].latency.cdf = NULL;
+	}
+	for (int c = 0; c < DL_OP__COUNT; c++) {
+		ret = pacer_lat_copy(&dst[c].latency, &src[c].latency);
+		if (ret) {
+			free_models(dst);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* New phases start as copies of the constant model, so a phase only has to
+ * name what it changes. */
+static int set_nphases(struct dl_pacer_cfg *cfg, unsigned n)
+{
+	unsigned old = cfg->nphases, i;
+	int ret;
+
+	for (i = old; i < n; i++) {
+		memset(&cfg->phases[i], 0, sizeof(cfg->phases[i]));
+		ret = copy_models(cfg->phases[i].m, cfg->m);
+		if (ret) {
+			while (i-- > old)
+				free_models(cfg->phases[i].m);
+			return ret;
+		}
+	}
+	for (i = n; i < old; i++) {
+		free_models(cfg->phases[i].m);
+		memset(&cfg->phases[i], 0, sizeof(cfg->phases[i]));
+	}
+	cfg->nphases = n;
+	return 0;
+}
+
+int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *value, char *err,
+		     size_t errlen)
+{
+	struct dl_lat_model copies[DL_PACER_MAX_PHASES];
+	int inherit[DL_PACER_MAX_PHASES] = {0};
+	unsigned old_n = cfg->nphases, p;
+	struct target t;
+	struct val v;
+	char why[512];
+	void *field;
+	int ret;
+
+	if (!key || !value) {
+		snprintf(err, errlen, "pacer: missing key or value");
+		return -EINVAL;
+	}
+	ret = resolve(key, &t, err, errlen);
+	if (ret)
+		return ret;
+	if (t.phase > (int)cfg->nphases) {
+		snprintf(err, errlen, "%s: phases are added in order: the next one is phases.%u",
+			 key, cfg->nphases);
+		return -EINVAL;
+	}
+	ret = parse_val(t.o, value, &v, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "%s: %s; got \"%s\"", key, why, value);
+		return ret;
+	}
+	if (t.o->type == T_NPHASES) {
+		ret = set_nphases(cfg, (unsigned)v.u);
+		if (!ret)
+			return 0;
+		goto out;
+	}
+	if (t.phase == (int)cfg->nphases) {
+		ret = set_nphases(cfg, cfg->nphases + 1);
+		if (ret)
+			goto out;
+	}
+	field = field_of(cfg, &t);
+	/* A device key of the constant model also changes the phases that had
+	 * not changed it themselves: phases inherit what they do not name. */
+	if (t.o->scope == S_DEV && t.phase < 0) {
+		for (p = 0; p < cfg->nphases; p++) {
+			struct target pt = {t.o, (int)p, t.cls};
+
+			inherit[p] = field_equal(t.o, field_of(cfg, &pt), field);
+		}
+		/* Copies first, so that a failure changes nothing. */
+		for (p = 0; t.o->type == T_LAT && p < cfg->nphases; p++) {
+			if (inherit[p] && (ret = pacer_lat_copy(&copies[p], &v.lat))) {
+				while (p--)
+					if (inherit[p])
+						pacer_lat_free(&copies[p]);
+				goto out;
+			}
+		}
+		for (p = 0; p < cfg->nphases; p++) {
+			struct target pt = {t.o, (int)p, t.cls};
+			void *pf = field_of(cfg, &pt);
+
+			if (!inherit[p])
+				continue;
+			if (t.o->type == T_LAT) {
+				pacer_lat_free(pf);
+				*(struct dl_lat_model *)pf = copies[p];
+			} else {
+				store(t.o, pf, &v);
+			}
+		}
+	}
+	store(t.o, field, &v);
+	return 0;
+out:
+	if (cfg->nphases != old_n)
+		set_nphases(cfg, old_n);
+	pacer_lat_free(&v.lat);
+	snprintf(err, errlen, "%s: %s", key, strerror(-ret));
+	return ret;
+}
+
+void dl_pacer_cfg_init(struct dl_pacer_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->enabled = 1;
+	for (int c = 0; c < DL_OP__COUNT; c++)
+		cfg->m[c].burst = PACER_DEFAULT_BURST;
+	cfg->cache.policy = DL_CACHE_KERNEL;
+	cfg->cache.block = PACER_DEFAULT_BLOCK;
+	cfg->cache.hit_bandwidth = PACER_DEFAULT_HIT_BW;
+}
+
+void dl_pacer_cfg_free(struct dl_pacer_cfg *cfg)
+{
+	if (!cfg)
+		return;
+	free_models(cfg->m);
+	for (unsigned p = 0; p < DL_PACER_MAX_PHASES; p++)
+		free_models(cfg->phases[p].m);
+}
+
+int dl_pacer_cfg_copy(struct dl_pacer_cfg *dst, const struct dl_pacer_cfg *src)
+{
+	struct dl_pacer_cfg t = *src;
+	unsigned p;
+	int ret;
+
+	ret = copy_models(t.m, src->m);
+	if (ret)
+		return ret;
+	for (p = 0; p < DL_PACER_MAX_PHASES; p++) {
+		ret = copy_models(t.phases[p].m, src->phases[p].m);
+		if (ret) {
+			free_models(t.m);
+			while (p--)
+				free_models(t.phases[p].m);
+			return ret;
+		}
+	}
+	*dst = t;
+	return 0;
+}
+
+uint64_t pacer_cache_blocks(const struct dl_cache_cfg *c)
+{
+	if (!c->block)
+		return 0;
+	return c->size / c->block;
+}
+
+static int check_models(const struct dl_dev_model *m, const char *prefix, char *err, size_t errlen)
+{
+	char why[256];
+
+	for (int c = 0; c < DL_OP__COUNT; c++) {
+		if (pacer_lat_check(&m[c].latency, why, sizeof(why))) {
+			snprintf(err, errlen, "%s%s.latency: %s", prefix, pacer_class_names[c],
+				 why);
+			return -EINVAL;
+		}
+		if (m[c].queue_depth > PACER_MAX_QUEUE_DEPTH) {
+			snprintf(err, errlen, "%s%s.queue_depth: at most %u", prefix,
+				 pacer_class_names[c], PACER_MAX_QUEUE_DEPTH);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int dl_pacer_cfg_check(const struct dl_pacer_cfg *cfg, char *err, size_t errlen)
+{
+	const struct dl_cache_cfg *c = &cfg->cache;
+	char prefix[32], a[32], b[32];
+	uint64_t blocks;
+	int ret;
+
+	ret = check_models(cfg->m, "", err, errlen);
+	if (ret)
+		return ret;
+	if (cfg->nphases > DL_PACER_MAX_PHASES) {
+		snprintf(err, errlen, "phases.count: at most %d phases", DL_PACER_MAX_PHASES);
+		return -EINVAL;
+	}
+	for (unsigned p = 0; p < cfg->nphases; p++) {
+		snprintf(prefix, sizeof(prefix), "phases.%u.", p);
+		if (!cfg->phases[p].duration_ns) {
+			snprintf(err, errlen,
+				 "phases.%u.duration: every phase needs a duration above 0", p);
+			return -EINVAL;
+		}
+		ret = check_models(cfg->phases[p].m, prefix, err, errlen);
+		if (ret)
+			return ret;
+	}
+	if ((unsigned)c->policy > DL_CACHE_MINIO) {
+		snprintf(err, errlen, "cache.policy: expected kernel, none, lru or minio");
+		return -EINVAL;
+	}
+	if (!c->block) {
+		snprintf(err, errlen, "cache.block: must be above 0 (e.g. 1MiB)");
+		return -EINVAL;
+	}
+	blocks = pacer_cache_blocks(c);
+	if ((c->policy == DL_CACHE_LRU || c->policy == DL_CACHE_MINIO) &&
+	    blocks > PACER_MAX_CACHE_BLOCKS) {
+		fmt_size(c->size, a, sizeof(a), "");
+		fmt_size(c->block, b, sizeof(b), "");
+		snprintf(err, errlen,
+			 "cache.size: %s in blocks of %s needs %llu blocks of residency metadata; "
+			 "at most %llu (64Mi) are allowed: use a larger cache.block",
+			 a, b, (unsigned long long)blocks,
+			 (unsigned long long)PACER_MAX_CACHE_BLOCKS);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- dump and help, from the same table ---- */
+
+static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
+{
+	char buf[512];
+
+	for (int c = 0; c < DL_OP__COUNT; c++) {
+		fprintf(out, "%*s%s:\n", indent, "", pacer_class_names[c]);
+		for (unsigned i = 0; i < NOPTS; i++) {
+			if (opts[i].scope != S_DEV)
+				continue;
+			fmt_val(&opts[i], (const char *)&m[c] + opts[i].off, buf, sizeof(buf));
+			fprintf(out, "%*s%s: %s\n", indent + 2, "", opts[i].name, buf);
+		}
+	}
+}
+
+void dl_pacer_cfg_dump(const struct dl_pacer_cfg *cfg, FILE *out, int indent)
+{
+	const char *section = NULL, *dot;
+	char buf[512];
+	unsigned i, p;
+
+	/* Plain top-level keys, the constant model, the phases, then the
+	 * dotted top-level keys grouped under their section. */
+	for (i = 0; i < NOPTS; i++) {
+		if (opts[i].scope != S_TOP || opts[i].nodump || strchr(opts[i].name, '.'))
+			continue;
+		/* An empty name is left out: `profile: ""` would name a profile. */
+		if (opts[i].type == T_STR && !*((const char *)cfg + opts[i].off))
+			continue;
+		fmt_val(&opts[i], (const char *)cfg + opts[i].off, buf, sizeof(buf));
+		fprintf(out, "%*s%s: %s\n", indent, "", opts[i].name, buf);
+	}
+	dump_models(cfg->m, out, indent);
+	fprintf(out, "%*sphases:%s\n", indent, "", cfg->nphases ? "" : " []");
+	for (p = 0; p < cfg->nphases && p < DL_PACER_MAX_PHASES; p++) {
+		int first = 1;
+
+		for (i = 0; i < NOPTS; i++) {
+			if (opts[i].scope != S_PHASE)
+				continue;
+			fmt_val(&opts[i], (const char *)&cfg->phases[p] + opts[i].off, buf,
+				sizeof(buf));
+			fprintf(out, "%*s%s%s: %s\n", indent + 2, "", first ? "- " : "  ",
+				opts[i].name, buf);
+			first = 0;
+		}
+		dump_models(cfg->phases[p].m, out, indent + 4);
+	}
+	for (i = 0; i < NOPTS; i++) {
+		if (opts[i].scope != S_TOP || opts[i].nodump || !(dot = strchr(opts[i].name, '.')))
+			continue;
+		if (!section || strncmp(section, opts[i].name, (size_t)(dot - opts[i].name) + 1)) {
+			section = opts[i].name;
+			fprintf(out, "%*s%.*s:\n", indent, "", (int)(dot - opts[i].name),
+				opts[i].name);
+		}
+		fmt_val(&opts[i], (const char *)cfg + opts[i].off, buf, sizeof(buf));
+		fprintf(out, "%*s%s: %s\n", indent + 2, "", dot + 1, buf);
+	}
+}
+
+void dl_pacer_cfg_help(FILE *out)
+{
+	fprintf(out,
+		"pacer keys (the YAML pacer: section, flattened with dots, and live changes):\n");
+	for (unsigned i = 0; i < NOPTS; i++) {
+		const char *pre = opts[i].scope == S_DEV     ? "{read,write,meta}."
+				  : opts[i].scope == S_PHASE ? "phases.N."
+							     : "";
+
+		fprintf(out, "  %s%s\n      %s\n", pre, opts[i].name, opts[i].help);
+	}
+	fprintf(out,
+		"  phases.N.{read,write,meta}.KEY\n"
+		"      the device keys above for phase N only; a request uses the phase current\n"
+		"      when it is submitted. Device keys of the constant model also apply to\n"
+		"      the phases that did not set them.\n"
+		"empirical(FILE): a text file of measured latencies, one per line: a time with\n"
+		"  its unit (\"153us\", \"1.2ms\", \"153 us\"), optionally followed by a weight\n"
+		"  (\"153us 40\": 40 times as likely as a weight of 1; default 1). Fields may be\n"
+		"  separated by blanks, commas or semicolons; # starts a comment. A line\n"
+		"  \"unit us\" lets the following bare numbers (\"153\") be read in that unit.\n"
+		"  Requests draw the listed values with their frequencies (at most 16Mi lines).\n"
+		"Model, per class: a request waits for one of queue_depth slots (arrival\n"
+		"  order), then for an IOPS slot (1/iops apart), then takes its latency draw,\n"
+		"  then moves its bytes through the class's bandwidth (a token bucket of\n"
+		"  `burst` bytes, empty at start). Its slot is held until it completes.\n"
+		"  Reads first look in the emulated cache: hit bytes cost size/hit_bandwidth,\n"
+		"  miss bytes go through the model; the request completes when both are done.\n");
+}

@@ -70,10 +70,13 @@ def main():
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--loose", action="store_true",
+                    help="with --small in CI: fail only beyond 4x each tolerance (gross errors)")
     a = ap.parse_args()
     if not shutil.which("fio"):
         sys.exit("fio is needed")
     rt = 1.5 if a.small else 5.0
+    scale = 4.0 if a.loose else 1.0
     rows, bad = [], 0
     tmp = tempfile.mkdtemp(prefix="dliofs-pacer-")
     try:
@@ -87,7 +90,7 @@ def main():
                 err = f["bw"] / want - 1
                 rows.append(("bandwidth %s, %2d readers" % (bw, jobs), "%.3g MB/s" % (want / 1e6),
                              "%.3g MB/s" % (f["bw"] / 1e6), "-", "%+.1f%%" % (100 * err), 3.0))
-                bad += abs(err) * 100 > 3.0
+                bad += abs(err) * 100 > 3.0 * scale
         # Latency: one reader, 4 KiB reads, so the transfer time is negligible.
         for name, lat, p50, p99 in (("constant 200us", "200us", 200, 200),
                                     ("constant 1ms", "1ms", 1000, 1000),
@@ -103,8 +106,8 @@ def main():
                          "%.0f us" % ours50, "%+.1f%%" % (100 * e50), 5.0))
             rows.append(("latency %s p99" % name, "%d us" % p99, "%.0f us" % f["p99"],
                          "%.0f us" % ours99, "%+.1f%%" % (100 * e99), 10.0))
-            bad += abs(e50) * 100 > 5.0
-            bad += abs(e99) * 100 > 10.0
+            bad += abs(e50) * 100 > 5.0 * scale
+            bad += abs(e99) * 100 > 10.0 * scale
         # IOPS caps with 4 KiB reads, 4 readers.
         for iops in (1000, 20000):
             y = "pacer: {read: {iops: %d}}\ncache: {policy: none}\n" % iops
@@ -113,7 +116,7 @@ def main():
             err = f["iops"] / iops - 1
             rows.append(("iops cap %d, 4 KiB, 4 readers" % iops, "%d" % iops, "%.0f" % f["iops"], "-",
                          "%+.1f%%" % (100 * err), 3.0))
-            bad += abs(err) * 100 > 3.0
+            bad += abs(err) * 100 > 3.0 * scale
         # Overhead: pacer off vs no pacer section, same reads.
         res = {}
         for label, y in (("unshaped", "cache: {policy: none}\n"),
@@ -123,14 +126,14 @@ def main():
         err = res["pacer on, no limits"] / res["unshaped"] - 1
         rows.append(("overhead: pacer on (no limits) vs off", "%.0f MB/s" % (res["unshaped"] / 1e6),
                      "%.0f MB/s" % (res["pacer on, no limits"] / 1e6), "-", "%+.1f%%" % (100 * err), 3.0))
-        bad += err * 100 < -3.0
+        bad += err * 100 < -3.0 * scale
     finally:
         shutil.rmtree(tmp, True)
     print("%-42s %12s %14s %12s %9s %6s" % ("case", "configured", "observed(fio)", "daemon", "error", "tol%"))
     for r in rows:
         print("%-42s %12s %14s %12s %9s %6.0f" % r)
     print("%d of %d figures outside tolerance" % (bad, len(rows)))
-    if a.check and bad:
+    if (a.check or a.loose) and bad:
         sys.exit(1)
 
 

@@ -1,0 +1,203 @@
+"""The pacer through the mount: shaping that a reader can measure, live
+changes (and refusals that change nothing), stats.json, the emulated cache's
+known result, metadata shaping, and the accuracy benchmark at a small size."""
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+import dltest
+
+BASE = """\
+seed: 2
+datasets:
+  - {name: raw, format: raw, files: 8, samples_per_file: 16, sample_size: 1MiB}
+  - {name: small, format: raw, files: 200, sample_size: 4KiB}
+"""
+
+
+def read_all(path, bs=1 << 20):
+    n = 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            b = f.read(bs)
+            if not b:
+                return n
+            n += len(b)
+
+
+def stats(mnt):
+    with open(os.path.join(mnt, ".dliofs", "stats.json")) as f:
+        return json.load(f)
+
+
+class Shaping(dltest.MountedTestCase):
+    GEN = False
+    CONFIG = "pacer: {read: {bandwidth: 50MB/s}}\ncache: {policy: none}\n" + BASE
+
+    def test_bandwidth_and_live_set(self):
+        p = os.path.join(self.mnt, "raw", "train", "img_0_of_8.raw")
+        t0 = time.monotonic()
+        n = read_all(p)
+        rate = n / (time.monotonic() - t0)
+        self.assertEqual(n, 16 << 20)
+        self.assertLess(abs(rate / 50e6 - 1), 0.10, "observed %.1f MB/s for 50MB/s" % (rate / 1e6))
+        r = subprocess.run([dltest.DLIOFS, "set", self.mnt, "read.bandwidth=200MB/s"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        t0 = time.monotonic()
+        n = read_all(os.path.join(self.mnt, "raw", "train", "img_1_of_8.raw"))
+        rate = n / (time.monotonic() - t0)
+        self.assertLess(abs(rate / 200e6 - 1), 0.10, "observed %.1f MB/s for 200MB/s" % (rate / 1e6))
+        with open(os.path.join(self.mnt, ".dliofs", "pacer")) as f:
+            self.assertIn("bandwidth: 200MB/s", f.read())
+
+    def test_bad_write_changes_nothing(self):
+        ctl = os.path.join(self.mnt, ".dliofs", "pacer")
+        with open(ctl) as f:
+            before = f.read()
+        for bad in ("read.bandwidth=fast\n", "read.bandwdith=1GB/s\n",
+                    "read.iops=100\nread.latency=lognormal(5ms,1ms)\n", "nonsense\n"):
+            with self.subTest(bad=bad):
+                with self.assertRaises(OSError) as cm:
+                    with open(ctl, "w") as f:
+                        f.write(bad)
+                self.assertEqual(cm.exception.errno, 22)
+        with open(ctl) as f:
+            self.assertEqual(f.read(), before)
+        r = subprocess.run([dltest.DLIOFS, "set", self.mnt, "read.bandwidth=fast"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("read.bandwidth", r.stderr)
+
+    def test_stats_json(self):
+        before = stats(self.mnt)["classes"]["read"]["bytes"]
+        n = read_all(os.path.join(self.mnt, "small", "train", "img_007_of_200.raw"))
+        s = stats(self.mnt)
+        self.assertEqual(s["classes"]["read"]["bytes"] - before, n)
+        for cls in ("read", "write", "meta"):
+            for k in ("p50", "p90", "p99", "p99.9"):
+                self.assertIn(k, s["classes"][cls]["latency_us"])
+        pids = [c.get("pid") for c in s.get("clients", [])] if isinstance(s.get("clients"), list) \
+            else [int(k) for k in s.get("clients", {})]
+        self.assertIn(os.getpid(), pids)
+        r = subprocess.run([dltest.DLIOFS, "stat", self.mnt], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("classes.read.bytes", r.stdout)
+
+
+class EmulatedCache(dltest.MountedTestCase):
+    """MinIO keeps the first half it sees and never evicts: from the second
+    epoch on, exactly the cached fraction hits. LRU at the same size thrashes."""
+    GEN = False
+    POLICY = "minio"
+    TEMPLATE = "cache: {policy: %s, size: 64MiB, block: 1MiB}\n" + BASE
+
+    @classmethod
+    def setUpClass(cls):
+        cls.CONFIG = cls.TEMPLATE % cls.POLICY
+        super().setUpClass()
+
+    def epoch(self, rng):
+        files = ["img_%d_of_8.raw" % i for i in range(8)]
+        blocks = [(f, b) for f in files for b in range(16)]
+        rng.shuffle(blocks)
+        for f, b in blocks:
+            with open(os.path.join(self.mnt, "raw", "train", f), "rb", buffering=0) as fh:
+                fh.seek(b << 20)
+                fh.read(1 << 20)
+
+    def hits(self):
+        c = stats(self.mnt)["classes"]["read"]["cache"]
+        return c["hit_bytes"], c["miss_bytes"]
+
+    def test_known_result(self):
+        rng = random.Random(1)
+        self.epoch(rng)
+        h0, m0 = self.hits()
+        self.epoch(rng)
+        h1, m1 = self.hits()
+        ratio = (h1 - h0) / ((h1 - h0) + (m1 - m0))
+        if self.POLICY == "minio":
+            self.assertAlmostEqual(ratio, 0.5, delta=0.01)
+        else:
+            self.assertLess(ratio, 0.4)
+        subprocess.run([dltest.DLIOFS, "cache", "drop", self.mnt], check=True)
+        h2, m2 = self.hits()
+        read_all(os.path.join(self.mnt, "raw", "train", "img_0_of_8.raw"))
+        h3, m3 = self.hits()
+        # After a drop every block misses once; only the later pieces of a
+        # block split across requests (unaligned buffers) may hit it again.
+        self.assertGreaterEqual(m3 - m2, 15 << 20, "a dropped cache still hit")
+        self.assertLess(h3 - h2, 1 << 20)
+        subprocess.run([dltest.DLIOFS, "cache", "warm", self.mnt, "raw/train/img_5_of_8.raw"],
+                       check=True)
+        read_all(os.path.join(self.mnt, "raw", "train", "img_5_of_8.raw"))
+        h4, m4 = self.hits()
+        self.assertEqual(m4 - m3, 0, "a warmed file missed")
+        self.assertEqual(h4 - h3, 16 << 20)
+
+
+class EmulatedCacheLRU(EmulatedCache):
+    POLICY = "lru"
+
+
+class MetadataShaping(dltest.MountedTestCase):
+    """Opening many small files pays the metadata latency each time."""
+    GEN = False
+    CONFIG = "pacer: {meta: {latency: 2ms}}\n" + BASE
+
+    def test_small_files_pay_metadata(self):
+        t0 = time.monotonic()
+        for i in range(50):
+            with open(os.path.join(self.mnt, "small", "train", "img_%03d_of_200.raw" % i), "rb") as f:
+                f.read()
+        dt = time.monotonic() - t0
+        # lookup + getattr + open per file, each >= 2 ms: at least 50 x 2 x 2 ms.
+        self.assertGreater(dt, 0.2)
+        s = stats(self.mnt)["classes"]["meta"]
+        self.assertGreaterEqual(s["latency_us"]["p50"], 1900)
+
+
+class TracingOnMount(dltest.MountedTestCase):
+    GEN = False
+    CONFIG = BASE
+
+    def test_trace_start_stop(self):
+        out = os.path.join(self.tmp, "t.trace")
+        subprocess.run([dltest.DLIOFS, "trace", "start", self.mnt, out, "read,open"], check=True)
+        read_all(os.path.join(self.mnt, "raw", "train", "img_2_of_8.raw"))
+        with open(os.path.join(self.mnt, ".dliofs", "trace")) as f:
+            self.assertTrue(f.read().startswith("on "))
+        subprocess.run([dltest.DLIOFS, "trace", "stop", self.mnt], check=True)
+        with open(out, "rb") as f:
+            data = f.read()
+        self.assertEqual(data[:8], b"DLIOTRC1")
+        self.assertEqual(data[-8:], b"DLIOTRC1")
+        import struct
+        nrec, dropped = struct.unpack_from("<QQ", data, len(data) - 48)
+        self.assertEqual(dropped, 0)
+        self.assertGreaterEqual(nrec, 16)  # one open + 16 reads of 1 MiB at least
+
+
+class AccuracyBench(dltest.MountedTestCase):
+    """The accuracy benchmark at a small size: prints its table; fails only on
+    gross errors (the strict figures come from a quiet full run, README)."""
+    GEN = False
+    MOUNT = False
+    CONFIG = BASE
+
+    def test_bench_small(self):
+        import shutil
+        dltest.require(shutil.which("fio") is not None, "fio not installed")
+        r = subprocess.run([sys.executable, os.path.join(dltest.SRC, "bench", "bench_pacer.py"),
+                            "--build", os.path.dirname(dltest.DLIOFS), "--small", "--loose"],
+                           capture_output=True, text=True, timeout=600)
+        print(r.stdout)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    dltest.main()

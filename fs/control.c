@@ -56,6 +56,13 @@ int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
 
 	*buf = NULL;
 	*len = 0;
+	if (!fs->pacer && (id == DL_CTL_STATS || id == DL_CTL_PACER)) {
+		/* Mounted with --no-pacer: nothing is modelled or counted. */
+		*buf = strdup(id == DL_CTL_STATS ? "{\"pacer\": \"disabled (--no-pacer)\"}\n"
+						  : "# disabled (--no-pacer)\n");
+		*len = *buf ? strlen(*buf) : 0;
+		return *buf ? 0 : -ENOMEM;
+	}
 	switch (id) {
 	case DL_CTL_STATS:
 		return dl_pacer_stats_json(fs->pacer, dl_now_ns(), buf, len);
@@ -286,6 +293,10 @@ int dl_ctl_write(struct dl_fs *fs, unsigned id, const char *text, size_t len)
 	struct dl_pacer_cfg copy;
 	int ret;
 
+	if (!fs->pacer && (id == DL_CTL_PACER || id == DL_CTL_CACHE)) {
+		fprintf(stderr, "dliofs: %s: the mount runs with --no-pacer\n", dl_ctl_names[id]);
+		return -EINVAL;
+	}
 	switch (id) {
 	case DL_CTL_PACER:
 		ret = dl_pacer_get_cfg(fs->pacer, &copy);

@@ -17,7 +17,7 @@
 
 static void fs_fini(struct dl_fs *fs);
 
-static int fs_init(struct dl_fs *fs, struct dl_config *cfg)
+static int fs_init(struct dl_fs *fs, struct dl_config *cfg, int no_pacer)
 {
 	int ret;
 
@@ -41,6 +41,8 @@ static int fs_init(struct dl_fs *fs, struct dl_config *cfg)
 	pthread_mutex_init(&fs->buf_lock, NULL);
 	pthread_mutex_init(&fs->trace_lock, NULL);
 	fs->direct_io = cfg->io_mode == DL_IO_DIRECT || cfg->pacer.cache.policy != DL_CACHE_KERNEL;
+	if (no_pacer)
+		return 0;
 	ret = dl_pacer_new(&cfg->pacer, dl_now_ns(), cfg->seed, &fs->pacer);
 	if (ret) {
 		fs_fini(fs);
@@ -87,7 +89,7 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	struct fuse_loop_config *lc = NULL;
 	struct dl_fs fs;
 
-	ret = fs_init(&fs, cfg);
+	ret = fs_init(&fs, cfg, o->no_pacer);
 	if (ret) {
 		notify(ready_fd, "cannot allocate the daemon's state\n");
 		return ret;

@@ -99,6 +99,7 @@ struct dl_mount_opts {
 	int debug;
 	unsigned max_threads;
 	uint64_t readahead;	/* bytes of kernel readahead (cache mode); 0 = kernel default */
+	int no_pacer;		/* no storage model and no statistics (the unshaped baseline) */
 };
 int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o);
 int dl_fs_umount(const char *mountpoint);

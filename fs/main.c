@@ -24,7 +24,7 @@ static void usage(FILE *o)
 {
 	fprintf(o,
 		"usage: dliofs mount MOUNTPOINT CONFIG.yaml [-f] [-d] [-o OPTS] [--log FILE] [--threads N]\n"
-		"                    [--readahead SIZE]\n"
+		"                    [--readahead SIZE] [--no-pacer]\n"
 		"       dliofs umount MOUNTPOINT\n"
 		"       dliofs check CONFIG.yaml\n"
 		"       dliofs stat MOUNTPOINT [--watch [SECONDS]] [--json]\n"
@@ -36,7 +36,8 @@ static void usage(FILE *o)
 		"mount   serve the datasets of CONFIG.yaml at MOUNTPOINT; returns once the\n"
 		"        filesystem answers. -f stays in the foreground, -d prints FUSE debug,\n"
 		"        -o passes FUSE mount options, --log keeps the daemon's messages,\n"
-		"        --readahead sets the kernel readahead (default 4MiB; root only).\n"
+		"        --readahead sets the kernel readahead (default 4MiB; root only),\n"
+		"        --no-pacer serves without storage model or statistics.\n"
 		"        SIGINT/SIGTERM unmount cleanly.\n"
 		"umount  unmount MOUNTPOINT (the daemon then exits)\n"
 		"check   validate CONFIG.yaml and print every dataset: files, sizes, total bytes\n"
@@ -144,6 +145,7 @@ static int cmd_mount(int argc, char **argv)
 		{"log", required_argument, NULL, 'l'},
 		{"threads", required_argument, NULL, 't'},
 		{"readahead", required_argument, NULL, 'r'},
+		{"no-pacer", no_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -207,6 +209,9 @@ static int cmd_mount(int argc, char **argv)
 			readahead_set = 1;
 			break;
 		}
+		case 'n':
+			o.no_pacer = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;

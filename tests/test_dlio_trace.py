@@ -1,1 +1,496 @@
-raise SystemExit("placeholder")
+"""dlio-trace on golden traces of known workloads, written here with struct
+in the layout of include/dliofs/trace.h (independently of the C code), and
+on a trace the C recorder wrote (`dlio-trace synth`), parsed here.
+
+Workloads: a sequential read of one file; a shuffled epoch of one sample
+per file; two processes each reading their half of the files."""
+import csv
+import io
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dltest  # noqa: E402
+
+DLIO_TRACE = os.environ.get("DLIO_TRACE", os.path.join(dltest.BUILD, "dlio-trace"))
+
+HEADER = struct.Struct("<8sIIQQII256s")
+REC = struct.Struct("<QIHBBIIIiQQII")
+NAME = struct.Struct("<QII")
+FOOTER = struct.Struct("<QQQQQ8s")
+MAGIC = b"DLIOTRC1"
+OPS = {"lookup": 1, "getattr": 2, "open": 3, "read": 4, "write": 5, "readdir": 6,
+       "opendir": 7, "release": 8, "statfs": 9, "create": 10, "fsync": 11, "other": 12}
+EPOCH_NS = 1700000000123456789
+START_MONO = 5000000000
+KiB = 1024
+
+
+class Rec:
+    """One request; times in ns relative to the trace start."""
+
+    def __init__(self, t, op, pid, fid, off=0, size=0, result=None, dur=50000, tid=None,
+                 queue=0, hit=False):
+        self.t, self.op, self.pid, self.fid = t, op, pid, fid
+        self.off, self.size, self.dur = off, size, dur
+        self.tid = pid if tid is None else tid
+        self.result = size if result is None else result
+        self.queue, self.hit = queue, hit
+
+    def pack(self):
+        flags = (1 if self.hit else 0) | (2 if self.result < 0 else 0)
+        return REC.pack(START_MONO + self.t, self.dur & 0xFFFFFFFF, self.dur >> 32, OPS[self.op],
+                        flags, self.queue, self.pid, self.tid, self.result, self.fid, self.off,
+                        self.size, 0)
+
+
+def write_trace(path, recs, names, dropped=0, footer=True, shuffle_batches=True, config="golden.yaml"):
+    """Records go in out of order (writer batches) unless told otherwise."""
+    assert REC.size == 56 and HEADER.size == 296 and FOOTER.size == 48
+    body = [r.pack() for r in recs]
+    if shuffle_batches:
+        # Writer batches: chunks of records from different stripes interleave.
+        chunks = [body[i:i + 7] for i in range(0, len(body), 7)]
+        random.Random(5).shuffle(chunks)
+        body = [b for c in chunks for b in c]
+    mask = sum(1 << v for v in OPS.values())
+    out = HEADER.pack(MAGIC, 1, REC.size, EPOCH_NS, START_MONO, mask, 0, config.encode())
+    out += b"".join(body)
+    names_off = len(out)
+    for fid in sorted(names):
+        nm = names[fid].encode()
+        out += NAME.pack(fid, len(nm), 0) + nm
+    if footer:
+        end = START_MONO + max([r.t + r.dur for r in recs] + [0]) + 1000
+        out += FOOTER.pack(len(recs), dropped, names_off, len(names), end, MAGIC)
+    with open(path, "wb") as f:
+        f.write(out)
+    return path
+
+
+def seq_one_file(n=64, chunk=128 * KiB, pid=100):
+    """open, n sequential reads of one file, release."""
+    recs = [Rec(0, "open", pid, 10)]
+    for i in range(n):
+        recs.append(Rec(1000000 * (i + 1), "read", pid, 10, i * chunk, chunk))
+    recs.append(Rec(1000000 * (n + 1), "release", pid, 10))
+    return recs, {10: "train/big.npz"}
+
+
+def shuffled_epoch(nfiles=100, fsize=100 * KiB, seed=7, pid=200):
+    """One sample per file, files in shuffled order: open, one read, release."""
+    order = list(range(nfiles))
+    random.Random(seed).shuffle(order)
+    recs, t = [], 0
+    for k in order:
+        fid = 1000 + k
+        recs.append(Rec(t, "open", pid, fid))
+        recs.append(Rec(t + 10000, "read", pid, fid, 0, 128 * KiB, result=fsize))
+        recs.append(Rec(t + 90000, "release", pid, fid))
+        t += 1000000
+    names = {1000 + k: "train/img_%03d.jpg" % k for k in range(nfiles)}
+    return recs, names
+
+
+def two_procs(nfiles=20, reads=4, chunk=64 * KiB):
+    """pids 300 and 301 read their half of the files sequentially, interleaved."""
+    recs, t = [], 0
+    for k in range(nfiles // 2):
+        for pid, fid in ((300, 2000 + k), (301, 2000 + nfiles // 2 + k)):
+            recs.append(Rec(t, "open", pid, fid, tid=pid + 1000))
+            for i in range(reads):
+                recs.append(Rec(t + 1000 * (i + 1), "read", pid, fid, i * chunk, chunk,
+                                tid=pid + 1000 + i % 2))
+            t += 500000
+    names = {2000 + k: "train/part_%02d.rec" % k for k in range(nfiles)}
+    return recs, names
+
+
+def run(*args, check=True):
+    r = subprocess.run([DLIO_TRACE] + list(args), capture_output=True, text=True, timeout=300)
+    if check and r.returncode != 0:
+        raise AssertionError("dlio-trace %s failed (%d): %s" % (" ".join(args), r.returncode, r.stderr))
+    return r
+
+
+def summary(path):
+    return json.loads(run("summary", path, "--json", "--top", "0").stdout)
+
+
+class TraceTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        dltest.require(os.path.exists(DLIO_TRACE), "dlio-trace not built: " + DLIO_TRACE)
+        cls.tmp = tempfile.mkdtemp(prefix="dlio-trace-test-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        cls.seq = write_trace(os.path.join(cls.tmp, "seq.trc"), *seq_one_file())
+        cls.shuf = write_trace(os.path.join(cls.tmp, "shuf.trc"), *shuffled_epoch())
+        cls.two = write_trace(os.path.join(cls.tmp, "two.trc"), *two_procs())
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+
+class Summary(TraceTest):
+    def test_sequential_one_file(self):
+        s = summary(self.seq)
+        self.assertEqual(s["records"], 66)
+        self.assertEqual(s["dropped"], 0)
+        self.assertTrue(s["complete"])
+        self.assertEqual(s["config"], "golden.yaml")
+        self.assertEqual(s["ops"]["read"]["count"], 64)
+        self.assertEqual(s["ops"]["read"]["bytes"], 64 * 128 * KiB)
+        self.assertEqual(s["ops"]["open"]["count"], 1)
+        self.assertEqual(s["ops"]["release"]["count"], 1)
+        self.assertEqual(s["ops"]["read"]["size_hist"],
+                         [{"lo": 128 * KiB, "hi": 256 * KiB, "count": 64}])
+        # Every read but the first continues where the previous one ended.
+        self.assertEqual(s["reads"]["sequential"], 63)
+        self.assertEqual(s["reads"]["first_reads"], 1)
+        self.assertAlmostEqual(s["reads"]["sequential_share"], 63 / 64)
+        self.assertEqual(s["files"]["accessed"], 1)
+        self.assertEqual(s["files"]["opens"], 1)
+        # Reads arrive every millisecond; open to first read is 1 ms too.
+        self.assertEqual(s["inter_arrival_ns"]["read"]["p50"], 1000000)
+        self.assertEqual(s["inter_arrival_ns"]["read"]["p99"], 1000000)
+        self.assertEqual(s["inter_arrival_ns"]["all"]["n"], 65)
+        self.assertEqual(s["ops"]["read"]["p50_dur_ns"], 50000)
+        (f,) = s["top_files"]
+        self.assertEqual(f["file"], "train/big.npz")
+        self.assertEqual(f["bytes"], 64 * 128 * KiB)
+        self.assertEqual(f["sequential_reads"], 63)
+        (c,) = s["clients"]
+        self.assertEqual((c["pid"], c["reads"], c["read_bytes"], c["files"], c["tids"]),
+                         (100, 64, 64 * 128 * KiB, 1, 1))
+
+    def test_shuffled_epoch(self):
+        s = summary(self.shuf)
+        self.assertEqual(s["records"], 300)
+        self.assertEqual(s["ops"]["read"]["count"], 100)
+        # Bytes are what the reads returned, not what they asked for.
+        self.assertEqual(s["ops"]["read"]["bytes"], 100 * 100 * KiB)
+        self.assertEqual(s["ops"]["read"]["size_hist"],
+                         [{"lo": 128 * KiB, "hi": 256 * KiB, "count": 100}])
+        self.assertEqual(s["reads"]["sequential"], 0)
+        self.assertEqual(s["reads"]["first_reads"], 100)
+        self.assertEqual(s["reads"]["sequential_share"], 0)
+        self.assertEqual(s["files"]["accessed"], 100)
+        self.assertEqual(s["files"]["opens"], 100)
+        # 100 opens, one every ms, over the ~99.1 ms the requests span.
+        self.assertAlmostEqual(s["files"]["opens_per_s"], 100 / 0.09909, delta=1)
+        self.assertEqual(s["files"]["opens_peak_per_s"], 100)
+        self.assertEqual(len(s["top_files"]), 100)
+        self.assertTrue(all(f["bytes"] == 100 * KiB for f in s["top_files"]))
+        # Ties in bytes list files by id: the name order here.
+        self.assertEqual([f["file"] for f in s["top_files"][:3]],
+                         ["train/img_000.jpg", "train/img_001.jpg", "train/img_002.jpg"])
+        # First-access ranks follow the shuffled order.
+        order = list(range(100))
+        random.Random(7).shuffle(order)
+        ranks = {f["file"]: f["first_access_rank"] for f in s["top_files"]}
+        self.assertEqual(ranks["train/img_%03d.jpg" % order[0]], 0)
+        self.assertEqual(ranks["train/img_%03d.jpg" % order[57]], 57)
+
+    def test_two_processes(self):
+        s = summary(self.two)
+        self.assertEqual(s["ops"]["read"]["count"], 80)
+        by = {c["pid"]: c for c in s["clients"]}
+        self.assertEqual(sorted(by), [300, 301])
+        for pid in (300, 301):
+            c = by[pid]
+            self.assertEqual(c["reads"], 40)
+            self.assertEqual(c["read_bytes"], 40 * 64 * KiB)
+            self.assertEqual(c["opens"], 10)
+            self.assertEqual(c["files"], 10)
+            self.assertEqual(c["tids"], 2)
+            # Per file: 1 first read then 3 continuing reads.
+            self.assertEqual(c["sequential_reads"], 30)
+        self.assertAlmostEqual(s["reads"]["sequential_share"], 0.75)
+        self.assertEqual(s["files"]["accessed"], 20)
+
+    def test_interleaved_pids_on_one_file(self):
+        # Two pids alternate reads of one file, each sequential on its own:
+        # continuity is tracked per pid, so both count as sequential.
+        recs = [Rec(1000 * i, "read", 400 + i % 2, 7, (i // 2) * 4096, 4096) for i in range(100)]
+        s = summary(write_trace(self.path("inter.trc"), recs, {7: "f"}))
+        self.assertEqual(s["reads"]["sequential"], 98)
+        # A random reader of the same file.
+        offs = list(range(100))
+        random.Random(3).shuffle(offs)
+        recs = [Rec(1000 * i, "read", 500, 7, o * 4096, 4096) for i, o in enumerate(offs)]
+        s = summary(write_trace(self.path("rand.trc"), recs, {7: "f"}))
+        self.assertLess(s["reads"]["sequential_share"], 0.1)
+
+    def test_text_output(self):
+        out = run("summary", self.two).stdout
+        self.assertIn("records: 100, dropped: 0", out)
+        self.assertIn("75.0% sequential", out)
+        self.assertIn("train/part_00.rec", out)
+        for pid in ("300", "301"):
+            self.assertRegex(out, r"\n\s+%s\s+2\s+50\s+40\s" % pid)
+
+    def test_dropped_and_errors(self):
+        recs = [Rec(i * 1000, "read", 1, 1, i * 100, 100) for i in range(10)]
+        recs.append(Rec(20000, "read", 1, 1, 0, 100, result=-5))
+        recs.append(Rec(21000, "getattr", 1, 1))
+        s = summary(write_trace(self.path("drop.trc"), recs, {1: "x"}, dropped=7))
+        self.assertEqual(s["dropped"], 7)
+        self.assertEqual(s["ops"]["read"]["errors"], 1)
+        self.assertEqual(s["ops"]["read"]["bytes"], 1000)
+        self.assertEqual(s["ops"]["getattr"]["count"], 1)
+        self.assertIn("dropped: 7", run("summary", self.path("drop.trc")).stdout)
+
+    def test_no_footer(self):
+        # A trace whose daemon died: records are read, names are not.
+        recs, names = seq_one_file(n=8)
+        p = write_trace(self.path("cut.trc"), recs, names, footer=False)
+        with open(p, "ab") as f:
+            f.write(b"\0" * 20)  # half a record
+        r = run("summary", p, "--json")
+        s = json.loads(r.stdout)
+        self.assertEqual(s["records"], 10)
+        self.assertFalse(s["complete"])
+        self.assertIn("no footer", r.stderr)
+        self.assertEqual(s["top_files"][0]["file"], "#10")
+
+    def test_bad_input(self):
+        p = self.path("junk.trc")
+        with open(p, "wb") as f:
+            f.write(b"not a trace at all" * 40)
+        r = run("summary", p, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("bad magic", r.stderr)
+        r = run("summary", self.path("missing.trc"), check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("No such file", r.stderr)
+        self.assertNotEqual(run("frobnicate", check=False).returncode, 0)
+        self.assertNotEqual(run("export", self.seq, check=False).returncode, 0)
+
+    def test_recorder_roundtrip(self):
+        # The C recorder's file, parsed here with struct.
+        p = self.path("synth.trc")
+        n = 5000
+        run("synth", p, str(n))
+        with open(p, "rb") as f:
+            data = f.read()
+        magic, ver, rsz, epoch, start, mask, _, cfg = HEADER.unpack_from(data)
+        self.assertEqual((magic, ver, rsz), (MAGIC, 1, 56))
+        self.assertEqual(cfg.rstrip(b"\0"), b"synth.yaml")
+        nrec, dropped, noff, nnames, end, fmagic = FOOTER.unpack_from(data, len(data) - FOOTER.size)
+        self.assertEqual(fmagic, MAGIC)
+        self.assertEqual(nrec + dropped, n)
+        self.assertEqual(dropped, 0)
+        self.assertEqual(noff, HEADER.size + nrec * REC.size)
+        seen = set()
+        for k in range(nrec):
+            (st, dlo, dhi, op, flags, q, pid, tid, res, fid, off, size, _) = \
+                REC.unpack_from(data, HEADER.size + k * REC.size)
+            i = off // 4096 * 7 + fid
+            self.assertNotIn(i, seen)
+            seen.add(i)
+            self.assertEqual((dlo, dhi, op, flags, q, pid, tid, res, size),
+                             (1000 + i, 0, OPS["read"], i % 2, i * 10, 4242, 4243 + i % 2, 4096, 4096))
+            self.assertTrue(start <= st <= end)
+        self.assertEqual(len(seen), n)
+        pos, names = noff, {}
+        for _ in range(nnames):
+            fid, ln, _ = NAME.unpack_from(data, pos)
+            names[fid] = data[pos + 16:pos + 16 + ln].decode()
+            pos += 16 + ln
+        self.assertEqual(pos, len(data) - FOOTER.size)
+        self.assertEqual(names, {k: "synth/file_%d.bin" % k for k in range(7)})
+        s = summary(p)
+        self.assertEqual(s["ops"]["read"]["count"], n)
+        self.assertEqual(s["reads"]["sequential"], n - 7)
+
+
+class Export(TraceTest):
+    def check_chrome(self, path, recs, names):
+        r = run("export", "--chrome", path)
+        doc = json.loads(r.stdout)
+        events = doc["traceEvents"]
+        for e in events:
+            for k in ("ph", "ts", "pid", "tid", "name"):
+                self.assertIn(k, e)
+        xs = [e for e in events if e["ph"] == "X"]
+        ms = [e for e in events if e["ph"] == "M"]
+        self.assertEqual(len(xs), len(recs))
+        pids = sorted({r.pid for r in recs})
+        self.assertEqual(sorted(e["pid"] for e in ms if e["name"] == "process_name"), pids)
+        self.assertEqual(sorted((e["pid"], e["tid"]) for e in ms if e["name"] == "thread_name"),
+                         sorted({(r.pid, r.tid) for r in recs}))
+        last = {}
+        for e in xs:
+            self.assertGreaterEqual(e["dur"], 0)
+            self.assertIn(e["name"], OPS)
+            self.assertEqual(e["cat"], e["name"])
+            for k in ("file", "offset", "size", "queue_us", "hit"):
+                self.assertIn(k, e["args"])
+            key = (e["pid"], e["tid"])
+            self.assertGreaterEqual(e["ts"], last.get(key, 0), "ts not monotone for %r" % (key,))
+            last[key] = e["ts"]
+        # Microseconds since the Unix epoch: the first request, exactly.
+        first = min(recs, key=lambda r: r.t)
+        want = (EPOCH_NS + first.t) / 1000
+        self.assertAlmostEqual(xs[0]["ts"], want, delta=1)
+        self.assertIn('"ts": %d.%03d' % ((EPOCH_NS + first.t) // 1000, (EPOCH_NS + first.t) % 1000),
+                      r.stdout)
+        self.assertAlmostEqual(xs[0]["dur"], first.dur / 1000)
+        self.assertEqual(xs[0]["args"]["file"], names[first.fid])
+        return doc
+
+    def test_chrome(self):
+        self.check_chrome(self.seq, *seq_one_file())
+        doc = self.check_chrome(self.two, *two_procs())
+        self.assertEqual(doc["otherData"]["records"], 100)
+        reads = [e for e in doc["traceEvents"] if e["name"] == "read"]
+        self.assertEqual({e["args"]["size"] for e in reads}, {64 * KiB})
+
+    def test_chrome_queue_hit_escaping(self):
+        recs = [Rec(0, "read", 9, 1, 0, 4096, queue=2500, hit=True),
+                Rec(10, "read", 9, 2, 0, 4096, result=-2)]
+        p = write_trace(self.path("esc.trc"), recs, {1: 'we"ird\\name\n', 2: "ok"},
+                        shuffle_batches=False)
+        doc = json.loads(run("export", "--chrome", p).stdout)
+        xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+        self.assertEqual(xs[0]["args"]["file"], 'we"ird\\name\n')
+        self.assertEqual(xs[0]["args"]["queue_us"], 2.5)
+        self.assertIs(xs[0]["args"]["hit"], True)
+        self.assertIs(xs[1]["args"]["hit"], False)
+        self.assertEqual(xs[1]["args"]["result"], -2)
+
+    def test_csv(self):
+        recs, names = two_procs()
+        names[2000] = "train/with,comma.rec"
+        p = write_trace(self.path("csv.trc"), recs, names)
+        out = run("export", "--csv", p).stdout
+        rows = list(csv.DictReader(io.StringIO(out)))
+        self.assertEqual(len(rows), len(recs))
+        self.assertEqual(len(out.splitlines()), len(recs) + 1)
+        self.assertEqual(rows[0]["file"], "train/with,comma.rec")
+        self.assertEqual(rows[0]["op"], "open")
+        self.assertEqual(float(rows[0]["time_s"]), 0.0)
+        self.assertEqual(sum(int(r["result"]) for r in rows if r["op"] == "read"), 80 * 64 * KiB)
+        times = [int(r["start_ns"]) for r in rows]
+        self.assertEqual(times, sorted(times))
+        # -o writes the same to a file.
+        run("export", "--csv", p, "-o", self.path("out.csv"))
+        with open(self.path("out.csv")) as f:
+            self.assertEqual(f.read(), out)
+
+    def test_dxt(self):
+        out = run("export", "--dxt", self.two).stdout
+        blocks = [ln for ln in out.splitlines() if ln.startswith("# DXT, file_id:")]
+        self.assertEqual(len(blocks), 20)
+        self.assertIn("# DXT, file_id: 2000, file_name: train/part_00.rec", out)
+        lines = [ln.split() for ln in out.splitlines() if ln.startswith(" X_POSIX")]
+        self.assertEqual(len(lines), 80)
+        # Module Rank Wt/Rd Segment Offset Length Start End
+        first = lines[0]
+        self.assertEqual(first[:6], ["X_POSIX", "300", "read", "0", "0", str(64 * KiB)])
+        self.assertLessEqual(float(first[6]), float(first[7]))
+        self.assertEqual([ln[3] for ln in lines[:4]], ["0", "1", "2", "3"])
+
+
+class Plot(TraceTest):
+    def test_plot_png(self):
+        ok = subprocess.run(["/usr/bin/python3", "-c", "import matplotlib, numpy"],
+                            capture_output=True).returncode == 0
+        dltest.require(ok, "python3-matplotlib not installed")
+        try:
+            from PIL import Image
+        except ImportError:
+            dltest.require(False, "PIL not installed")
+        recs, names = two_procs()
+        r2, n2 = shuffled_epoch(pid=777)
+        p = write_trace(self.path("mix.trc"), recs + r2, {**names, **n2})
+        png = self.path("mix.png")
+        r = run("plot", p, "-o", png)
+        self.assertEqual(r.stderr.strip(), "")
+        with Image.open(png) as im:
+            self.assertEqual(im.format, "PNG")
+            w, h = im.size
+            self.assertGreaterEqual(w, 600)
+            self.assertGreaterEqual(h, 600)
+            # Not a blank canvas: many colours were drawn.
+            self.assertGreater(len(im.convert("RGB").getcolors(1 << 20) or []), 50)
+        if os.environ.get("DLIO_TRACE_KEEP_PNG"):
+            shutil.copy(png, os.environ["DLIO_TRACE_KEEP_PNG"])
+
+    def test_plot_errors(self):
+        r = run("plot", self.path("missing.trc"), "-o", self.path("x.png"), check=False)
+        self.assertNotEqual(r.returncode, 0)
+        env = dict(os.environ, DLIO_TRACE_PLOT=self.path("no-such-script.py"))
+        r = subprocess.run([DLIO_TRACE, "plot", self.seq, "-o", self.path("x.png")],
+                           capture_output=True, text=True, env=env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("DLIO_TRACE_PLOT", r.stderr)
+
+
+class Compare(TraceTest):
+    def compare(self, a, b):
+        s = json.loads(run("compare", a, b, "--json").stdout)
+        aspects = ("op_mix", "request_size", "bytes_per_file", "access_order", "sequentiality")
+        for k in aspects + ("overall",):
+            self.assertGreaterEqual(s[k], 0.0, k)
+            self.assertLessEqual(s[k], 1.0, k)
+        self.assertAlmostEqual(s["overall"], sum(s[k] for k in aspects) / 5, places=5)
+        return s
+
+    def test_self_is_one(self):
+        for p in (self.seq, self.shuf, self.two):
+            s = self.compare(p, p)
+            for k, v in s.items():
+                if k not in ("a", "b"):
+                    self.assertEqual(v, 1.0, "%s of %s vs itself" % (k, p))
+
+    def test_different_workloads(self):
+        s = self.compare(self.seq, self.shuf)
+        self.assertLess(s["overall"], 0.5)
+        self.assertEqual(s["bytes_per_file"], 0.0)  # no file in common
+        self.assertEqual(s["access_order"], 0.0)
+        self.assertLess(s["sequentiality"], 0.05)
+        s2 = self.compare(self.shuf, self.seq)
+        self.assertAlmostEqual(s["overall"], s2["overall"], places=6)
+
+    def test_another_shuffle(self):
+        # The same epoch with another shuffle: sizes, bytes per file and
+        # sequentiality match; the order does not.
+        other = write_trace(self.path("shuf2.trc"), *shuffled_epoch(seed=99))
+        s = self.compare(self.shuf, other)
+        self.assertEqual(s["request_size"], 1.0)
+        self.assertEqual(s["bytes_per_file"], 1.0)
+        self.assertEqual(s["sequentiality"], 1.0)
+        self.assertEqual(s["op_mix"], 1.0)
+        self.assertLess(s["access_order"], 0.5)
+        self.assertLess(s["overall"], 1.0)
+        self.assertGreater(s["overall"], 0.75)
+
+    def test_size_shift(self):
+        # Same files and order, half the request size: only sizes differ.
+        recs, names = seq_one_file(n=64, chunk=128 * KiB)
+        recs2, _ = seq_one_file(n=128, chunk=64 * KiB)
+        a = write_trace(self.path("c128.trc"), recs, names)
+        b = write_trace(self.path("c64.trc"), recs2, names)
+        s = self.compare(a, b)
+        self.assertEqual(s["request_size"], 0.0)
+        self.assertEqual(s["bytes_per_file"], 1.0)
+        self.assertEqual(s["access_order"], 1.0)
+        self.assertLess(s["overall"], 1.0)
+
+    def test_help_has_method(self):
+        out = run("compare", "--help").stdout
+        for k in ("op_mix", "request_size", "bytes_per_file", "access_order", "sequentiality",
+                  "overall", "Spearman", "total variation"):
+            self.assertIn(k, out)
+
+
+if __name__ == "__main__":
+    dltest.main()

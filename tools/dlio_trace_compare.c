@@ -1,0 +1,298 @@
+/* dlio-trace compare A B [--json]: how alike two traces are, one score in
+ * [0, 1] per aspect and their mean. The method is in dt_compare_help. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlio_trace_i.h"
+
+const char dt_compare_help[] =
+	"usage: dlio-trace compare A B [--json]\n"
+	"  Similarity of two traces (e.g. a job on the mount and dlio-drive's emulation\n"
+	"  of it): one score per aspect in [0, 1] (1: identical), and overall, their mean.\n"
+	"  Files are matched by name (the path in the name table).\n"
+	"    op_mix          1 - total variation distance (TVD) between the two\n"
+	"                    distributions of requests over operations.\n"
+	"    request_size    per data operation (read, write): 1 - TVD between the\n"
+	"                    power-of-two histograms of request sizes, averaged with\n"
+	"                    weights = the operation's mean share of data requests in A\n"
+	"                    and B (an operation present in one trace only scores 0).\n"
+	"    bytes_per_file  1 - TVD between the shares of bytes (read + written) per\n"
+	"                    file, over the union of file names (= 1 - L1/2).\n"
+	"    access_order    files ranked by first access (open/read/write) in each\n"
+	"                    trace: J * max(0, rho), J = |common| / |union| of the files,\n"
+	"                    rho = Spearman rank correlation of the first-access order\n"
+	"                    of the common files (1 when only one is common). Two\n"
+	"                    independent shuffles score ~0, the same order 1.\n"
+	"    sequentiality   1 - |sA - sB|, s = share of reads that start where the same\n"
+	"                    pid's previous read of the same file ended.\n"
+	"    overall         mean of the five.\n"
+	"  Aspects with nothing to compare in both traces (e.g. no reads) score 1.\n";
+
+/* 1 - TVD of two count vectors, each normalized to sum 1. */
+static double sim_counts(const uint64_t *a, const uint64_t *b, size_t n)
+{
+	uint64_t ta = 0, tb = 0;
+	for (size_t i = 0; i < n; i++) {
+		ta += a[i];
+		tb += b[i];
+	}
+	if (!ta && !tb)
+		return 1.0;
+	if (!ta || !tb)
+		return 0.0;
+	double d = 0;
+	for (size_t i = 0; i < n; i++)
+		d += fabs((double)a[i] / (double)ta - (double)b[i] / (double)tb);
+	return 1.0 - d / 2;
+}
+
+static double sim_op_mix(const struct dt_stats *a, const struct dt_stats *b)
+{
+	uint64_t ca[DL_TOP__COUNT], cb[DL_TOP__COUNT];
+	for (unsigned op = 0; op < DL_TOP__COUNT; op++) {
+		ca[op] = a->ops[op].count;
+		cb[op] = b->ops[op].count;
+	}
+	return sim_counts(ca, cb, DL_TOP__COUNT);
+}
+
+static double sim_sizes(const struct dt_stats *a, const struct dt_stats *b)
+{
+	static const unsigned data_ops[] = {DL_TOP_READ, DL_TOP_WRITE};
+	uint64_t na = a->ops[DL_TOP_READ].count + a->ops[DL_TOP_WRITE].count;
+	uint64_t nb = b->ops[DL_TOP_READ].count + b->ops[DL_TOP_WRITE].count;
+	double sum = 0, wsum = 0;
+
+	if (!na && !nb)
+		return 1.0;
+	for (unsigned k = 0; k < 2; k++) {
+		unsigned op = data_ops[k];
+		double w = ((na ? (double)a->ops[op].count / (double)na : 0) +
+			    (nb ? (double)b->ops[op].count / (double)nb : 0)) /
+			   2;
+		if (w <= 0)
+			continue;
+		sum += w * sim_counts(a->ops[op].hist, b->ops[op].hist, DT_HBUCKETS);
+		wsum += w;
+	}
+	return wsum > 0 ? sum / wsum : 1.0;
+}
+
+struct named {
+	const char *name;
+	uint64_t bytes, rank;
+	char *own; /* allocated "#id" when the trace has no name */
+};
+
+static int cmp_named(const void *pa, const void *pb)
+{
+	return strcmp(((const struct named *)pa)->name, ((const struct named *)pb)->name);
+}
+
+static int cmp_rank(const void *pa, const void *pb)
+{
+	uint64_t x = *(const uint64_t *)pa, y = *(const uint64_t *)pb;
+	return x < y ? -1 : x > y;
+}
+
+static struct named *named_files(const struct dt_trace *t, const struct dt_stats *s)
+{
+	struct named *v = calloc(s->nfiles ? s->nfiles : 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < s->nfiles; i++) {
+		const struct dt_file_stats *f = &s->files[i];
+		v[i].name = dt_name_find(t, f->id);
+		if (!v[i].name) {
+			v[i].own = malloc(32);
+			if (!v[i].own) {
+				for (size_t k = 0; k < i; k++)
+					free(v[k].own);
+				free(v);
+				return NULL;
+			}
+			snprintf(v[i].own, 32, "#%llu", (unsigned long long)f->id);
+			v[i].name = v[i].own;
+		}
+		v[i].bytes = f->rbytes + f->wbytes;
+		v[i].rank = f->first_rank;
+	}
+	qsort(v, s->nfiles, sizeof(*v), cmp_named);
+	return v;
+}
+
+/* bytes_per_file and access_order, by a merge over the sorted names. */
+static int sim_files(const struct dt_trace *ta, const struct dt_stats *a,
+		     const struct dt_trace *tb, const struct dt_stats *b, double *bytes_sim,
+		     double *order_sim)
+{
+	struct named *va = named_files(ta, a), *vb = named_files(tb, b);
+	uint64_t (*common)[2] = malloc((a->nfiles < b->nfiles ? a->nfiles : b->nfiles) * 16 + 16);
+	uint64_t tota = 0, totb = 0, m = 0, uni = 0;
+	int ret = -ENOMEM;
+
+	if (!va || !vb || !common)
+		goto out;
+	for (size_t i = 0; i < a->nfiles; i++)
+		tota += va[i].bytes;
+	for (size_t i = 0; i < b->nfiles; i++)
+		totb += vb[i].bytes;
+
+	double l1 = 0;
+	size_t i = 0, j = 0;
+	while (i < a->nfiles || j < b->nfiles) {
+		int c = i == a->nfiles ? 1 : j == b->nfiles ? -1 : strcmp(va[i].name, vb[j].name);
+		double pa = 0, pb = 0;
+		if (c <= 0)
+			pa = tota ? (double)va[i].bytes / (double)tota : 0;
+		if (c >= 0)
+			pb = totb ? (double)vb[j].bytes / (double)totb : 0;
+		if (c == 0) {
+			common[m][0] = va[i].rank;
+			common[m][1] = vb[j].rank;
+			m++;
+		}
+		l1 += fabs(pa - pb);
+		uni++;
+		i += c <= 0;
+		j += c >= 0;
+	}
+	if (!tota && !totb)
+		*bytes_sim = 1.0;
+	else if (!tota || !totb)
+		*bytes_sim = 0.0;
+	else
+		*bytes_sim = 1.0 - l1 / 2;
+
+	if (!uni) {
+		*order_sim = 1.0;
+	} else if (!m) {
+		*order_sim = 0.0;
+	} else {
+		/* Rank the common files 0..m-1 in each trace's own order. */
+		qsort(common, m, sizeof(*common), cmp_rank); /* by A's rank */
+		for (uint64_t k = 0; k < m; k++)
+			common[k][0] = k;
+		/* Sort by B's rank, carrying A's new rank; d = A rank - B rank. */
+		uint64_t (*byb)[2] = malloc(m * sizeof(*byb));
+		if (!byb)
+			goto out;
+		for (uint64_t k = 0; k < m; k++) {
+			byb[k][0] = common[k][1];
+			byb[k][1] = common[k][0];
+		}
+		qsort(byb, m, sizeof(*byb), cmp_rank);
+		double d2 = 0;
+		for (uint64_t k = 0; k < m; k++) {
+			double d = (double)byb[k][1] - (double)k;
+			d2 += d * d;
+		}
+		free(byb);
+		double md = (double)m;
+		double rho = m < 2 ? 1.0 : 1.0 - 6.0 * d2 / (md * (md * md - 1.0));
+		*order_sim = ((double)m / (double)uni) * (rho > 0 ? rho : 0);
+	}
+	ret = 0;
+out:
+	for (size_t k = 0; va && k < a->nfiles; k++)
+		free(va[k].own);
+	for (size_t k = 0; vb && k < b->nfiles; k++)
+		free(vb[k].own);
+	free(va);
+	free(vb);
+	free(common);
+	return ret;
+}
+
+static double seq_share(const struct dt_stats *s)
+{
+	return s->reads ? (double)s->seq_reads / (double)s->reads : 0;
+}
+
+int dt_compare(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	int json = 0, c, ret = 1;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			fputs(dt_compare_help, stdout);
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind != argc - 2) {
+		fputs(dt_compare_help, stderr);
+		return 2;
+	}
+
+	struct dt_trace ta, tb;
+	struct dt_stats a, b;
+	if (dt_load(argv[optind], &ta))
+		return 1;
+	if (dt_load(argv[optind + 1], &tb)) {
+		dt_free(&ta);
+		return 1;
+	}
+	if (dt_stats_compute(&ta, &a))
+		goto out_traces;
+	if (dt_stats_compute(&tb, &b))
+		goto out_a;
+
+	const char *names[] = {"op_mix", "request_size", "bytes_per_file", "access_order",
+			       "sequentiality"};
+	double v[5];
+	v[0] = sim_op_mix(&a, &b);
+	v[1] = sim_sizes(&a, &b);
+	if (sim_files(&ta, &a, &tb, &b, &v[2], &v[3])) {
+		fprintf(stderr, "dlio-trace: out of memory\n");
+		goto out_b;
+	}
+	if (!a.reads && !b.reads)
+		v[4] = 1.0;
+	else
+		v[4] = 1.0 - fabs(seq_share(&a) - seq_share(&b));
+	double overall = 0;
+	for (unsigned k = 0; k < 5; k++) {
+		/* Rounding must not push a score outside [0, 1]. */
+		v[k] = v[k] < 0 ? 0 : v[k] > 1 ? 1 : v[k];
+		overall += v[k] / 5;
+	}
+	if (json) {
+		printf("{\"a\": ");
+		dt_json_str(stdout, ta.path);
+		printf(", \"b\": ");
+		dt_json_str(stdout, tb.path);
+		for (unsigned k = 0; k < 5; k++)
+			printf(", \"%s\": %.6f", names[k], v[k]);
+		printf(", \"overall\": %.6f}\n", overall);
+	} else {
+		printf("A: %s (%llu records)\nB: %s (%llu records)\n", ta.path,
+		       (unsigned long long)ta.nrecs, tb.path, (unsigned long long)tb.nrecs);
+		for (unsigned k = 0; k < 5; k++)
+			printf("  %-15s %.3f\n", names[k], v[k]);
+		printf("  %-15s %.3f\n", "overall", overall);
+	}
+	ret = fflush(stdout) ? 1 : 0;
+out_b:
+	dt_stats_free(&b);
+out_a:
+	dt_stats_free(&a);
+out_traces:
+	dt_free(&ta);
+	dt_free(&tb);
+	return ret;
+}

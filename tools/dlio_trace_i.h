@@ -1,0 +1,128 @@
+/* Private interface between the files of the dlio-trace tool. */
+#ifndef DLIOFS_DLIO_TRACE_I_H
+#define DLIOFS_DLIO_TRACE_I_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dliofs/trace.h"
+
+#define DT_NS 1000000000ULL
+/* Request-size histogram: bucket 0 holds size 0, bucket k >= 1 holds sizes
+ * in [2^(k-1), 2^k); the last bucket also takes anything larger. */
+#define DT_HBUCKETS 34
+
+/* ---- dlio_trace_load.c: a trace in memory ---- */
+struct dt_name {
+	uint64_t id;
+	const char *name; /* NUL-terminated, in dt_trace.name_buf */
+};
+
+struct dt_trace {
+	const char *path;
+	struct dl_trace_header h;
+	int has_footer; /* 0: the trace was not closed (daemon killed) */
+	struct dl_trace_footer f;
+	uint64_t nrecs;
+	struct dl_trace_rec *recs; /* sorted by start time */
+	struct dt_name *names;	   /* sorted by id */
+	size_t nnames;
+	char *name_buf;
+};
+
+/* Load and check PATH; errors are printed (prefixed "dlio-trace: PATH: "). */
+int dt_load(const char *path, struct dt_trace *t);
+void dt_free(struct dt_trace *t);
+/* Name of a file id, or NULL when the name table lacks it. */
+const char *dt_name_find(const struct dt_trace *t, uint64_t id);
+/* Name of a file id, or "#ID" (written into tmp) when it has none. */
+const char *dt_name_of(const struct dt_trace *t, uint64_t id, char *tmp, size_t len);
+const char *dt_op_name(unsigned op);
+/* Seconds since the trace started (negative for requests that arrived
+ * before tracing began and were replied to after). */
+double dt_rel_s(const struct dt_trace *t, uint64_t mono_ns);
+/* End of the trace: the footer's, or the last reply when there is none. */
+uint64_t dt_end_ns(const struct dt_trace *t);
+unsigned dt_size_bucket(uint64_t size);
+/* Lower bound of a bucket, for labels. */
+uint64_t dt_bucket_lo(unsigned b);
+
+/* ---- dlio_trace_map.c: hash map from a two-word key to a counter ---- */
+struct dt_map_ent {
+	uint64_t a, b, v;
+	uint64_t used;
+};
+struct dt_map {
+	struct dt_map_ent *e;
+	size_t cap, n;
+};
+/* The value slot of (a, b), created as 0 (and *created set) if absent; NULL
+ * when out of memory. The pointer is valid until the next insertion. */
+uint64_t *dt_map_get(struct dt_map *m, uint64_t a, uint64_t b, int *created);
+uint64_t *dt_map_find(const struct dt_map *m, uint64_t a, uint64_t b);
+void dt_map_free(struct dt_map *m);
+
+/* ---- dlio_trace_stats.c: everything summary and compare report ---- */
+struct dt_op_stats {
+	uint64_t count, errors, hits, bytes; /* bytes: transferred (result > 0) */
+	uint64_t dur_sum, queue_sum;
+	uint64_t dur_p50, dur_p99;
+	uint64_t hist[DT_HBUCKETS]; /* requested sizes */
+};
+
+struct dt_file_stats {
+	uint64_t id;
+	uint64_t reads, writes, opens, other;
+	uint64_t rbytes, wbytes;
+	uint64_t seq_reads;
+	uint64_t first_ns;	/* first access of any kind */
+	uint64_t first_rank;	/* 0 for the file accessed first */
+};
+
+struct dt_pid_stats {
+	uint32_t pid;
+	uint64_t requests, reads, writes, opens;
+	uint64_t rbytes, wbytes;
+	uint64_t seq_reads;
+	uint64_t nfiles, ntids;
+	uint64_t first_ns, last_ns;
+};
+
+struct dt_stats {
+	uint64_t nrecs, dropped;
+	double span_s;	 /* trace start to trace end */
+	double active_s; /* first arrival to last reply */
+	struct dt_op_stats ops[DL_TOP__COUNT];
+	uint64_t reads, seq_reads, first_reads;
+	uint64_t opens, open_peak_per_s;
+	double opens_per_s;
+	uint64_t ia_p50, ia_p99, ia_n;		 /* all requests */
+	uint64_t ia_read_p50, ia_read_p99, ia_read_n; /* reads only */
+	struct dt_file_stats *files; /* by first access */
+	size_t nfiles;
+	struct dt_pid_stats *pids; /* by pid */
+	size_t npids;
+};
+
+int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s);
+void dt_stats_free(struct dt_stats *s);
+/* Indices of s->files by bytes (read + written), most first, ties by id. */
+size_t *dt_files_by_bytes(const struct dt_stats *s);
+
+/* ---- dlio_trace_out.c: escaping ---- */
+void dt_json_str(FILE *fp, const char *s);
+void dt_csv_str(FILE *fp, const char *s);
+/* "4 KiB", "1.5 MiB": sizes for people. */
+void dt_fmt_bytes(double b, char *buf, size_t len);
+/* "850 ns", "12.3 us", "4.56 ms", "1.23 s". */
+void dt_fmt_ns(double ns, char *buf, size_t len);
+
+/* ---- the subcommands ---- */
+int dt_summary(int argc, char **argv);
+int dt_export(int argc, char **argv);
+int dt_compare(int argc, char **argv);
+/* Usage text of compare, with the method (also for the README). */
+extern const char dt_compare_help[];
+
+#endif

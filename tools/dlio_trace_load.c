@@ -1,0 +1,244 @@
+/* Loading a trace file: header, records (sorted by arrival), name table and
+ * footer. A trace whose writer never closed it (no footer) still loads: its
+ * whole records are read, without names, and a warning says so. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dlio_trace_i.h"
+
+static const char *const op_names[DL_TOP__COUNT] = {
+	[0] = "unknown",	   [DL_TOP_LOOKUP] = "lookup", [DL_TOP_GETATTR] = "getattr",
+	[DL_TOP_OPEN] = "open",	   [DL_TOP_READ] = "read",     [DL_TOP_WRITE] = "write",
+	[DL_TOP_READDIR] = "readdir", [DL_TOP_OPENDIR] = "opendir",
+	[DL_TOP_RELEASE] = "release", [DL_TOP_STATFS] = "statfs",
+	[DL_TOP_CREATE] = "create", [DL_TOP_FSYNC] = "fsync",   [DL_TOP_OTHER] = "other",
+};
+
+const char *dt_op_name(unsigned op)
+{
+	return op < DL_TOP__COUNT ? op_names[op] : "unknown";
+}
+
+unsigned dt_size_bucket(uint64_t size)
+{
+	unsigned b = 0;
+	while (size) {
+		b++;
+		size >>= 1;
+	}
+	return b < DT_HBUCKETS ? b : DT_HBUCKETS - 1;
+}
+
+uint64_t dt_bucket_lo(unsigned b)
+{
+	return b ? 1ULL << (b - 1) : 0;
+}
+
+double dt_rel_s(const struct dt_trace *t, uint64_t mono_ns)
+{
+	return (double)(int64_t)(mono_ns - t->h.start_mono_ns) / 1e9;
+}
+
+uint64_t dt_end_ns(const struct dt_trace *t)
+{
+	uint64_t end = t->h.start_mono_ns;
+	if (t->has_footer)
+		return t->f.end_mono_ns > end ? t->f.end_mono_ns : end;
+	for (uint64_t i = 0; i < t->nrecs; i++) {
+		uint64_t e = t->recs[i].start_ns + dl_trace_dur(&t->recs[i]);
+		if (e > end)
+			end = e;
+	}
+	return end;
+}
+
+static int cmp_rec(const void *pa, const void *pb)
+{
+	const struct dl_trace_rec *a = pa, *b = pb;
+	if (a->start_ns != b->start_ns)
+		return a->start_ns < b->start_ns ? -1 : 1;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->file_id != b->file_id)
+		return a->file_id < b->file_id ? -1 : 1;
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	return a->op - b->op;
+}
+
+static int cmp_name(const void *pa, const void *pb)
+{
+	const struct dt_name *a = pa, *b = pb;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+const char *dt_name_find(const struct dt_trace *t, uint64_t id)
+{
+	size_t lo = 0, hi = t->nnames;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->names[mid].id == id)
+			return t->names[mid].name;
+		if (t->names[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+const char *dt_name_of(const struct dt_trace *t, uint64_t id, char *tmp, size_t len)
+{
+	const char *n = dt_name_find(t, id);
+	if (n)
+		return n;
+	snprintf(tmp, len, "#%llu", (unsigned long long)id);
+	return tmp;
+}
+
+static int load_names(struct dt_trace *t, const char *map, size_t names_end)
+{
+	size_t off = t->f.names_offset;
+	size_t n = t->f.nnames;
+
+	if (n > (names_end - off) / sizeof(struct dl_trace_name))
+		return -EINVAL;
+	t->names = calloc(n ? n : 1, sizeof(*t->names));
+	/* Room for every path plus its NUL: never more than the table. */
+	t->name_buf = malloc(names_end - off + n + 1);
+	if (!t->names || !t->name_buf)
+		return -ENOMEM;
+	char *p = t->name_buf;
+	for (size_t i = 0; i < n; i++) {
+		struct dl_trace_name nm;
+		if (off + sizeof(nm) > names_end)
+			return -EINVAL;
+		memcpy(&nm, map + off, sizeof(nm));
+		off += sizeof(nm);
+		if (nm.len > names_end - off)
+			return -EINVAL;
+		memcpy(p, map + off, nm.len);
+		p[nm.len] = 0;
+		t->names[i] = (struct dt_name){.id = nm.file_id, .name = p};
+		p += nm.len + 1;
+		off += nm.len;
+	}
+	t->nnames = n;
+	qsort(t->names, n, sizeof(*t->names), cmp_name);
+	return 0;
+}
+
+int dt_load(const char *path, struct dt_trace *t)
+{
+	struct stat st;
+	char *map = MAP_FAILED;
+	const char *why = NULL;
+	size_t len = 0;
+	int fd, ret = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->path = path;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		ret = -errno;
+		goto out;
+	}
+	len = (size_t)st.st_size;
+	if (len < sizeof(t->h)) {
+		why = "too short for a trace header";
+		goto out;
+	}
+	map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED) {
+		ret = -errno;
+		goto out;
+	}
+	memcpy(&t->h, map, sizeof(t->h));
+	if (memcmp(t->h.magic, DL_TRACE_MAGIC, sizeof(t->h.magic))) {
+		why = "not a dliofs trace (bad magic)";
+		goto out;
+	}
+	if (t->h.version != DL_TRACE_VERSION) {
+		why = "unsupported trace version";
+		goto out;
+	}
+	/* Later versions may grow the record: read the fields we know. */
+	if (t->h.rec_size < sizeof(struct dl_trace_rec) || t->h.rec_size > 4096) {
+		why = "bad record size in the header";
+		goto out;
+	}
+	t->h.config[sizeof(t->h.config) - 1] = 0;
+
+	size_t recs_end = len;
+	if (len >= sizeof(t->h) + sizeof(t->f)) {
+		memcpy(&t->f, map + len - sizeof(t->f), sizeof(t->f));
+		if (!memcmp(t->f.magic, DL_TRACE_MAGIC, sizeof(t->f.magic))) {
+			uint64_t body = len - sizeof(t->f);
+			if (t->f.names_offset < sizeof(t->h) || t->f.names_offset > body ||
+			    (t->f.names_offset - sizeof(t->h)) % t->h.rec_size ||
+			    (t->f.names_offset - sizeof(t->h)) / t->h.rec_size != t->f.nrecords) {
+				why = "footer does not match the file";
+				goto out;
+			}
+			t->has_footer = 1;
+			recs_end = t->f.names_offset;
+		}
+	}
+	if (!t->has_footer) {
+		memset(&t->f, 0, sizeof(t->f));
+		fprintf(stderr,
+			"dlio-trace: %s: no footer (tracing was not stopped cleanly): "
+			"reading the whole records, without file names or a drop count\n",
+			path);
+	}
+	t->nrecs = (recs_end - sizeof(t->h)) / t->h.rec_size;
+	t->recs = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*t->recs));
+	if (!t->recs) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t i = 0; i < t->nrecs; i++)
+		memcpy(&t->recs[i], map + sizeof(t->h) + i * t->h.rec_size, sizeof(*t->recs));
+	/* The file holds writer batches; everything downstream wants arrival order. */
+	qsort(t->recs, t->nrecs, sizeof(*t->recs), cmp_rec);
+	if (t->has_footer) {
+		ret = load_names(t, map, len - sizeof(t->f));
+		if (ret == -EINVAL) {
+			ret = 0;
+			why = "corrupt name table";
+		}
+	}
+out:
+	if (map != MAP_FAILED)
+		munmap(map, len);
+	if (fd >= 0)
+		close(fd);
+	if (why) {
+		fprintf(stderr, "dlio-trace: %s: %s\n", path, why);
+		ret = -EINVAL;
+	} else if (ret) {
+		fprintf(stderr, "dlio-trace: %s: %s\n", path, strerror(-ret));
+	}
+	if (ret)
+		dt_free(t);
+	return ret;
+}
+
+void dt_free(struct dt_trace *t)
+{
+	free(t->recs);
+	free(t->names);
+	free(t->name_buf);
+	t->recs = NULL;
+	t->names = NULL;
+	t->name_buf = NULL;
+	t->nrecs = 0;
+	t->nnames = 0;
+}

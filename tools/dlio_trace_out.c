@@ -1,0 +1,77 @@
+/* Output helpers: JSON and CSV strings (file names can hold anything but
+ * NUL and '/'), and human-readable sizes and times. */
+#include <string.h>
+
+#include "dlio_trace_i.h"
+
+void dt_json_str(FILE *fp, const char *s)
+{
+	fputc('"', fp);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", fp);
+			break;
+		case '\\':
+			fputs("\\\\", fp);
+			break;
+		case '\n':
+			fputs("\\n", fp);
+			break;
+		case '\t':
+			fputs("\\t", fp);
+			break;
+		case '\r':
+			fputs("\\r", fp);
+			break;
+		default:
+			/* Control bytes escaped; bytes >= 0x80 pass through (UTF-8 names). */
+			if (*p < 0x20)
+				fprintf(fp, "\\u%04x", *p);
+			else
+				fputc(*p, fp);
+		}
+	}
+	fputc('"', fp);
+}
+
+void dt_csv_str(FILE *fp, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, fp);
+		return;
+	}
+	fputc('"', fp);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', fp);
+		fputc(*s, fp);
+	}
+	fputc('"', fp);
+}
+
+void dt_fmt_bytes(double b, char *buf, size_t len)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	unsigned u = 0;
+	while (b >= 1024 && u < 5) {
+		b /= 1024;
+		u++;
+	}
+	if (u == 0 || b == (double)(uint64_t)b)
+		snprintf(buf, len, "%.0f %s", b, units[u]);
+	else
+		snprintf(buf, len, "%.1f %s", b, units[u]);
+}
+
+void dt_fmt_ns(double ns, char *buf, size_t len)
+{
+	if (ns < 1e3)
+		snprintf(buf, len, "%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, len, "%.1f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, len, "%.2f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+}

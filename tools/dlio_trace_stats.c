@@ -1,0 +1,271 @@
+/* The analyses behind `summary` and `compare`, in one pass over the
+ * records in arrival order plus a few sorts for percentiles.
+ *
+ * Sequentiality follows the issue's definition: a read is sequential when
+ * it starts where the same pid's previous read of the same file ended
+ * (offset + bytes returned). The first read of a file by a pid is not
+ * sequential (it is a jump to a new file); those are counted apart. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlio_trace_i.h"
+
+/* Operations on an open file: they make a file part of the job's data set.
+ * Lookups, getattrs and directory reads of a tree do not. */
+static int is_data_op(unsigned op)
+{
+	return op == DL_TOP_OPEN || op == DL_TOP_CREATE || op == DL_TOP_READ ||
+	       op == DL_TOP_WRITE || op == DL_TOP_RELEASE || op == DL_TOP_FSYNC;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of v[0..n) (sorts v). */
+static uint64_t pct(uint64_t *v, size_t n, double p)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	size_t k = (size_t)(p * (double)n + 0.999999);
+	if (k < 1)
+		k = 1;
+	if (k > n)
+		k = n;
+	return v[k - 1];
+}
+
+static int grow_array(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 64;
+	while (ncap < need)
+		ncap *= 2;
+	void *n = realloc(*arr, ncap * elem);
+	if (!n)
+		return -ENOMEM;
+	memset((char *)n + *cap * elem, 0, (ncap - *cap) * elem);
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+static uint64_t rec_end_off(const struct dl_trace_rec *r)
+{
+	return r->offset + (r->result >= 0 ? (uint64_t)r->result : r->size);
+}
+
+int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s)
+{
+	struct dt_map files = {0}, pids = {0}, pidfile = {0}, pidtid = {0};
+	size_t fcap = 0, pcap = 0, ocap = 0;
+	uint64_t *open_bins = NULL, *buf = NULL;
+	int ret = -ENOMEM;
+
+	memset(s, 0, sizeof(*s));
+	s->nrecs = t->nrecs;
+	s->dropped = t->f.dropped;
+	s->span_s = (double)(dt_end_ns(t) - t->h.start_mono_ns) / 1e9;
+	uint64_t first = t->nrecs ? t->recs[0].start_ns : 0, last_end = first;
+
+	for (uint64_t i = 0; i < t->nrecs; i++) {
+		const struct dl_trace_rec *r = &t->recs[i];
+		unsigned op = r->op < DL_TOP__COUNT ? r->op : DL_TOP_OTHER;
+		struct dt_op_stats *o = &s->ops[op];
+		uint64_t end = r->start_ns + dl_trace_dur(r);
+		int created;
+
+		if (end > last_end)
+			last_end = end;
+		o->count++;
+		o->errors += (r->flags & 2) || r->result < 0;
+		o->hits += r->flags & 1;
+		o->bytes += r->result > 0 ? (uint64_t)r->result : 0;
+		o->dur_sum += dl_trace_dur(r);
+		o->queue_sum += r->queue_ns;
+		o->hist[dt_size_bucket(r->size)]++;
+
+		/* Per client. */
+		uint64_t *pv = dt_map_get(&pids, r->pid, 0, &created);
+		if (!pv)
+			goto out;
+		if (created) {
+			if (grow_array((void **)&s->pids, &pcap, s->npids + 1, sizeof(*s->pids)))
+				goto out;
+			*pv = s->npids++;
+			s->pids[*pv].pid = r->pid;
+			s->pids[*pv].first_ns = r->start_ns;
+		}
+		struct dt_pid_stats *ps = &s->pids[*pv];
+		ps->requests++;
+		if (end > ps->last_ns)
+			ps->last_ns = end;
+		if (!dt_map_get(&pidtid, r->pid, r->tid, &created))
+			goto out;
+		ps->ntids += created;
+
+		if (op == DL_TOP_OPEN || op == DL_TOP_CREATE) {
+			uint64_t sec = (r->start_ns - first) / DT_NS;
+			if (sec > (1u << 24)) /* a clock gone wild: keep the array sane */
+				sec = 1u << 24;
+			if (grow_array((void **)&open_bins, &ocap, sec + 1, sizeof(*open_bins)))
+				goto out;
+			open_bins[sec]++;
+			s->opens++;
+			ps->opens++;
+		}
+		if (!is_data_op(op))
+			continue;
+
+		/* Per file. */
+		uint64_t *fv = dt_map_get(&files, r->file_id, 0, &created);
+		if (!fv)
+			goto out;
+		if (created) {
+			if (grow_array((void **)&s->files, &fcap, s->nfiles + 1, sizeof(*s->files)))
+				goto out;
+			*fv = s->nfiles;
+			s->files[*fv].id = r->file_id;
+			s->files[*fv].first_ns = r->start_ns;
+			s->files[*fv].first_rank = s->nfiles++;
+		}
+		struct dt_file_stats *fs = &s->files[*fv];
+
+		/* Per (client, file): last read's end + 1; 0 before any read. */
+		uint64_t *last = dt_map_get(&pidfile, r->pid, r->file_id, &created);
+		if (!last)
+			goto out;
+		ps->nfiles += created;
+
+		uint64_t n = r->result > 0 ? (uint64_t)r->result : 0;
+		switch (op) {
+		case DL_TOP_READ:
+			fs->reads++;
+			fs->rbytes += n;
+			ps->reads++;
+			ps->rbytes += n;
+			s->reads++;
+			if (!*last) {
+				s->first_reads++;
+			} else if (*last - 1 == r->offset) {
+				fs->seq_reads++;
+				ps->seq_reads++;
+				s->seq_reads++;
+			}
+			*last = rec_end_off(r) + 1;
+			break;
+		case DL_TOP_WRITE:
+			fs->writes++;
+			fs->wbytes += n;
+			ps->writes++;
+			ps->wbytes += n;
+			break;
+		case DL_TOP_OPEN:
+		case DL_TOP_CREATE:
+			fs->opens++;
+			break;
+		default:
+			fs->other++;
+			break;
+		}
+	}
+	s->active_s = t->nrecs ? (double)(last_end - first) / 1e9 : 0;
+	s->opens_per_s = s->active_s > 0 ? (double)s->opens / s->active_s : 0;
+	for (size_t i = 0; i < ocap; i++)
+		if (open_bins[i] > s->open_peak_per_s)
+			s->open_peak_per_s = open_bins[i];
+
+	/* Percentiles: one scratch array reused for each. */
+	buf = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*buf));
+	if (!buf)
+		goto out;
+	size_t n = 0;
+	for (uint64_t i = 1; i < t->nrecs; i++)
+		buf[n++] = t->recs[i].start_ns - t->recs[i - 1].start_ns;
+	s->ia_n = n;
+	s->ia_p99 = pct(buf, n, 0.99);
+	s->ia_p50 = pct(buf, n, 0.50);
+	uint64_t prev = 0;
+	int have = 0;
+	n = 0;
+	for (uint64_t i = 0; i < t->nrecs; i++) {
+		if (t->recs[i].op != DL_TOP_READ)
+			continue;
+		if (have)
+			buf[n++] = t->recs[i].start_ns - prev;
+		prev = t->recs[i].start_ns;
+		have = 1;
+	}
+	s->ia_read_n = n;
+	s->ia_read_p99 = pct(buf, n, 0.99);
+	s->ia_read_p50 = pct(buf, n, 0.50);
+	for (unsigned op = 0; op < DL_TOP__COUNT; op++) {
+		if (!s->ops[op].count)
+			continue;
+		n = 0;
+		for (uint64_t i = 0; i < t->nrecs; i++) {
+			unsigned o = t->recs[i].op < DL_TOP__COUNT ? t->recs[i].op : DL_TOP_OTHER;
+			if (o == op)
+				buf[n++] = dl_trace_dur(&t->recs[i]);
+		}
+		s->ops[op].dur_p99 = pct(buf, n, 0.99);
+		s->ops[op].dur_p50 = pct(buf, n, 0.50);
+	}
+	/* Clients in pid order. */
+	for (size_t i = 1; i < s->npids; i++) {
+		struct dt_pid_stats x = s->pids[i];
+		size_t j = i;
+		for (; j > 0 && s->pids[j - 1].pid > x.pid; j--)
+			s->pids[j] = s->pids[j - 1];
+		s->pids[j] = x;
+	}
+	ret = 0;
+out:
+	free(buf);
+	free(open_bins);
+	dt_map_free(&files);
+	dt_map_free(&pids);
+	dt_map_free(&pidfile);
+	dt_map_free(&pidtid);
+	if (ret) {
+		fprintf(stderr, "dlio-trace: out of memory\n");
+		dt_stats_free(s);
+	}
+	return ret;
+}
+
+void dt_stats_free(struct dt_stats *s)
+{
+	free(s->files);
+	free(s->pids);
+	s->files = NULL;
+	s->pids = NULL;
+	s->nfiles = s->npids = 0;
+}
+
+static int cmp_bytes(const void *pa, const void *pb, void *arg)
+{
+	const struct dt_stats *s = arg;
+	const struct dt_file_stats *a = &s->files[*(const size_t *)pa];
+	const struct dt_file_stats *b = &s->files[*(const size_t *)pb];
+	uint64_t x = a->rbytes + a->wbytes, y = b->rbytes + b->wbytes;
+	if (x != y)
+		return x > y ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+size_t *dt_files_by_bytes(const struct dt_stats *s)
+{
+	size_t *idx = malloc((s->nfiles ? s->nfiles : 1) * sizeof(*idx));
+	if (!idx)
+		return NULL;
+	for (size_t i = 0; i < s->nfiles; i++)
+		idx[i] = i;
+	qsort_r(idx, s->nfiles, sizeof(*idx), cmp_bytes, (void *)s);
+	return idx;
+}

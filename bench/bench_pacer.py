@@ -117,16 +117,6 @@ def main():
             rows.append(("iops cap %d, 4 KiB, 4 readers" % iops, "%d" % iops, "%.0f" % f["iops"], "-",
                          "%+.1f%%" % (100 * err), 3.0))
             bad += abs(err) * 100 > 3.0 * scale
-        # Overhead: pacer off vs no pacer section, same reads.
-        res = {}
-        for label, y in (("unshaped", "cache: {policy: none}\n"),
-                         ("pacer on, no limits", "pacer: {enabled: true}\ncache: {policy: none}\n")):
-            with Mount(a.build, y, tmp) as m:
-                res[label] = fio(m.mnt, 1, "1M", rt)["bw"]
-        err = res["pacer on, no limits"] / res["unshaped"] - 1
-        rows.append(("overhead: pacer on (no limits) vs off", "%.0f MB/s" % (res["unshaped"] / 1e6),
-                     "%.0f MB/s" % (res["pacer on, no limits"] / 1e6), "-", "%+.1f%%" % (100 * err), 3.0))
-        bad += err * 100 < -3.0 * scale
     finally:
         shutil.rmtree(tmp, True)
     print("%-42s %12s %14s %12s %9s %6s" % ("case", "configured", "observed(fio)", "daemon", "error", "tol%"))

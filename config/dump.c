@@ -40,8 +40,19 @@ static void put_comment_text(FILE *out, const char *s)
 		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
 }
 
+static void put_pixels(FILE *out, const char *key, const struct dl_dist *d)
+{
+	if (d->stdev == 0)
+		fprintf(out, "    %s: %llu\n", key, (unsigned long long)d->mean);
+	else
+		fprintf(out, "    %s: {mean: %llu, stdev: %llu, min: %llu, max: %llu}\n", key,
+			(unsigned long long)d->mean, (unsigned long long)d->stdev,
+			(unsigned long long)d->min, (unsigned long long)d->max);
+}
+
 static void dump_dataset(const struct dl_dataset *ds, FILE *out)
 {
+	const int image = ds->format == DL_FMT_JPEG || ds->format == DL_FMT_PNG;
 	char a[32], b[32], c[32], d[32];
 
 	/* Names are [A-Za-z0-9._-]: quoting keeps "null" or "123" strings. */
@@ -59,6 +70,8 @@ static void dump_dataset(const struct dl_dataset *ds, FILE *out)
 			fprintf(out, "%s%llu", i ? ", " : "", (unsigned long long)ds->dims[i]);
 		fprintf(out, "]    # %s per sample\n",
 			exact_size(ds->sample_size.mean, a, sizeof(a)));
+	} else if (image && !ds->size_given) {
+		fprintf(out, "    # sample_size: set by the image (no exact file size asked)\n");
 	} else if (ds->sample_size.stdev == 0) {
 		fprintf(out, "    sample_size: %s\n", exact_size(ds->sample_size.mean, a, sizeof(a)));
 	} else {
@@ -69,11 +82,37 @@ static void dump_dataset(const struct dl_dataset *ds, FILE *out)
 			exact_size(ds->sample_size.max, d, sizeof(d)));
 	}
 	fprintf(out, "    dtype: %s\n", dl_dtype_name(ds->dtype));
-	fprintf(out, "    subfolders: %u\n", ds->subfolders[DL_SPLIT_TRAIN]);
-	fprintf(out, "    eval_subfolders: %u\n", ds->subfolders[DL_SPLIT_VALID]);
-	fprintf(out, "    file_prefix: \"%s\"\n", ds->file_prefix);
+	if (ds->classes) {
+		/* The class directories are the subfolders (the keys exclude each other). */
+		fprintf(out, "    classes: %u\n", ds->classes);
+	} else {
+		fprintf(out, "    subfolders: %u\n", ds->subfolders[DL_SPLIT_TRAIN]);
+		fprintf(out, "    eval_subfolders: %u\n", ds->subfolders[DL_SPLIT_VALID]);
+	}
+	if (!ds->classes)	/* class trees name files n<class>_<k> */
+		fprintf(out, "    file_prefix: \"%s\"\n", ds->file_prefix);
 	if (ds->format == DL_FMT_DLRM)
 		fprintf(out, "    cardinality: %llu\n", (unsigned long long)ds->dlrm_cardinality);
+	if (image) {
+		put_pixels(out, "width", &ds->width);
+		put_pixels(out, "height", &ds->height);
+		fprintf(out, "    color: %s\n", cfg_color_name[ds->color]);
+	}
+	if (ds->format == DL_FMT_HDF5) {
+		fprintf(out, "    hdf5: {layout: %s, datasets: %u", cfg_h5_layout_name[ds->h5_layout],
+			ds->h5_dsets);
+		if (ds->h5_chunk_ndims) {
+			fprintf(out, ", chunks: [");
+			for (unsigned i = 0; i < ds->h5_chunk_ndims; i++)
+				fprintf(out, "%s%llu", i ? ", " : "", (unsigned long long)ds->h5_chunk[i]);
+			fprintf(out, "]");
+		}
+		fprintf(out, "}\n");
+	}
+	if (ds->compression != DL_COMP_NONE) {
+		fprintf(out, "    compression: %s\n", cfg_compression_name[ds->compression]);
+		fprintf(out, "    compression_level: %u\n", ds->compression_level);
+	}
 }
 
 int dl_config_dump(const struct dl_config *cfg, FILE *out)

@@ -50,6 +50,36 @@ const char *const cfg_field_key[CF__COUNT] = {
 	[CF_EVAL_SUBFOLDERS] = "eval_subfolders",
 	[CF_PREFIX] = "file_prefix",
 	[CF_CARDINALITY] = "cardinality",
+	[CF_COMPRESSION] = "compression",
+	[CF_COMPRESSION_LEVEL] = "compression_level",
+	[CF_HDF5] = "hdf5",
+	[CF_WIDTH] = "width",
+	[CF_HEIGHT] = "height",
+	[CF_COLOR] = "color",
+	[CF_CLASSES] = "classes",
+};
+
+const char *const cfg_h5_key[CH__COUNT] = {
+	[CH_LAYOUT] = "layout",
+	[CH_DATASETS] = "datasets",
+	[CH_CHUNKS] = "chunks",
+};
+
+const char *const cfg_color_name[3] = {
+	[DL_COLOR_L] = "L",
+	[DL_COLOR_RGB] = "RGB",
+	[DL_COLOR_RGB420] = "RGB420",
+};
+
+const char *const cfg_h5_layout_name[2] = {
+	[DL_H5_DLIO] = "dlio",
+	[DL_H5_PLAIN] = "plain",
+};
+
+const char *const cfg_compression_name[3] = {
+	[DL_COMP_NONE] = "none",
+	[DL_COMP_GZIP] = "gzip",
+	[DL_COMP_ZIP] = "zip",
 };
 
 const char *const cfg_dist_key[CD__COUNT] = {
@@ -220,6 +250,10 @@ const char *cfg_dlio_hint(const char *key)
 		{ "record_dims", "shape" },
 		{ "data_folder", "name" },
 		{ "prefix", "file_prefix" },
+		{ "num_dset_per_record", "hdf5: {datasets: ...}" },
+		{ "chunk_dims", "hdf5: {chunks: [...]}" },
+		{ "enable_chunking", "hdf5: {chunks: [...]}" },
+		{ "chunk_size", "hdf5: {chunks: [...]}" },
 	};
 
 	for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)

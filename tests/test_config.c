@@ -303,7 +303,8 @@ static void roundtrip(int line, const char *yaml)
 	b = load(text);
 	CHECK(b.ret == 0 && same_model(a.cfg, b.cfg),
 	      "line %d: dump does not load back to the same model: %s\n%s", line, b.err, text);
-	CHECK(strstr(text, "seed: ") && strstr(text, "file_prefix: ") &&
+	CHECK(strstr(text, "seed: ") &&
+		      (strstr(text, "file_prefix: ") || strstr(text, "classes: ")) &&
 		      strstr(text, "samples_per_file: "),
 	      "line %d: defaults written out", line);
 out:
@@ -969,6 +970,9 @@ static void test_formats2_errors(void)
 		   "    eval_subfolders: 0\n",
 		   "t.yaml:7:17: datasets[0].subfolders: cannot be combined with classes",
 		   "t.yaml:8:22: datasets[0].eval_subfolders: cannot be combined with classes");
+	EXPECT_ERR(IMG "    width: 10\n    classes: 2\n    files: 2\n    file_prefix: x\n",
+		   "t.yaml:7:18: datasets[0].file_prefix: not used with classes (files are named "
+		   "n<class>_<k>.JPEG");
 	EXPECT_ERR(IMG "    width: 10\n    classes: 0\n",
 		   "t.yaml:5:14: datasets[0].classes: expected 1 to 1000000 classes, got 0");
 	EXPECT_ERR(IMG "    width: 10\n    files: 10\n    classes: 100\n",
@@ -1251,6 +1255,20 @@ static void test_dlio(void)
 	      "tfrecord: compression ignored as DLIO does: %s", r.err);
 	res_free(&r);
 
+	/* dliofs's own top-level keys in a DLIO workload (DLIO ignores them). */
+	r = load_dlio(__LINE__, "framework: pytorch\nseed: 5\nio: direct\n"
+				"pacer: {read: {bandwidth: 100MB/s}}\n"
+				"dataset:\n  format: npz\ntrain:\n  seed: 9\n  epochs: 3\n");
+	CHECK(r.cfg && r.cfg->seed == 5 && r.cfg->io_mode == DL_IO_DIRECT && r.cfg->pacer.enabled &&
+		      !strcmp(r.err, "t.yaml: ignored DLIO keys: framework, train.seed, "
+				     "train.epochs\n"),
+	      "seed/io/pacer honoured, train.seed ignored: %s", r.err);
+	res_free(&r);
+	r = load_dlio(__LINE__, "workload:\n  dataset: {format: npy}\n  io: direct\n");
+	CHECK(r.cfg && r.cfg->io_mode == DL_IO_DIRECT && r.cfg->seed == 123 && r.errlen == 0,
+	      "io inside workload: %s", r.err);
+	res_free(&r);
+
 	/* The translation is a native config: its dump loads back to the same model. */
 	{
 		struct res a = load(unet3d_dlio), b = { 0 };
@@ -1368,6 +1386,24 @@ static void test_dlio_errors(void)
 			      strstr(r.err, "t.yaml:4:3: dataset.files:"),
 		      "all DLIO problems:\n%s", r.err);
 		res_free(&r);
+	}
+	/* dliofs sections in a workload are checked by their own rules, with locations. */
+	EXPECT_ERR("dataset: {}\nio: fast\n", "t.yaml:2:5: io: expected one of cache, direct");
+	EXPECT_ERR("dataset: {}\nseed: x\ntrain: {seed: 3}\n", "t.yaml:2:7: seed: expected");
+	EXPECT_ERR("dataset: {}\nbacking: /x\n", "t.yaml:2:1: backing: not supported yet");
+	EXPECT_ERR("dataset: {}\ncache: &c [*c]\n",
+		   "t.yaml:2:8: cache: nested too deeply (an alias that contains itself?)");
+	{
+		/* Aliases that expand to billions of nodes stop early. */
+		char big[1024];
+		size_t o = (size_t)snprintf(big, sizeof(big), "dataset: {}\na0: &a0 [1,1,1,1,1,1,1,1]\n");
+
+		for (int i = 1; i < 10; i++)
+			o += (size_t)snprintf(big + o, sizeof(big) - o,
+					      "a%d: &a%d [*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d]\n", i, i,
+					      i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+		snprintf(big + o, sizeof(big) - o, "trace: *a9\n");
+		EXPECT_ERR(big, "trace: too large once its aliases are expanded");
 	}
 	/* Not DLIO: a `dataset` list is a typo of `datasets`. */
 	EXPECT_ERR("dataset:\n  - name: a\n",

@@ -40,6 +40,18 @@ static void put_comment_text(FILE *out, const char *s)
 		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
 }
 
+/* A double-quoted YAML scalar. */
+static void put_quoted(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
 static void put_pixels(FILE *out, const char *key, const struct dl_dist *d)
 {
 	if (d->stdev == 0)
@@ -130,6 +142,24 @@ int dl_config_dump(const struct dl_config *cfg, FILE *out)
 	fprintf(out, "datasets:\n");
 	for (unsigned i = 0; i < cfg->ndatasets; i++)
 		dump_dataset(&cfg->datasets[i], out);
+	/* The storage model in the pacer's own keys; its cache: mapping reads
+	 * back as the cache.* keys it came from. */
+	fprintf(out, "pacer:\n");
+	dl_pacer_cfg_dump(&cfg->pacer, out, 2);
+	if (cfg->trace.enabled) {
+		fprintf(out, "trace:\n  enabled: true\n  file: ");
+		put_quoted(out, cfg->trace.file);
+		fprintf(out, "\n  ops: [");
+		for (unsigned op = 1, first = 1; op < 32; op++) {
+			if (!(cfg->trace.ops_mask ? cfg->trace.ops_mask & (1u << op) : 0))
+				continue;
+			fprintf(out, "%s%s", first ? "" : ", ", dl_trace_op_name(op));
+			first = 0;
+		}
+		if (!cfg->trace.ops_mask)
+			fprintf(out, "all");
+		fprintf(out, "]\n");
+	}
 	if (ferror(out))
 		return -EIO;
 	return 0;

@@ -57,8 +57,12 @@ void dl_prng_fill(uint64_t key, uint64_t off, void *buf, size_t len)
 			while (done < nw) {
 				size_t k = nw - done < 512 ? nw - done : 512;
 				fill_words(key, w + done, bounce, k);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+				memcpy(p + 8 * done, bounce, k * 8);
+#else
 				for (size_t i = 0; i < k; i++)
 					put_le64(p + 8 * (done + i), bounce[i]);
+#endif
 				done += k;
 			}
 		}

@@ -1,0 +1,56 @@
+/* Private to formats/hdf5.c and its unit test: content regions, limits and
+ * the template-cache counters the test uses to prove reuse. */
+#ifndef DLIOFS_HDF5_I_H
+#define DLIOFS_HDF5_I_H
+
+#include <stdint.h>
+
+#include "dliofs/format.h"
+
+/* Content streams: data dataset i (records_i, or x) is stream
+ * dl_file_stream(f, DL_H5_REGION_DATA + i) fed through the npy conversion
+ * (dl_npy_fill_data), so integers are raw stream bytes and floats uniform in
+ * [0, 1). Contiguous: element e at stream offset e * itemsize. Chunked: chunk
+ * c (row-major index in the chunk grid) holds stream bytes
+ * [c * chunk_bytes, (c + 1) * chunk_bytes) in the chunk's own row-major order,
+ * edge chunks included (their out-of-range elements are never read). */
+#define DL_H5_REGION_DATA 0x6864663564617400ULL /* "hdf5dat" */
+/* Plain layout's y: y[i] = dl_prng_below(dl_file_stream(f, DL_H5_REGION_Y), i,
+ * DL_H5_Y_CLASSES), a class id per sample. DLIO's labels are zeros. */
+#define DL_H5_REGION_Y 0x6864663579000000ULL /* "hdf5y" */
+#define DL_H5_Y_CLASSES 1000
+
+/* Second dcache key word of a stored-deflate chunk's Adler-32 (first: f->key). */
+#define DL_H5_DCACHE_TAG 0x6864663561646c72ULL /* "hdf5adlr" */
+
+/* Templates kept per context, and the metadata bytes they may hold together
+ * (the newest template is kept even when it alone is over the budget). */
+#define DL_H5_CACHE_MAX 256
+#define DL_H5_CACHE_BUDGET (64u << 20)
+/* Chunks per file (all datasets): building the template writes each one
+ * through the library (about 1 us each). */
+#define DL_H5_MAX_CHUNKS (1u << 20)
+/* Data datasets per file (DLIO's num_dset_per_record). */
+#define DL_H5_MAX_DSETS 4096
+
+struct dl_h5_stats {
+	uint64_t builds;       /* templates built: one libhdf5 file creation each */
+	uint64_t lib_calls;    /* sections run under the libhdf5 lock */
+	uint64_t hits;	       /* lookups answered from the cache */
+	uint64_t cached;       /* templates held now */
+	uint64_t cached_bytes; /* memory they hold */
+	double build_ms;       /* wall time of all builds */
+};
+
+/* Counters of ctx's hdf5 state; -ENOENT when it has none. */
+int dl_h5_stats(struct dl_fmt_ctx *ctx, struct dl_h5_stats *out);
+/* Lower the number of cached templates (tests force eviction); 0 restores
+ * DL_H5_CACHE_MAX. */
+int dl_h5_set_cache_max(struct dl_fmt_ctx *ctx, unsigned max);
+
+/* Call fn for each range of f that holds bytes libhdf5 wrote (metadata), in
+ * file order; tests use it to make sparse copies of huge files. */
+int dl_h5_meta_ranges(struct dl_fmt_ctx *ctx, const struct dl_file *f,
+		      void (*fn)(void *arg, uint64_t at, uint64_t len), void *arg);
+
+#endif

@@ -76,7 +76,7 @@ fi
 
 if build "$MAIN"; then
   mtest "$MAIN" testlog-main --suite unit --suite cli --suite readers
-  mtest "$MAIN" testlog-mount --suite mount --num-processes 1
+  mtest "$MAIN" testlog-mount --suite mount --suite tools --num-processes 1
 fi
 
 if [ "$run_san" -eq 1 ]; then

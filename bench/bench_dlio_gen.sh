@@ -178,6 +178,7 @@ echo "DLIO gen: whole dlio_benchmark process + sync ($ranks rank(s), generation_
 echo "'Starting data generation'..'Generation done' span; dlio-gen: -j $(nproc) + sync;"
 echo "mount+ls: dliofs mount until it answers + ls -lR; cat all: one cold read of every byte"
 echo "through the mount. MB: the mount's bytes; DLIO MB: DLIO's (its own size draws)."
-echo "dlio-benchmark $("$py" -c "import importlib.metadata as m; print(m.version('dlio-benchmark'))"),"\
-" tensorflow $("$py" -c "import importlib.metadata as m; print(m.version('tensorflow-cpu'))"); $tfidx;"
+versions=$("$py" -c "import importlib.metadata as m
+print('dlio-benchmark %s, tensorflow %s' % (m.version('dlio-benchmark'), m.version('tensorflow-cpu')))")
+echo "$versions; $tfidx;"
 echo "work dir $work ($(df -T "$work" | awk 'NR==2 {print $2}')); kernel $(uname -r); $(nproc) cores"

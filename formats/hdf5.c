@@ -622,6 +622,11 @@ static int make_dataset(hid_t file, const struct h5_shape *sh, const struct h5_t
 	dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
 	if (dset < 0)
 		goto out;
+	/* DLIO 2.0.0 (the PyPI release) reads one dataset `records`, DLIO's main
+	 * branch `records_0..k-1`: a hard link gives the first one both names. */
+	if (sh->layout == DL_H5_DLIO && d == 0 &&
+	    H5Lcreate_hard(file, name, file, "records", H5P_DEFAULT, H5P_DEFAULT) < 0)
+		goto out;
 	if (!sh->chunked) {
 		haddr_t a = H5Dget_offset(dset);
 		if (a == HADDR_UNDEF || H5Dget_storage_size(dset) != t->chunk_raw)

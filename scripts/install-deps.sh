@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install everything dliofs needs to build and test on Debian 12 (run as root).
 #
-#   bash scripts/install-deps.sh            # Debian packages + TensorFlow venv
+#   bash scripts/install-deps.sh            # Debian packages + TensorFlow venv + DLIO in it
 #   bash scripts/install-deps.sh --no-venv  # Debian packages only (enough to build and mount)
+#   bash scripts/install-deps.sh --no-dlio  # Debian packages + TensorFlow venv, no DLIO
 #
 # Idempotent: a second run checks what is there and does nothing else (a few
 # seconds). Output is quiet; a failing step prints its full log to stderr.
@@ -22,10 +23,12 @@ PACKAGES=(
 )
 
 want_venv=1
+want_dlio=1
 for arg in "$@"; do
   case "$arg" in
     --no-venv) want_venv=0 ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-dlio) want_dlio=0 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -83,6 +86,43 @@ if [ "$want_venv" -eq 1 ] && ! venv_ok; then
   fi
   quiet "pip install" "${SUDO[@]}" "$VENV/bin/pip" install -q --disable-pip-version-check "$TF_PIN"
   quiet "tensorflow import check" "$VENV/bin/python" -c "import tensorflow"
+fi
+
+# --- DLIO benchmark (PyPI) in the same venv: tests/test_dlio_benchmark.py, bench/bench_dlio_gen.sh ---
+# Installed with --no-deps: its declared dependencies include torch, torchvision,
+# torchaudio and nvidia-dali-cuda110 (gigabytes of CUDA wheels) that a run with
+# framework tensorflow never imports. What such a run does import, pinned to the
+# versions it was tested with: hydra-core + omegaconf (configs), mpi4py with the
+# mpich wheel (MPI from PyPI, no apt; a lone process runs as an MPI singleton,
+# the venv's mpirun starts several), pandas + psutil (statistics), pydftracer
+# (2.0.0 cannot start without it: its stand-in for a missing tracer raises
+# TypeError at import; pydftracer traces unless DFTRACER_ENABLE=0, so run DLIO
+# with that), Pillow (jpeg/png), h5py (hdf5, already there for TensorFlow).
+DLIO_PIN=${DLIOFS_DLIO_PIN:-dlio-benchmark==2.0.0}
+DLIO_DEPS=(
+  hydra-core==1.3.8 omegaconf==2.3.1 mpi4py==4.1.2 mpich==5.0.2 pandas==3.1.1
+  psutil==7.2.2 pydftracer==1.0.2 PyYAML==6.0.3 pillow==13.0.0 h5py
+)
+dlio_ok() {
+  [ -x "$VENV/bin/dlio_benchmark" ] || return 1
+  "$VENV/bin/python" - "$DLIO_PIN" "${DLIO_DEPS[@]}" >/dev/null 2>&1 <<'PY'
+import sys, importlib.metadata as m
+for spec in sys.argv[1:]:
+    name, _, want = spec.partition("==")
+    have = m.version(name)          # raises when not installed
+    if want and have != want:
+        sys.exit(1)
+from mpi4py import MPI              # finds the MPI library
+PY
+}
+if [ "$want_venv" -eq 1 ] && [ "$want_dlio" -eq 1 ] && ! dlio_ok; then
+  echo "install-deps.sh: installing $DLIO_PIN into $VENV (PyPI, without its torch/CUDA dependencies)"
+  quiet "pip install (DLIO's dependencies)" "${SUDO[@]}" "$VENV/bin/pip" install -q \
+    --disable-pip-version-check "${DLIO_DEPS[@]}"
+  # pip notes the declared dependencies left out; that note is expected.
+  quiet "pip install (DLIO)" "${SUDO[@]}" "$VENV/bin/pip" install -q --disable-pip-version-check \
+    --no-deps "$DLIO_PIN"
+  quiet "DLIO import check" env DFTRACER_ENABLE=0 "$VENV/bin/python" -c "import dlio_benchmark.main"
 fi
 
 if [ ! -e /dev/fuse ]; then

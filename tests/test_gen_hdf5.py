@@ -99,6 +99,11 @@ def data_names(s):
     return ["records_%d" % i for i in range((s["k"] or 1))]
 
 
+def all_names(s):
+    # DLIO's layout also names records_0 "records" (a hard link) for DLIO 2.0.0.
+    return data_names(s) + ([] if s["layout"] == "plain" else ["records"])
+
+
 def label_name(s):
     return "y" if s["layout"] == "plain" else "labels"
 
@@ -140,7 +145,9 @@ class GenHdf5Test(unittest.TestCase):
         n = 0
         for name, s, p in self.each():
             with self.subTest(file=p), h5py.File(p, "r") as f:
-                self.assertEqual(sorted(f.keys()), sorted(data_names(s) + [label_name(s)]))
+                self.assertEqual(sorted(f.keys()), sorted(all_names(s) + [label_name(s)]))
+                if s["layout"] != "plain":
+                    self.assertEqual(f["records"].id.get_offset(), f["records_0"].id.get_offset())
                 with open(p, "rb") as fp:
                     sb = fp.read(9)
                 self.assertEqual(sb[:8], b"\x89HDF\r\n\x1a\n")
@@ -262,7 +269,7 @@ class GenHdf5Test(unittest.TestCase):
         fcpl = h5py.h5p.create(h5py.h5p.FILE_CREATE)
         fcpl.set_obj_track_times(False)
         fid = h5py.h5f.create(path.encode(), h5py.h5f.ACC_TRUNC, fapl=fapl, fcpl=fcpl)
-        names = [n for n in src.keys() if n not in ("labels", "y")]
+        names = [n for n in src.keys() if n not in ("labels", "y", "records")]
         names = sorted(names, key=lambda n: (len(n), n)) + [n for n in ("labels", "y") if n in src]
         for n in names:
             d = src[n]
@@ -278,6 +285,11 @@ class GenHdf5Test(unittest.TestCase):
                 dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
             space = h5py.h5s.create_simple(d.shape)
             out = h5py.h5d.create(fid, n.encode(), d.id.get_type(), space, dcpl=dcpl)
+            if n == "records_0":
+                # DLIO 2.0.0's name for the same dataset: a hard link.
+                root = h5py.h5g.open(fid, b"/")
+                root.links.create_hard(b"records", root, b"records_0")
+                root.close()
             if d.chunks is None:
                 out.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(d[()]))
             else:
@@ -312,6 +324,8 @@ class GenHdf5Test(unittest.TestCase):
                 with h5py.File(ref, "w", libver="latest") as f:
                     for dn in data_names(s):
                         f.create_dataset(dn, data=src[dn][()])
+                        if dn == "records_0":
+                            f["records"] = f["records_0"]  # hard link, as ours
                     f.create_dataset("labels", data=[0] * s["samples"])
                 self.assertEqual(os.path.getsize(ref), os.path.getsize(p))
                 with h5py.File(ref, "r") as f:

@@ -1,1 +1,456 @@
-int main(void) { return 0; }
+/* dlio-stall: DS-Analyzer's data-stall answer for an unmodified PyTorch or
+ * TensorFlow job.
+ *
+ *   dlio-stall run  [options] -- python train.py ...
+ *   dlio-stall diff [options] -- python train.py ...
+ *
+ * `run` injects a Python hook that times every wait for the next batch, and a
+ * CUPTI library that records when the GPU is busy, then reports the data-wait
+ * share, the GPU idle time explained by input waits and what the dliofs mount
+ * served meanwhile. `diff` runs the job three ways (batches replayed from
+ * memory; data cached with the storage model off; as configured, cold) and
+ * splits the stall into prep and fetch by differencing. */
+#include <errno.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "stall/stall_i.h"
+
+#ifndef DLIOFS_TOOLS_DIR
+#define DLIOFS_TOOLS_DIR "tools"
+#endif
+
+struct opts {
+	const char *cmd;
+	const char *mount, *data, *json, *plot, *cupti;
+	size_t warmup;
+	int interval_ms, replay, cold, keep, quiet;
+	char **argv;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dlio-stall run  [options] -- COMMAND [ARGS...]\n"
+		"       dlio-stall diff [options] -- COMMAND [ARGS...]\n"
+		"       dlio-stall report [options] STEPS_FILE [GPU_FILE]\n"
+		"\n"
+		"run   time every wait for the next batch (PyTorch DataLoader, tf.data) of an\n"
+		"      unmodified job, GPU busy/idle through CUPTI injection, and the mount's\n"
+		"      statistics over the run\n"
+		"diff  DS-Analyzer's differencing: (1) compute only: the first batches replayed\n"
+		"      from memory; (2) prep: storage model off, dataset cached; (3) as\n"
+		"      configured, cold. prep stall = T2 - T1, fetch stall = T3 - T2\n"
+		"report  analyse records kept by --keep (run.steps, run.gpu) again\n"
+		"\n"
+		"options:\n"
+		"  --mount DIR       dliofs mountpoint the job reads\n"
+		"  --data PATH       what diff/--cold drop and warm (default: the whole mount)\n"
+		"  --json FILE       write the report as JSON\n"
+		"  --plot FILE.png   timeline of steps, GPU busy and mount throughput\n"
+		"  --warmup N        first steps left out of the figures (default 2)\n"
+		"  --interval MS     mount statistics sampling period (default 200)\n"
+		"  --cold            (run) drop the mount's caches first\n"
+		"  --replay K        (diff) batches cached for the compute-only run (default 4)\n"
+		"  --cupti PATH|off  CUPTI injection library (default $DLIO_CUPTI_LIB, else\n"
+		"                    libdlio_cupti.so next to dlio-stall)\n"
+		"  --keep            keep the working directory with the raw records\n"
+		"  -q, --quiet       no terminal report\n");
+}
+
+static int parse_num(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+	    {"mount", required_argument, 0, 'm'},
+	    {"data", required_argument, 0, 'd'},
+	    {"json", required_argument, 0, 'j'},
+	    {"plot", required_argument, 0, 'p'},
+	    {"warmup", required_argument, 0, 'w'},
+	    {"interval", required_argument, 0, 'i'},
+	    {"replay", required_argument, 0, 'r'},
+	    {"cupti", required_argument, 0, 'c'},
+	    {"cold", no_argument, 0, 'C'},
+	    {"keep", no_argument, 0, 'k'},
+	    {"quiet", no_argument, 0, 'q'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	long v;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->warmup = 2;
+	o->interval_ms = 200;
+	o->replay = 4;
+	if (argc < 2) {
+		usage(stderr);
+		return -EINVAL;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		exit(0);
+	}
+	o->cmd = argv[1];
+	if (strcmp(o->cmd, "run") && strcmp(o->cmd, "diff") && strcmp(o->cmd, "report")) {
+		fprintf(stderr, "dlio-stall: unknown command '%s'\n", o->cmd);
+		usage(stderr);
+		return -EINVAL;
+	}
+	optind = 2;
+	/* '+': stop at the first non-option, the job's argv is not ours. */
+	while ((c = getopt_long(argc, argv, "+qh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			o->mount = optarg;
+			break;
+		case 'd':
+			o->data = optarg;
+			break;
+		case 'j':
+			o->json = optarg;
+			break;
+		case 'p':
+			o->plot = optarg;
+			break;
+		case 'c':
+			o->cupti = optarg;
+			break;
+		case 'C':
+			o->cold = 1;
+			break;
+		case 'k':
+			o->keep = 1;
+			break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'w':
+		case 'i':
+		case 'r':
+			if (parse_num(optarg, c == 'w' ? 0 : 1, 1000000, &v)) {
+				fprintf(stderr, "dlio-stall: bad number '%s'\n", optarg);
+				return -EINVAL;
+			}
+			if (c == 'w')
+				o->warmup = (size_t)v;
+			else if (c == 'i')
+				o->interval_ms = (int)v;
+			else
+				o->replay = (int)v;
+			break;
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "dlio-stall: no command to run (put it after --)\n");
+		return -EINVAL;
+	}
+	o->argv = argv + optind;
+	return 0;
+}
+
+static int exists(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0;
+}
+
+static const char *tool_file(const char *env, const char *rel, char *buf, size_t len)
+{
+	const char *e = getenv(env);
+
+	if (e && *e)
+		return e;
+	snprintf(buf, len, "%s/%s", DLIOFS_TOOLS_DIR, rel);
+	return buf;
+}
+
+/* $DLIO_CUPTI_LIB, else the library the build put next to this binary. */
+static const char *find_cupti(const char *opt, char *buf, size_t len)
+{
+	const char *e = getenv("DLIO_CUPTI_LIB");
+	char exe[PATH_MAX];
+	ssize_t n;
+
+	if (opt)
+		return strcmp(opt, "off") ? opt : NULL;
+	if (e && *e)
+		return exists(e) ? e : NULL;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0;
+	n = snprintf(buf, len, "%s/libdlio_cupti.so", exe);
+	return n > 0 && (size_t)n < len && exists(buf) ? buf : NULL;
+}
+
+static int gpu_present(void)
+{
+	return exists("/dev/nvidia0") || exists("/proc/driver/nvidia/gpus");
+}
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (type == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+/* `report`: records written by an earlier run (kept with --keep). The job's
+ * start and end are not known: its first and last recorded events stand in. */
+static int load_saved(struct st_run *r, const char *steps, const char *gpu)
+{
+	int ret;
+
+	snprintf(r->name, sizeof(r->name), "report");
+	ret = st_records_load(steps, &r->rec);
+	if (ret)
+		return ret;
+	r->main = st_main_proc(&r->rec);
+	if (gpu) {
+		ret = st_gpu_load(gpu, r->main ? r->main->pid : 0, &r->rec.gpu);
+		if (ret)
+			return ret;
+		r->cupti_state = 1;
+	} else {
+		r->cupti_state = -1;
+		snprintf(r->cupti_note, sizeof(r->cupti_note), "no GPU records given");
+	}
+	if (r->main && r->main->nsteps) {
+		const struct st_proc *p = r->main;
+		const struct st_step *last = &p->steps[p->nsteps - 1];
+		r->t_start = p->steps[0].start;
+		r->t_end = last->start + last->wait + (last->compute > 0 ? last->compute : 0);
+		for (size_t i = 0; i < p->nends; i++)
+			if (p->ends[i].start + p->ends[i].wait > r->t_end)
+				r->t_end = p->ends[i].start + p->ends[i].wait;
+	}
+	return 0;
+}
+
+static void analyse(struct st_run *r, size_t warmup)
+{
+	st_summarize(r->main, warmup, &r->sum);
+	st_gpu_summarize(r->main, &r->sum, &r->rec.gpu, &r->gsum);
+}
+
+static int run_plot(const char *json, const char *png)
+{
+	char pbuf[PATH_MAX];
+	const char *plot = tool_file("DLIO_STALL_PLOT", "stall/plot.py", pbuf, sizeof(pbuf));
+	const char *py = getenv("DLIO_STALL_PYTHON");
+	pid_t pid;
+	int st;
+
+	if (!py || !*py)
+		py = exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		/* Our hook must not time the plotter. */
+		unsetenv("DLIO_STALL_OUT");
+		execlp(py, py, plot, json, png, (char *)NULL);
+		fprintf(stderr, "dlio-stall: cannot run %s: %s\n", py, strerror(errno));
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+static int ctl(const char *mnt, const char *what, int ret)
+{
+	if (ret)
+		fprintf(stderr, "dlio-stall: %s on %s failed: %s\n", what, mnt, strerror(-ret));
+	return ret;
+}
+
+/* (2) prep: storage model off, data warm; (1) compute only: replayed batches,
+ * told each iterator's length by (2); (3) as configured: settings restored,
+ * caches dropped. Reported in DS-Analyzer's order 1, 2, 3. */
+static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *runs)
+{
+	struct st_json before;
+	char hint[8192] = "";
+	int was_enabled = 1, have_ctl = 0, ret;
+
+	if (o->mount) {
+		have_ctl = st_mount_is_dliofs(o->mount);
+		if (!have_ctl)
+			fprintf(stderr,
+				"dlio-stall: %s has no .dliofs/: prep and configured runs use "
+				"the same storage\n",
+				o->mount);
+		else if (st_mount_stats(o->mount, &before) == 0) {
+			was_enabled = st_json_num(&before, "enabled", 1) != 0;
+			st_json_free(&before);
+		}
+	}
+	if (have_ctl) {
+		ctl(o->mount, "pacer enabled=false",
+		    st_mount_write(o->mount, "pacer", "enabled=false\n"));
+		ctl(o->mount, "cache warm", st_mount_warm(o->mount, o->data));
+	}
+	snprintf(runs[1].name, sizeof(runs[1].name), "prep");
+	l->tag = "prep";
+	l->replay = 0;
+	ret = st_launch(l, &runs[1]);
+	if (ret)
+		goto restore;
+	if (runs[1].main)
+		st_epoch_steps(runs[1].main, hint, sizeof(hint));
+	snprintf(runs[0].name, sizeof(runs[0].name), "compute-only");
+	l->tag = "compute";
+	l->replay = o->replay;
+	l->epoch_steps = hint;
+	ret = st_launch(l, &runs[0]);
+	l->replay = 0;
+	l->epoch_steps = NULL;
+restore:
+	if (have_ctl) {
+		ctl(o->mount, "pacer restore",
+		    st_mount_write(o->mount, "pacer",
+				   was_enabled ? "enabled=true\n" : "enabled=false\n"));
+		ctl(o->mount, "cache drop", st_mount_drop(o->mount, o->data));
+	}
+	if (ret)
+		return ret;
+	snprintf(runs[2].name, sizeof(runs[2].name), "configured");
+	l->tag = "configured";
+	return st_launch(l, &runs[2]);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct st_launch l = {0};
+	struct st_run runs[3];
+	struct st_report_ctx ctx = {0};
+	struct st_diff d;
+	char hbuf[PATH_MAX], cbuf[PATH_MAX], workdir[PATH_MAX], jbuf[PATH_MAX + 32];
+	const char *tmp = getenv("TMPDIR"), *json;
+	size_t nruns;
+	int ret, rc = 1;
+
+	memset(runs, 0, sizeof(runs));
+	if (parse_opts(argc, argv, &o))
+		return 2;
+	snprintf(workdir, sizeof(workdir), "%s/dlio-stall-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(workdir)) {
+		fprintf(stderr, "dlio-stall: mkdtemp %s: %s\n", workdir, strerror(errno));
+		return 1;
+	}
+	l.argv = o.argv;
+	l.hook_src = tool_file("DLIO_STALL_HOOK", "stall/sitecustomize.py", hbuf, sizeof(hbuf));
+	l.cupti_lib = find_cupti(o.cupti, cbuf, sizeof(cbuf));
+	l.mount = o.mount;
+	l.workdir = workdir;
+	l.interval_ms = o.interval_ms;
+	ctx.mount = o.mount;
+	ctx.gpu_present = gpu_present();
+	ctx.cupti_lib = l.cupti_lib;
+	ctx.cupti_built = l.cupti_lib != NULL;
+	ctx.warmup = o.warmup;
+	if (!strcmp(o.cmd, "report") && (!o.argv[0] || (o.argv[1] && o.argv[2]))) {
+		fprintf(stderr, "dlio-stall report: expected STEPS_FILE [GPU_FILE]\n");
+		rmdir(workdir);
+		return 2;
+	}
+	if (o.mount && !st_mount_is_dliofs(o.mount))
+		fprintf(stderr, "dlio-stall: %s/.dliofs/stats.json missing: no storage figures\n",
+			o.mount);
+
+	if (!strcmp(o.cmd, "report")) {
+		nruns = 1;
+		ctx.mount = NULL;
+		ret = load_saved(&runs[0], o.argv[0], o.argv[1]);
+	} else if (!strcmp(o.cmd, "run")) {
+		nruns = 1;
+		snprintf(runs[0].name, sizeof(runs[0].name), "run");
+		l.tag = "run";
+		if (o.cold && o.mount)
+			ctl(o.mount, "cache drop", st_mount_drop(o.mount, o.data));
+		ret = st_launch(&l, &runs[0]);
+	} else {
+		nruns = 3;
+		ret = do_diff(&o, &l, runs);
+	}
+	if (ret) {
+		fprintf(stderr, "dlio-stall: %s\n", strerror(-ret));
+		goto out;
+	}
+	/* The compute-only run fetches its first K batches for real: leave as
+	 * many steps out of every run so the three are compared alike. */
+	if (nruns == 3 && (size_t)o.replay > o.warmup)
+		ctx.warmup = (size_t)o.replay;
+	for (size_t i = 0; i < nruns; i++)
+		analyse(&runs[i], ctx.warmup);
+	if (nruns == 3)
+		st_diff_compute(runs, &d);
+	if (!o.quiet) {
+		if (nruns == 3)
+			st_report_diff(stdout, &ctx, runs, nruns, &d);
+		else
+			st_report_run(stdout, &ctx, &runs[0]);
+		fflush(stdout);
+	}
+	json = o.json;
+	if (!json && o.plot) {
+		snprintf(jbuf, sizeof(jbuf), "%s/report.json", workdir);
+		json = jbuf;
+	}
+	if (json && (ret = st_json_write(json, o.cmd, &ctx, runs, nruns, nruns == 3 ? &d : NULL))) {
+		fprintf(stderr, "dlio-stall: cannot write %s: %s\n", json, strerror(-ret));
+		goto out;
+	}
+	if (o.plot && run_plot(json, o.plot))
+		fprintf(stderr, "dlio-stall: the plot %s was not drawn\n", o.plot);
+	rc = 0;
+	for (size_t i = 0; i < nruns; i++) {
+		int st = runs[i].status;
+		int code = WIFEXITED(st)     ? WEXITSTATUS(st)
+			   : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
+					     : 1;
+		if (code && !rc)
+			rc = code;
+	}
+out:
+	for (size_t i = 0; i < 3; i++)
+		st_run_free(&runs[i]);
+	if (o.keep)
+		fprintf(stderr, "dlio-stall: records kept in %s\n", workdir);
+	else
+		nftw(workdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return rc;
+}

@@ -147,7 +147,7 @@ static int json_value(struct jw *j, char *path, size_t plen)
 	return 0;
 }
 
-int dl_cli_stat(const char *mnt, int watch, double interval, int raw)
+int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int reset)
 {
 	char path[4096], jpath[1024];
 	char *buf = NULL;
@@ -157,6 +157,17 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw)
 	ret = ctl_path(mnt, "stats.json", path, sizeof(path));
 	if (ret)
 		return 1;
+	if (reset) {
+		int fd = open(path, O_WRONLY | O_TRUNC);
+		if (fd < 0 || write(fd, "reset\n", 6) != 6) {
+			fprintf(stderr, "dliofs stat --reset: %s\n", strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return 1;
+		}
+		close(fd);
+		return 0;
+	}
 	for (;;) {
 		ret = read_file(path, &buf, &len);
 		if (ret) {

@@ -44,8 +44,7 @@ void dl_ctl_stat(struct dl_fs *fs, unsigned id, struct stat *st)
 	}
 	st->st_nlink = 1;
 	/* Generated on open: size 0, read until EOF (files are direct_io). */
-	st->st_mode = S_IFREG |
-		      (id == DL_CTL_PACER || id == DL_CTL_CACHE || id == DL_CTL_TRACE ? 0644 : 0444);
+	st->st_mode = S_IFREG | (id == DL_CTL_CONFIG ? 0444 : 0644);
 }
 
 int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
@@ -293,7 +292,7 @@ int dl_ctl_write(struct dl_fs *fs, unsigned id, const char *text, size_t len)
 	struct dl_pacer_cfg copy;
 	int ret;
 
-	if (!fs->pacer && (id == DL_CTL_PACER || id == DL_CTL_CACHE)) {
+	if (!fs->pacer && (id == DL_CTL_PACER || id == DL_CTL_CACHE || id == DL_CTL_STATS)) {
 		fprintf(stderr, "dliofs: %s: the mount runs with --no-pacer\n", dl_ctl_names[id]);
 		return -EINVAL;
 	}
@@ -311,6 +310,14 @@ int dl_ctl_write(struct dl_fs *fs, unsigned id, const char *text, size_t len)
 		return each_line(text, len, cache_line, fs, NULL);
 	case DL_CTL_TRACE:
 		return each_line(text, len, trace_line, fs, NULL);
+	case DL_CTL_STATS:
+		/* "reset": start every counter and histogram afresh (per-run figures). */
+		if (len >= 5 && !strncmp(text, "reset", 5)) {
+			dl_pacer_stats_reset(fs->pacer);
+			return 0;
+		}
+		fprintf(stderr, "dliofs: .dliofs/stats.json: the only command is 'reset'\n");
+		return -EINVAL;
 	default:
 		return -EACCES;
 	}

@@ -14,7 +14,7 @@ struct dl_node;
 
 enum dl_ctl_file {
 	DL_CTL_DIR = 0,
-	DL_CTL_STATS,	/* stats.json (read) */
+	DL_CTL_STATS,	/* stats.json (read; write "reset") */
 	DL_CTL_CONFIG,	/* config.yaml (read) */
 	DL_CTL_PACER,	/* pacer (read: settings; write: key=value lines) */
 	DL_CTL_CACHE,	/* cache (write: "drop", "warm <path>") */

@@ -27,7 +27,7 @@ static void usage(FILE *o)
 		"                    [--readahead SIZE] [--no-pacer]\n"
 		"       dliofs umount MOUNTPOINT\n"
 		"       dliofs check CONFIG.yaml\n"
-		"       dliofs stat MOUNTPOINT [--watch [SECONDS]] [--json]\n"
+		"       dliofs stat MOUNTPOINT [--watch [SECONDS]] [--json] [--reset]\n"
 		"       dliofs set MOUNTPOINT key=value ...\n"
 		"       dliofs cache drop MOUNTPOINT | dliofs cache warm MOUNTPOINT PATH\n"
 		"       dliofs trace start MOUNTPOINT FILE [OPS] | dliofs trace stop MOUNTPOINT\n"
@@ -264,7 +264,7 @@ int main(int argc, char **argv)
 		return dl_fs_umount(argv[2]) ? 1 : 0;
 	}
 	if (!strcmp(argv[1], "stat")) {
-		int watch = 0, raw = 0;
+		int watch = 0, raw = 0, reset = 0;
 		double interval = 1.0;
 		const char *mnt = NULL;
 		for (int i = 2; i < argc; i++) {
@@ -274,6 +274,8 @@ int main(int argc, char **argv)
 					interval = atof(argv[++i]);
 			} else if (!strcmp(argv[i], "--json")) {
 				raw = 1;
+			} else if (!strcmp(argv[i], "--reset")) {
+				reset = 1;
 			} else if (!mnt) {
 				mnt = argv[i];
 			} else {
@@ -285,7 +287,7 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
-		return dl_cli_stat(mnt, watch, interval, raw);
+		return dl_cli_stat(mnt, watch, interval, raw, reset);
 	}
 	if (!strcmp(argv[1], "set")) {
 		if (argc < 4) {

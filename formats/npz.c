@@ -5,14 +5,23 @@
  *   [ZIP64 end record][ZIP64 locator]   only when the directory needs them
  *   [end of central directory]
  *
- * All bytes are fixed or payload except the four CRC-32 fields, derived per
- * member (formats.md 4.5, strategy S3): computed on the first read that
- * touches one of them, by generating the member once, then cached. */
+ * With `compression: zip` it is what np.savez_compressed writes: the same
+ * structure with method 8, each member's bytes replaced by a raw deflate
+ * stream of stored blocks of them (deflate_stored.h; what zlib emits for
+ * incompressible data anyway), so sizes stay arithmetic: a member of U bytes
+ * takes U + 5 ceil(U / 65535). zipfile's rules then apply to the compressed
+ * size as well: ZIP64 fields once either size passes 2^31 - 1.
+ *
+ * All bytes are fixed or payload except the four CRC-32 fields (of the
+ * uncompressed members in both variants), derived per member (formats.md 4.5,
+ * strategy S3): computed on the first read that touches one of them, by
+ * generating the member once, then cached. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
+#include "deflate_stored.h"
 #include "dliofs/prng.h"
 #include "formats_i.h"
 #include "npy_i.h"
@@ -25,6 +34,8 @@
 #define ZIP_MADE_BY_UNIX 3
 #define ZIP_DATE_1980 0x0021 /* ZipInfo's default date_time (1980, 1, 1, 0, 0, 0) */
 #define ZIP_EXT_ATTR_0600 0x01800000u
+#define ZIP_STORED 0
+#define ZIP_DEFLATED 8
 
 #define NAME_LEN 5		       /* "x.npy", "y.npy" */
 #define LOCAL_LEN (30 + NAME_LEN + 20) /* numpy forces the 20-byte ZIP64 extra */
@@ -40,8 +51,17 @@
 
 #define CRC_CHUNK (1u << 20)
 
-/* f->aux: x.npy header length, x.npy size, y.npy header length, y.npy size. */
+/* f->aux: x.npy header length, x.npy size, y.npy header length, y.npy size
+ * (uncompressed: the member sizes zipfile calls file_size). */
 enum { AUX_HX, AUX_X, AUX_HY, AUX_Y };
+
+static int compressed(const struct dl_file *f) { return f->ds->compression == DL_COMP_ZIP; }
+
+/* Bytes a member of `usize` bytes takes in the archive (compress_size). */
+static uint64_t stored_len(const struct dl_file *f, uint64_t usize)
+{
+	return compressed(f) ? dl_ds_size(usize) : usize;
+}
 
 static size_t y_header(const struct dl_file *f, uint8_t *buf)
 {
@@ -50,76 +70,109 @@ static size_t y_header(const struct dl_file *f, uint8_t *buf)
 	return dl_npy_header(buf, DL_DT_INT64, &n, 1);
 }
 
-static uint64_t off_local_y(const struct dl_file *f) { return LOCAL_LEN + f->aux[AUX_X]; }
+static uint64_t off_local_y(const struct dl_file *f)
+{
+	return LOCAL_LEN + stored_len(f, f->aux[AUX_X]);
+}
 
 static uint64_t off_central(const struct dl_file *f)
 {
-	return 2 * LOCAL_LEN + f->aux[AUX_X] + f->aux[AUX_Y];
+	return off_local_y(f) + LOCAL_LEN + stored_len(f, f->aux[AUX_Y]);
 }
 
-static uint64_t central_len(uint64_t size, uint64_t hoff)
+/* zipfile's test for a member's sizes, in local header and central entry. */
+static int sizes64(uint64_t usize, uint64_t csize)
 {
-	unsigned nex = (size > ZIP64_LIMIT ? 2 : 0) + (hoff > ZIP64_LIMIT ? 1 : 0);
+	return usize > ZIP64_LIMIT || csize > ZIP64_LIMIT;
+}
+
+static uint64_t central_len(uint64_t usize, uint64_t csize, uint64_t hoff)
+{
+	unsigned nex = (sizes64(usize, csize) ? 2 : 0) + (hoff > ZIP64_LIMIT ? 1 : 0);
 
 	return CENTRAL_FIXED + NAME_LEN + (nex ? 4 + 8 * nex : 0);
 }
 
-static uint32_t clip32(uint64_t v) { return v > ZIP64_LIMIT ? 0xffffffffu : (uint32_t)v; }
+/* One member as the headers describe it. */
+struct member {
+	const char *name;
+	uint16_t method;
+	uint32_t crc;
+	uint64_t usize, csize, hoff;
+};
 
-static size_t put_local(uint8_t *p, const char *name, uint32_t crc, uint64_t size)
+static struct member member_of(const struct dl_file *f, int y, uint32_t crc)
 {
+	uint64_t u = f->aux[y ? AUX_Y : AUX_X];
+
+	return (struct member){.name = y ? "y.npy" : "x.npy",
+			       .method = compressed(f) ? ZIP_DEFLATED : ZIP_STORED,
+			       .crc = crc,
+			       .usize = u,
+			       .csize = stored_len(f, u),
+			       .hoff = y ? off_local_y(f) : 0};
+}
+
+/* As zipfile's FileHeader(zip64=True): numpy forces the ZIP64 extra, whose
+ * sizes are (uncompressed, compressed); the 32-bit fields are compressed,
+ * uncompressed, both 0xffffffff once either is over the limit. */
+static size_t put_local(uint8_t *p, const struct member *m)
+{
+	int z64 = sizes64(m->usize, m->csize);
+
 	dl_put_le32(p, 0x04034b50);
-	dl_put_le16(p + 4, size > ZIP64_LIMIT ? ZIP64_VERSION : ZIP_VERSION);
-	dl_put_le16(p + 6, 0);	/* flags */
-	dl_put_le16(p + 8, 0);	/* stored */
+	dl_put_le16(p + 4, z64 ? ZIP64_VERSION : ZIP_VERSION);
+	dl_put_le16(p + 6, 0); /* flags: zipfile sets no level bits for deflate */
+	dl_put_le16(p + 8, m->method);
 	dl_put_le16(p + 10, 0); /* time */
 	dl_put_le16(p + 12, ZIP_DATE_1980);
-	dl_put_le32(p + LOCAL_CRC_AT, crc);
-	dl_put_le32(p + 18, clip32(size));
-	dl_put_le32(p + 22, clip32(size));
+	dl_put_le32(p + LOCAL_CRC_AT, m->crc);
+	dl_put_le32(p + 18, z64 ? 0xffffffffu : (uint32_t)m->csize);
+	dl_put_le32(p + 22, z64 ? 0xffffffffu : (uint32_t)m->usize);
 	dl_put_le16(p + 26, NAME_LEN);
 	dl_put_le16(p + 28, 20);
-	memcpy(p + 30, name, NAME_LEN);
+	memcpy(p + 30, m->name, NAME_LEN);
 	dl_put_le16(p + 35, 1);
 	dl_put_le16(p + 37, 16);
-	dl_put_le64(p + 39, size);
-	dl_put_le64(p + 47, size);
+	dl_put_le64(p + 39, m->usize);
+	dl_put_le64(p + 47, m->csize);
 	return LOCAL_LEN;
 }
 
-static size_t put_central(uint8_t *p, const char *name, uint32_t crc, uint64_t size, uint64_t hoff)
+static size_t put_central(uint8_t *p, const struct member *m)
 {
 	uint64_t ex[3];
 	unsigned nex = 0, ver;
+	int z64 = sizes64(m->usize, m->csize);
 	size_t n;
 
 	/* zipfile's order: uncompressed, compressed, then the header offset. */
-	if (size > ZIP64_LIMIT) {
-		ex[nex++] = size;
-		ex[nex++] = size;
+	if (z64) {
+		ex[nex++] = m->usize;
+		ex[nex++] = m->csize;
 	}
-	if (hoff > ZIP64_LIMIT)
-		ex[nex++] = hoff;
+	if (m->hoff > ZIP64_LIMIT)
+		ex[nex++] = m->hoff;
 	ver = nex ? ZIP64_VERSION : ZIP_VERSION;
 	dl_put_le32(p, 0x02014b50);
 	p[4] = (uint8_t)ver;
 	p[5] = ZIP_MADE_BY_UNIX;
 	dl_put_le16(p + 6, (uint16_t)ver);
 	dl_put_le16(p + 8, 0);
-	dl_put_le16(p + 10, 0);
+	dl_put_le16(p + 10, m->method);
 	dl_put_le16(p + 12, 0);
 	dl_put_le16(p + 14, ZIP_DATE_1980);
-	dl_put_le32(p + CENTRAL_CRC_AT, crc);
-	dl_put_le32(p + 20, clip32(size));
-	dl_put_le32(p + 24, clip32(size));
+	dl_put_le32(p + CENTRAL_CRC_AT, m->crc);
+	dl_put_le32(p + 20, z64 ? 0xffffffffu : (uint32_t)m->csize);
+	dl_put_le32(p + 24, z64 ? 0xffffffffu : (uint32_t)m->usize);
 	dl_put_le16(p + 28, NAME_LEN);
 	dl_put_le16(p + 30, (uint16_t)(nex ? 4 + 8 * nex : 0));
 	dl_put_le16(p + 32, 0); /* comment */
 	dl_put_le16(p + 34, 0); /* disk */
 	dl_put_le16(p + 36, 0); /* internal attributes */
 	dl_put_le32(p + 38, ZIP_EXT_ATTR_0600);
-	dl_put_le32(p + 42, clip32(hoff));
-	memcpy(p + 46, name, NAME_LEN);
+	dl_put_le32(p + 42, m->hoff > ZIP64_LIMIT ? 0xffffffffu : (uint32_t)m->hoff);
+	memcpy(p + 46, m->name, NAME_LEN);
 	n = CENTRAL_FIXED + NAME_LEN;
 	if (nex) {
 		dl_put_le16(p + n, 1);
@@ -135,11 +188,12 @@ static size_t put_central(uint8_t *p, const char *name, uint32_t crc, uint64_t s
  * _write_end_record. Returns its length (the same whatever the CRCs). */
 static size_t put_tail(const struct dl_file *f, uint8_t *p, uint32_t crc_x, uint32_t crc_y)
 {
+	struct member mx = member_of(f, 0, crc_x), my = member_of(f, 1, crc_y);
 	uint64_t cdo = off_central(f), cds;
 	size_t n = 0;
 
-	n += put_central(p + n, "x.npy", crc_x, f->aux[AUX_X], 0);
-	n += put_central(p + n, "y.npy", crc_y, f->aux[AUX_Y], off_local_y(f));
+	n += put_central(p + n, &mx);
+	n += put_central(p + n, &my);
 	cds = n;
 	if (cdo > ZIP64_LIMIT || cds > ZIP64_LIMIT) {
 		uint8_t *r = p + n;
@@ -265,58 +319,84 @@ static int npz_layout(struct dl_file *f)
 	return 0;
 }
 
+/* Bytes [o, o + n) of an uncompressed member (y: 0 for x.npy, 1 for y.npy). */
+static void member_fill(const struct dl_file *f, int y, uint8_t *dst, uint64_t o, size_t n)
+{
+	uint64_t h = f->aux[y ? AUX_HY : AUX_HX];
+
+	if (o < h) {
+		uint8_t hdr[DL_NPY_HDR_MAX];
+		size_t k = y ? y_header(f, hdr) : dl_npy_file_header(f, hdr);
+		dl_copy_overlap(dst, o, n, hdr, 0, k);
+	}
+	if (o + n > h) {
+		uint64_t lo = o > h ? o : h;
+		if (y)
+			memset(dst + (lo - o), 0, (size_t)(o + n - lo));
+		else
+			dl_npy_fill_data(f, dst + (lo - o), lo - h, (size_t)(o + n - lo));
+	}
+}
+
+struct fill_arg {
+	const struct dl_file *f;
+	int y;
+};
+
+static int fill_cb(void *arg, uint8_t *dst, uint64_t raw_off, size_t len)
+{
+	const struct fill_arg *a = arg;
+
+	member_fill(a->f, a->y, dst, raw_off, len);
+	return 0;
+}
+
+/* Local header and data of one member, as far as the request overlaps them. */
+static void read_member(const struct dl_file *f, int y, const struct member *m, uint8_t *buf,
+			uint64_t off, size_t len)
+{
+	const uint64_t data = m->hoff + LOCAL_LEN;
+
+	if (overlaps(off, len, m->hoff, LOCAL_LEN)) {
+		uint8_t local[LOCAL_LEN];
+		put_local(local, m);
+		dl_copy_overlap(buf, off, len, local, m->hoff, LOCAL_LEN);
+	}
+	if (!overlaps(off, len, data, m->csize))
+		return;
+	if (m->method == ZIP_DEFLATED) {
+		struct fill_arg a = {f, y};
+		dl_ds_read(buf, off, len, data, m->usize, fill_cb, &a);
+	} else {
+		uint64_t lo = off > data ? off : data;
+		uint64_t hi = off + len < data + m->csize ? off + len : data + m->csize;
+		member_fill(f, y, buf + (lo - off), lo - data, (size_t)(hi - lo));
+	}
+}
+
 static int npz_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *buf, uint64_t off,
 		    size_t len)
 {
-	uint8_t hdr[DL_NPY_HDR_MAX], tail[TAIL_MAX], local[LOCAL_LEN];
-	uint64_t hx = f->aux[AUX_HX], X = f->aux[AUX_X];
-	uint64_t hy = f->aux[AUX_HY], Y = f->aux[AUX_Y];
-	uint64_t ly = off_local_y(f), cdo = off_central(f);
-	uint64_t cdy = cdo + central_len(X, 0);
-	uint64_t xdata = LOCAL_LEN + hx, ydata = ly + LOCAL_LEN + hy;
-	uint32_t cx = 0, cy = 0;
-	int need_x, need_y, ret;
+	struct member mx = member_of(f, 0, 0), my = member_of(f, 1, 0);
+	uint64_t cdo = off_central(f);
+	uint64_t cdy = cdo + central_len(mx.usize, mx.csize, mx.hoff);
+	int ret;
 
 	/* CRCs only when this read returns one of their bytes. */
-	need_x = overlaps(off, len, LOCAL_CRC_AT, 4) || overlaps(off, len, cdo + CENTRAL_CRC_AT, 4);
-	need_y =
-	    overlaps(off, len, ly + LOCAL_CRC_AT, 4) || overlaps(off, len, cdy + CENTRAL_CRC_AT, 4);
-	if (need_x) {
-		ret = crc_x(ctx, f, &cx);
+	if (overlaps(off, len, LOCAL_CRC_AT, 4) || overlaps(off, len, cdo + CENTRAL_CRC_AT, 4)) {
+		ret = crc_x(ctx, f, &mx.crc);
 		if (ret)
 			return ret;
 	}
-	if (need_y)
-		cy = crc_y(ctx, f);
+	if (overlaps(off, len, my.hoff + LOCAL_CRC_AT, 4) ||
+	    overlaps(off, len, cdy + CENTRAL_CRC_AT, 4))
+		my.crc = crc_y(ctx, f);
 
-	if (overlaps(off, len, 0, LOCAL_LEN)) {
-		put_local(local, "x.npy", cx, X);
-		dl_copy_overlap(buf, off, len, local, 0, LOCAL_LEN);
-	}
-	if (overlaps(off, len, LOCAL_LEN, hx)) {
-		dl_npy_file_header(f, hdr);
-		dl_copy_overlap(buf, off, len, hdr, LOCAL_LEN, hx);
-	}
-	if (overlaps(off, len, xdata, X - hx)) {
-		uint64_t lo = off > xdata ? off : xdata;
-		uint64_t hi = off + len < ly ? off + len : ly;
-		dl_npy_fill_data(f, buf + (lo - off), lo - xdata, (size_t)(hi - lo));
-	}
-	if (overlaps(off, len, ly, LOCAL_LEN)) {
-		put_local(local, "y.npy", cy, Y);
-		dl_copy_overlap(buf, off, len, local, ly, LOCAL_LEN);
-	}
-	if (overlaps(off, len, ly + LOCAL_LEN, hy)) {
-		y_header(f, hdr);
-		dl_copy_overlap(buf, off, len, hdr, ly + LOCAL_LEN, hy);
-	}
-	if (overlaps(off, len, ydata, Y - hy)) {
-		uint64_t lo = off > ydata ? off : ydata;
-		uint64_t hi = off + len < cdo ? off + len : cdo;
-		memset(buf + (lo - off), 0, (size_t)(hi - lo));
-	}
+	read_member(f, 0, &mx, buf, off, len);
+	read_member(f, 1, &my, buf, off, len);
 	if (off + len > cdo) {
-		size_t n = put_tail(f, tail, cx, cy);
+		uint8_t tail[TAIL_MAX];
+		size_t n = put_tail(f, tail, mx.crc, my.crc);
 		dl_copy_overlap(buf, off, len, tail, cdo, n);
 	}
 	return 0;

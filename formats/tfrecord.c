@@ -10,15 +10,30 @@
  * regenerating the missing part of the record, and kept in the derived-value
  * cache (formats.md 2.5, strategy S3).
  *
+ * With `compression: gzip` the file is that record stream U (S bytes) in one
+ * gzip member, as tf.io.TFRecordWriter with compression_type "GZIP" writes it
+ * through zlib: a 10-byte header (1f 8b 08, no flags, mtime 0, XFL from the
+ * level as zlib sets it, OS 3 = Unix), a raw deflate stream of stored blocks
+ * over U (deflate_stored.h), the CRC-32 of U and S mod 2^32 (u32le each).
+ * Size 10 + S + 5 ceil(S / 65535) + 8, exact at stat time. The CRC-32 of U is
+ * derived per 1 MiB segment of U (S3): each segment's CRC is taken from the
+ * bytes of sequential reads as they pass (a running value per read end keeps
+ * the chain across reads), and whatever is missing is generated when the
+ * trailer is read; the segments then combine with crc32_combine_op.
+ *
  * f->aux: [0] record length R = n + 16, [1] Example length n,
  *         [2] offset of the image bytes in the record, [3] Example suffix length. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "crc32c.h"
+#include "deflate_stored.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
 #include "formats_i.h"
+#include "tfrecord_i.h"
 
 #define HDR_LEN 12		/* u64le length + masked CRC of it */
 #define CRC_LEN 4
@@ -31,6 +46,16 @@
 #define SCRATCH 32768
 /* Key space of the running-CRC entries (see record_crc). */
 #define PARTIAL_TAG 0x7466722d70617274ULL
+
+/* GZIP variant: member header and trailer, CRC-32 segments of U. */
+#define GZ_HDR 10
+#define GZ_TRAILER 8
+#define GZ_SEG DL_TFR_GZ_SEG
+#define GZ_WHOLE DL_TFR_GZ_WHOLE
+
+/* Joining CRC-32s of full segments: one precomputed operator (zlib >= 1.2.12). */
+#define SEG_OP_INIT() crc32_combine_gen((z_off_t)GZ_SEG)
+#define SEG_JOIN(a, b, op) crc32_combine_op(a, b, op)
 
 /* The fixed bytes of one record for a given N. */
 struct tfr_geom {
@@ -130,12 +155,21 @@ static int tfr_geom(uint64_t N, struct tfr_geom *g)
 static int tfr_layout(struct dl_file *f)
 {
 	struct tfr_geom g;
+	uint64_t S;
 	int ret = tfr_geom(f->sample_bytes, &g);
 
 	if (ret)
 		return ret;
-	if (__builtin_mul_overflow(f->samples, g.rec, &f->size))
+	if (__builtin_mul_overflow(f->samples, g.rec, &S))
 		return -EFBIG;
+	if (f->ds->compression == DL_COMP_GZIP) {
+		/* Below 2^63 the stored-block overhead cannot overflow. */
+		if (S > (UINT64_MAX >> 1))
+			return -EFBIG;
+		f->size = GZ_HDR + dl_ds_size(S) + GZ_TRAILER;
+	} else {
+		f->size = S;
+	}
 	f->aux[0] = g.rec;
 	f->aux[1] = g.n;
 	f->aux[2] = HDR_LEN + g.pre;
@@ -234,25 +268,181 @@ static void record_crc(struct dl_fmt_ctx *ctx, const struct dl_file *f, const st
 		put_crc(buf, off, len, ex_end, c);
 }
 
+/* Bytes [off, off + len) of the record stream U. */
+static void tfr_raw(struct dl_fmt_ctx *ctx, const struct dl_file *f, const struct tfr_geom *g,
+		    uint8_t *buf, uint64_t off, size_t len)
+{
+	const uint64_t end = off + len;
+
+	for (uint64_t r = off / g->rec; r < f->samples && r * g->rec < end; r++) {
+		const uint64_t at = r * g->rec;
+		const uint64_t pay = at + HDR_LEN + g->pre;
+
+		dl_copy_overlap(buf, off, len, g->hdr, at, HDR_LEN);
+		dl_copy_overlap(buf, off, len, g->prefix, at + HDR_LEN, g->pre);
+		dl_fill_overlap(buf, off, len, dl_file_stream(f, r), pay, g->N);
+		dl_copy_overlap(buf, off, len, g->suffix, pay + g->N, g->suf);
+		record_crc(ctx, f, g, r, at, buf, off, len);
+	}
+}
+
+/* ---- GZIP variant ---- */
+
+static void gzip_head(const struct dl_file *f, uint8_t h[GZ_HDR])
+{
+	unsigned level = f->ds->compression_level;
+
+	memset(h, 0, GZ_HDR);
+	h[0] = 0x1f;
+	h[1] = 0x8b;
+	h[2] = 8; /* deflate */
+	/* zlib's XFL: 2 at level 9, 4 at level 1, else 0; OS 3 as zlib on Unix. */
+	h[8] = level == 9 ? 2 : level == 1 ? 4 : 0;
+	h[9] = 3;
+}
+
+/* A read following the 1 MiB segments of U through its raw runs. */
+struct gz_walk {
+	struct dl_fmt_ctx *ctx;
+	const struct dl_file *f;
+	const struct tfr_geom *g;
+	uint64_t S, kseg, kpart;
+	uint64_t seg;	/* segment last entered, GZ_WHOLE before the first */
+	int run;	/* crc holds the segment's bytes up to `at` */
+	uint32_t crc;
+	uint64_t at;
+};
+
+/* Extend the segment CRCs with the final bytes p = U[o, o + n): a segment's
+ * CRC is taken when the walk holds all of it, counting a running value left
+ * by the previous read at this offset. */
+static void gz_follow(struct gz_walk *w, const uint8_t *p, uint64_t o, size_t n)
+{
+	while (n) {
+		const uint64_t k = o / GZ_SEG;
+		const uint64_t e = (k + 1) * GZ_SEG < w->S ? (k + 1) * GZ_SEG : w->S;
+		const size_t m = e - o < n ? (size_t)(e - o) : n;
+		uint32_t c;
+
+		if (k != w->seg) {
+			w->seg = k;
+			w->run = 0;
+			if (dl_dcache_get(w->ctx, w->kseg, k, &c) == 0) {
+				/* known: nothing to do */
+			} else if (o == k * GZ_SEG) {
+				w->crc = 0;
+				w->run = 1;
+			} else if (dl_dcache_get(w->ctx, w->kpart, o, &c) == 0) {
+				w->crc = c;
+				w->run = 1;
+			}
+		}
+		if (w->run) {
+			w->crc = (uint32_t)crc32(w->crc, p, (uInt)m);
+			if (o + m == e) {
+				dl_dcache_put(w->ctx, w->kseg, k, w->crc);
+				w->run = 0;
+			}
+		}
+		o += m;
+		p += m;
+		n -= m;
+	}
+	w->at = o;
+}
+
+static int gz_fill(void *arg, uint8_t *dst, uint64_t raw_off, size_t len)
+{
+	struct gz_walk *w = arg;
+
+	tfr_raw(w->ctx, w->f, w->g, dst, raw_off, len);
+	gz_follow(w, dst, raw_off, len);
+	return 0;
+}
+
+/* CRC-32 of U: the segments' CRCs joined, generating the missing ones. */
+static int gz_crc(struct dl_fmt_ctx *ctx, const struct dl_file *f, const struct tfr_geom *g,
+		  uint64_t S, uint32_t *out)
+{
+	const uint64_t kseg = dl_tfr_gz_key(f, DL_TFR_GZ_SEG_TAG);
+	const uLong op = SEG_OP_INIT();
+	uint8_t *buf = NULL;
+	uLong acc = 0;
+
+	if (dl_dcache_get(ctx, kseg, GZ_WHOLE, out) == 0)
+		return 0;
+	for (uint64_t k = 0, o = 0; o < S; k++, o += GZ_SEG) {
+		size_t n = S - o < GZ_SEG ? (size_t)(S - o) : GZ_SEG;
+		uint32_t c;
+
+		if (dl_dcache_get(ctx, kseg, k, &c) != 0) {
+			if (!buf && !(buf = malloc(GZ_SEG)))
+				return -ENOMEM;
+			tfr_raw(ctx, f, g, buf, o, n);
+			c = (uint32_t)crc32(0, buf, (uInt)n);
+			dl_dcache_put(ctx, kseg, k, c);
+		}
+		acc = n == GZ_SEG ? SEG_JOIN(acc, c, op) : crc32_combine(acc, c, (z_off_t)n);
+	}
+	free(buf);
+	*out = (uint32_t)acc;
+	dl_dcache_put(ctx, kseg, GZ_WHOLE, *out);
+	return 0;
+}
+
+static int gz_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, const struct tfr_geom *g,
+		   uint8_t *buf, uint64_t off, size_t len)
+{
+	const uint64_t S = f->samples * g->rec;
+	const uint64_t tr = GZ_HDR + dl_ds_size(S); /* trailer offset */
+	struct gz_walk w = {
+	    .ctx = ctx,
+	    .f = f,
+	    .g = g,
+	    .S = S,
+	    .kseg = dl_tfr_gz_key(f, DL_TFR_GZ_SEG_TAG),
+	    .kpart = dl_tfr_gz_key(f, DL_TFR_GZ_PART_TAG),
+	    .seg = GZ_WHOLE,
+	};
+	uint8_t h[GZ_HDR > GZ_TRAILER ? GZ_HDR : GZ_TRAILER];
+	int ret;
+
+	if (off < GZ_HDR) {
+		gzip_head(f, h);
+		dl_copy_overlap(buf, off, len, h, 0, GZ_HDR);
+	}
+	ret = dl_ds_read(buf, off, len, GZ_HDR, S, gz_fill, &w);
+	if (ret)
+		return ret;
+	if (w.run)
+		dl_dcache_put(ctx, w.kpart, w.at, w.crc);
+	if (off + len > tr) {
+		uint32_t crc = 0;
+
+		/* The CRC only when this read returns one of its bytes. */
+		if (off < tr + 4) {
+			ret = gz_crc(ctx, f, g, S, &crc);
+			if (ret)
+				return ret;
+		}
+		dl_put_le32(h, crc);
+		dl_put_le32(h + 4, (uint32_t)S);
+		dl_copy_overlap(buf, off, len, h, tr, GZ_TRAILER);
+	}
+	return 0;
+}
+
 static int tfr_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *buf, uint64_t off,
 		    size_t len)
 {
 	struct tfr_geom g;
-	const uint64_t end = off + len;
 	int ret = tfr_geom(f->sample_bytes, &g);
 
 	if (ret)
 		return ret;
-	for (uint64_t r = off / g.rec; r < f->samples && r * g.rec < end; r++) {
-		const uint64_t at = r * g.rec;
-		const uint64_t pay = at + HDR_LEN + g.pre;
-
-		dl_copy_overlap(buf, off, len, g.hdr, at, HDR_LEN);
-		dl_copy_overlap(buf, off, len, g.prefix, at + HDR_LEN, g.pre);
-		dl_fill_overlap(buf, off, len, dl_file_stream(f, r), pay, g.N);
-		dl_copy_overlap(buf, off, len, g.suffix, pay + g.N, g.suf);
-		record_crc(ctx, f, &g, r, at, buf, off, len);
-	}
+	if (f->ds->compression == DL_COMP_GZIP)
+		return gz_read(ctx, f, &g, buf, off, len);
+	tfr_raw(ctx, f, &g, buf, off, len);
 	return 0;
 }
 

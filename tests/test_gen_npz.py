@@ -5,15 +5,22 @@ so re-saving what np.load returned (np.save / np.savez into a BytesIO) must
 give our file byte for byte. Multi-GB ZIP64 archives are not written out:
 the C unit test binary serves their bytes on demand (--serve) and zipfile
 reads them through a file object, CRCs included.
+
+`compression: zip` (np.savez_compressed): the same datasets generated with
+and without it load to the same arrays; the archive has numpy's structure
+(compared field by field with np.savez_compressed's own output of those
+arrays) and each member is a raw deflate stream of stored blocks.
 """
 import io
 import math
 import os
 import subprocess
+import struct
 import sys
 import tempfile
 import unittest
 import zipfile
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dltest  # noqa: E402
@@ -206,6 +213,179 @@ class GenNpzTest(unittest.TestCase):
                              dltest.sha256_file(self.path(rel)), rel)
 
 
+# Datasets generated twice, with and without `compression: zip`: same names,
+# so the same content keys. (name, dtype, files, eval files, samples,
+# sample_size or None, shape or None)
+ZIP_DATASETS = [
+    ("zu8", "uint8", 3, 1, 2, "{mean: 100KB, stdev: 40KB, min: 1KB, max: 300KB}", None),
+    ("zf32", "float32", 2, 0, 3, None, [64, 64, 3]),
+    ("zi64", "int64", 2, 0, 3, "4096", None),
+    ("zf16", "float16", 1, 1, 2, None, [10, 10]),
+    ("zone", "uint8", 1, 0, 1, None, [65535 - 128]),  # x.npy: exactly one full block
+    ("ztwo", "uint8", 1, 0, 1, None, [65536 - 128]),  # a 1-byte second block
+]
+
+
+def zip_config(compress):
+    lines = ["seed: 99", "datasets:"]
+    for (name, dt, nf, ne, ns, size, shape) in ZIP_DATASETS:
+        lines += ["  - name: %s" % name, "    format: npz", "    dtype: %s" % dt,
+                  "    files: %d" % nf, "    eval_files: %d" % ne,
+                  "    samples_per_file: %d" % ns]
+        if size is not None:
+            lines.append("    sample_size: %s" % size)
+        if shape is not None:
+            lines.append("    shape: [%s]" % ", ".join(str(v) for v in shape))
+        if compress:
+            lines.append("    compression: zip")
+    return "\n".join(lines) + "\n"
+
+
+def stored_len(n):
+    """Raw deflate stream of stored blocks holding n bytes (formats.md 4.4)."""
+    return n + 5 * max(1, -(-n // 65535))
+
+
+def stored_blocks(data):
+    """Parse a raw deflate stream that must be stored blocks only: (content,
+    block lengths). Raises AssertionError on anything else."""
+    out, lens, pos = [], [], 0
+    while True:
+        hdr = data[pos]
+        assert hdr in (0, 1), "block header %#x at %d: not a stored block" % (hdr, pos)
+        ln, nln = struct.unpack_from("<HH", data, pos + 1)
+        assert ln ^ nln == 0xFFFF, "NLEN at %d" % pos
+        out.append(data[pos + 5:pos + 5 + ln])
+        lens.append(ln)
+        pos += 5 + ln
+        if hdr == 1:
+            break
+    assert pos == len(data), "%d bytes after the final block" % (len(data) - pos)
+    return b"".join(out), lens
+
+
+def local_header(raw, off):
+    """Fields of the local header at off: (fixed 30 bytes, name, extra)."""
+    head = raw[off:off + 30]
+    nlen, xlen = struct.unpack_from("<HH", head, 26)
+    return head, raw[off + 30:off + 30 + nlen], raw[off + 30 + nlen:off + 30 + nlen + xlen]
+
+
+class GenNpzCompressedTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        dltest.require(np is not None, "numpy not importable")
+        dltest.require(os.path.exists(dltest.DLIO_GEN), "dlio-gen not built: " + dltest.DLIO_GEN)
+        cls.tmp = tempfile.TemporaryDirectory(prefix="dliofs-npzc-")
+        cls.addClassCleanup(cls.tmp.cleanup)
+        cz = dltest.write_config(cls.tmp.name, zip_config(True), "zip.yaml")
+        cs = dltest.write_config(cls.tmp.name, zip_config(False), "stored.yaml")
+        cls.zout = dltest.gen(cz, os.path.join(cls.tmp.name, "zip"))
+        cls.sout = dltest.gen(cs, os.path.join(cls.tmp.name, "stored"))
+        cls.files = dltest.walk_files(cls.zout)
+
+    def pairs(self):
+        for rel in self.files:
+            yield rel, os.path.join(self.zout, rel), os.path.join(self.sout, rel)
+
+    def test_same_files(self):
+        self.assertEqual(self.files, dltest.walk_files(self.sout))
+        want = sum(nf + ne for (_n, _d, nf, ne, _s, _z, _h) in ZIP_DATASETS)
+        self.assertEqual(len(self.files), want)
+        self.assertTrue(all(f.endswith(".npz") for f in self.files))
+
+    def test_arrays_equal_stored_variant(self):
+        for rel, zp, sp in self.pairs():
+            with self.subTest(file=rel):
+                with np.load(zp) as z, np.load(sp) as s:
+                    self.assertEqual(sorted(z.files), ["x", "y"])
+                    for k in ("x", "y"):
+                        a, b = z[k], s[k]
+                        self.assertEqual((a.dtype, a.shape), (b.dtype, b.shape), k)
+                        self.assertTrue(np.array_equal(a, b), k)
+                    self.assertFalse(z["y"].any())
+
+    def test_zipfile(self):
+        for rel, zp, sp in self.pairs():
+            with self.subTest(file=rel):
+                with zipfile.ZipFile(zp) as zf, zipfile.ZipFile(sp) as sf:
+                    self.assertIsNone(zf.testzip())  # inflates and checks every CRC
+                    zi, si = zf.infolist(), sf.infolist()
+                    self.assertEqual([i.filename for i in zi], ["x.npy", "y.npy"])
+                    self.assertEqual([i.compress_type for i in zi], [8, 8])
+                    self.assertEqual([i.compress_type for i in si], [0, 0])
+                    self.assertEqual([i.file_size for i in zi], [i.file_size for i in si])
+                    self.assertEqual([i.CRC for i in zi], [i.CRC for i in si])
+                    self.assertEqual([i.compress_size for i in zi],
+                                     [stored_len(i.file_size) for i in zi])
+                    self.assertEqual([i.header_offset for i in zi],
+                                     [0, 55 + zi[0].compress_size])
+                    for name in ("x.npy", "y.npy"):
+                        self.assertTrue(zf.read(name) == sf.read(name), name)
+                size = os.path.getsize(zp)
+                self.assertEqual(size, 234 + sum(i.compress_size for i in zi))
+                self.assertEqual(size - os.path.getsize(sp),
+                                 sum(i.compress_size - i.file_size for i in zi))
+
+    def test_members_are_stored_blocks(self):
+        for rel, zp, sp in self.pairs():
+            with self.subTest(file=rel):
+                raw = dltest.read_file(zp)
+                with zipfile.ZipFile(zp) as zf, zipfile.ZipFile(sp) as sf:
+                    for info in zf.infolist():
+                        data_at = info.header_offset + 55
+                        content, lens = stored_blocks(raw[data_at:data_at + info.compress_size])
+                        self.assertTrue(content == sf.read(info.filename))
+                        self.assertEqual(lens, [65535] * (len(lens) - 1) +
+                                         [info.file_size - 65535 * (len(lens) - 1)])
+                        self.assertEqual(len(lens), max(1, -(-info.file_size // 65535)))
+                        # Python's own raw inflate, as zipfile runs it.
+                        d = zlib.decompressobj(-15)
+                        out = d.decompress(raw[data_at:data_at + info.compress_size])
+                        self.assertTrue(d.eof and out == content and not d.unused_data)
+        # The block-edge datasets hit what they aim at.
+        for name, blocks in (("zone", [65535]), ("ztwo", [65535, 1])):
+            rel = [r for r in self.files if r.startswith(name + "/")][0]
+            raw = dltest.read_file(os.path.join(self.zout, rel))
+            self.assertEqual(stored_blocks(raw[55:55 + stored_len(sum(blocks))])[1], blocks)
+
+    def test_structure_as_numpy_writes_it(self):
+        """Everything np.savez_compressed writes for the same arrays, except the
+        compressed sizes and what follows from them (offsets), is ours too."""
+        for rel, zp, _sp in self.pairs():
+            with self.subTest(file=rel):
+                ours = dltest.read_file(zp)
+                with np.load(zp) as z:
+                    x, y = z["x"], z["y"]
+                buf = io.BytesIO()
+                np.savez_compressed(buf, x=x, y=y)
+                theirs = buf.getvalue()
+                with zipfile.ZipFile(io.BytesIO(ours)) as a, \
+                        zipfile.ZipFile(io.BytesIO(theirs)) as b:
+                    ia, ib = a.infolist(), b.infolist()
+                    self.assertEqual(len(ia), len(ib))
+                    for p, q in zip(ia, ib):
+                        for attr in ("filename", "compress_type", "flag_bits", "extract_version",
+                                     "create_version", "create_system", "external_attr",
+                                     "internal_attr", "date_time", "CRC", "file_size", "extra",
+                                     "comment", "volume", "reserved"):
+                            self.assertEqual(getattr(p, attr), getattr(q, attr), attr)
+                        # Local headers: all but the compressed size (+18 and the
+                        # ZIP64 extra's second value).
+                        ha, na, xa = local_header(ours, p.header_offset)
+                        hb, nb, xb = local_header(theirs, q.header_offset)
+                        self.assertEqual(ha[:18] + ha[22:], hb[:18] + hb[22:])
+                        self.assertEqual(struct.unpack_from("<I", ha, 18)[0], p.compress_size)
+                        self.assertEqual((na, len(xa)), (nb, 20))
+                        self.assertEqual(xa[:12], xb[:12])  # id, length, uncompressed size
+                        self.assertEqual(struct.unpack_from("<Q", xa, 12)[0], p.compress_size)
+                    self.assertEqual(ia[0].header_offset, ib[0].header_offset)
+                # The EOCD: same counts and comment, directory of the same size.
+                ea, eb = ours[-22:], theirs[-22:]
+                self.assertEqual(ea[:16], eb[:16])
+                self.assertEqual(ea[20:], eb[20:])
+
+
 TEST_BIN = os.path.join(dltest.BUILD, "tests", "test_npy_npz")
 
 
@@ -376,6 +556,45 @@ class Zip64Test(unittest.TestCase):
     def test_directory_over_limit(self):
         # x.npy fits, but the central directory starts past 2^31 - 1.
         self.check_geometry(2147483647 - 128 - 60, False, True)
+
+    def test_compressed_member_over_limit(self):
+        """np.savez_compressed layout whose x.npy fits in 2^31 - 1 bytes but
+        whose deflate stream does not: zipfile's rules make the member ZIP64
+        (sizes in the extras) and y's offset too. zipfile inflates the whole
+        2 GB member through the served file and checks its CRC."""
+        dim = 2147483647 - 1000 - 128
+        X = 128 + dim
+        C = stored_len(X)
+        self.assertLessEqual(X, 2147483647)
+        self.assertGreater(C, 2147483647)
+        f = Served(["npz+zip", "uint8", "1", str(dim)])
+        self.addCleanup(f.close)
+        self.assertEqual(f.size, 110 + C + stored_len(136) + 71 + 63 + 56 + 20 + 22)
+        with zipfile.ZipFile(f) as zf:
+            infos = zf.infolist()
+            self.assertEqual([i.filename for i in infos], ["x.npy", "y.npy"])
+            self.assertEqual([i.compress_type for i in infos], [8, 8])
+            self.assertEqual([i.file_size for i in infos], [X, 136])
+            self.assertEqual([i.compress_size for i in infos], [C, stored_len(136)])
+            self.assertEqual([i.header_offset for i in infos], [0, 55 + C])
+            self.assertEqual(infos[0].extract_version, 45)
+            y = np.load(io.BytesIO(zf.read("y.npy")))
+            self.assertEqual((y.dtype, y.shape, int(y.any())), (np.dtype("int64"), (1,), 0))
+            with zf.open("x.npy") as m:
+                self.assertEqual(np.lib.format.read_magic(m), (1, 0))
+                shape, fortran, dt = np.lib.format.read_array_header_1_0(m)
+                self.assertEqual((shape, fortran, dt), ((dim, 1), False, np.dtype("uint8")))
+                left = dim
+                while left:
+                    n = len(m.read(min(left, 64 << 20)))
+                    self.assertGreater(n, 0)
+                    left -= n
+                self.assertEqual(m.read(1), b"")  # zipfile checked the CRC here
+        local = f.pread(0, 55)
+        # version 45, flags 0, method 8; both 32-bit sizes 0xffffffff; name, extra.
+        self.assertEqual(struct.unpack_from("<HHH", local, 4), (45, 0, 8))
+        self.assertEqual(struct.unpack_from("<IIHH", local, 18), (0xFFFFFFFF, 0xFFFFFFFF, 5, 20))
+        self.assertEqual(struct.unpack_from("<HHQQ", local, 35), (1, 16, X, C))
 
 
 if __name__ == "__main__":

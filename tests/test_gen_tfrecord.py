@@ -5,7 +5,13 @@ tf.io.parse_single_example decodes the Example the way DLIO's reader does.
 Expected sizes come from formats.md 2.2, re-derived here in Python; the
 record count and per-file payload size N are checked against the config.
 A corrupted copy proves the CRC check is really on.
+
+`compression: gzip`: the same datasets generated with and without it; the
+gzip file must decompress (Python's gzip and zlib, TensorFlow's GZIP reader
+with its record CRC checks) to exactly the uncompressed variant, with the
+header TensorFlow's own GZIP writer puts there and exact sizes.
 """
+import gzip
 import json
 import os
 import shutil
@@ -14,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dltest  # noqa: E402
@@ -242,6 +249,166 @@ class TFRecordGen(unittest.TestCase):
         res = json.loads(line[0][len("RESULT "):])
         for p, (name, N, R, pay, size) in self.files.items():
             self.assertEqual(res["records"].get(p), EXPECT[name][2], p)
+        for p in corrupt:
+            self.assertEqual(res["corrupt"][p], "DataLossError", p)
+
+
+# Generated twice, with and without gzip: (name, yaml lines, compression_level)
+GZ_DATASETS = [
+    ("gres", ["files: 2", "samples_per_file: 9", "shape: [338, 338]"], None),
+    ("gdist", ["files: 3", "eval_files: 1", "samples_per_file: 6",
+               "sample_size: {mean: 40KB, stdev: 15KB, min: 1KB, max: 100KB}"], 9),
+    ("gtiny", ["files: 2", "samples_per_file: 25", "sample_size: 1"], 1),
+    ("gcosmo", ["files: 1", "samples_per_file: 2", "sample_size: 2825761"], 6),
+]
+
+
+def gz_config(compress):
+    lines = ["seed: 4321", "datasets:"]
+    for name, keys, level in GZ_DATASETS:
+        lines += ["  - name: %s" % name, "    format: tfrecord"] + ["    " + k for k in keys]
+        if compress:
+            lines.append("    compression: gzip")
+            if level is not None:
+                lines.append("    compression_level: %d" % level)
+    return "\n".join(lines) + "\n"
+
+
+def gz_size(S):
+    """10-byte header, stored deflate blocks, CRC-32 and ISIZE."""
+    return 10 + S + 5 * max(1, -(-S // 65535)) + 8
+
+
+# TF reads each gzip file and its uncompressed twin; every record must match.
+TF_GZ_SCRIPT = r"""
+import json, sys
+import tensorflow as tf
+spec = json.load(open(sys.argv[1]))
+feat = {"image": tf.io.FixedLenFeature([], tf.string),
+        "size": tf.io.FixedLenFeature([], tf.int64)}
+out = {}
+for path, twin in spec["pairs"].items():
+    a = [r.numpy() for r in tf.data.TFRecordDataset([path], compression_type="GZIP",
+                                                      buffer_size=65536)]
+    b = [r.numpy() for r in tf.data.TFRecordDataset([twin])]
+    if a != b:
+        sys.exit("%s: %d records, twin %d, or contents differ" % (path, len(a), len(b)))
+    for rec in a:
+        ex = tf.io.parse_single_example(rec, feat)
+        if len(ex["image"].numpy()) != int(ex["size"].numpy()):
+            sys.exit("%s: image/size mismatch" % path)
+    out[path] = len(a)
+bad = {}
+for path in spec["corrupt"]:
+    try:
+        for rec in tf.data.TFRecordDataset([path], compression_type="GZIP"):
+            pass
+        bad[path] = "read without error"
+    except tf.errors.DataLossError as e:
+        bad[path] = "DataLossError"
+print("RESULT " + json.dumps({"records": out, "corrupt": bad}))
+"""
+
+
+class TFRecordGzipGen(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="dliofs-tfrgz-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        cz = dltest.write_config(cls.tmp, gz_config(True), "gz.yaml")
+        cu = dltest.write_config(cls.tmp, gz_config(False), "plain.yaml")
+        cls.zout = dltest.gen(cz, os.path.join(cls.tmp, "gz"))
+        cls.uout = dltest.gen(cu, os.path.join(cls.tmp, "plain"))
+        cls.files = dltest.walk_files(cls.zout)
+
+    def pairs(self):
+        for rel in self.files:
+            yield rel, os.path.join(self.zout, rel), os.path.join(self.uout, rel)
+
+    def level(self, rel):
+        return {n: lv for n, _k, lv in GZ_DATASETS}[rel.split(os.sep)[0]]
+
+    def test_names_and_sizes(self):
+        self.assertEqual(self.files, dltest.walk_files(self.uout))
+        self.assertEqual(len(self.files), 2 + 4 + 2 + 1)
+        for rel, zp, up in self.pairs():
+            self.assertTrue(rel.endswith(".tfrecord"), rel)  # DLIO's name, no .gz
+            self.assertEqual(os.path.getsize(zp), gz_size(os.path.getsize(up)), rel)
+
+    def test_gzip_decompresses_to_uncompressed_variant(self):
+        for rel, zp, up in self.pairs():
+            with self.subTest(file=rel):
+                data, plain = dltest.read_file(zp), dltest.read_file(up)
+                self.assertTrue(gzip.decompress(data) == plain)
+                with gzip.open(zp, "rb") as g:  # streaming, in small reads
+                    parts = []
+                    while True:
+                        b = g.read(10007)
+                        if not b:
+                            break
+                        parts.append(b)
+                self.assertTrue(b"".join(parts) == plain)
+                d = zlib.decompressobj(16 + 15)
+                out = b"".join(d.decompress(data[i:i + 4099]) for i in range(0, len(data), 4099))
+                self.assertTrue(d.eof and not d.unused_data and out == plain)
+                # Header as zlib (TF's writer) makes it: no name, mtime 0, OS 3 (Unix);
+                # XFL 2 at level 9, 4 at level 1, else 0.
+                lv = self.level(rel)
+                xfl = 2 if lv == 9 else 4 if lv == 1 else 0
+                self.assertEqual(data[:10], b"\x1f\x8b\x08\x00\x00\x00\x00\x00" + bytes([xfl, 3]))
+                crc, isize = struct.unpack_from("<II", data, len(data) - 8)
+                self.assertEqual((crc, isize), (zlib.crc32(plain), len(plain) & 0xFFFFFFFF))
+
+    def test_stored_blocks(self):
+        for rel, zp, up in self.pairs():
+            data, n = dltest.read_file(zp), os.path.getsize(up)
+            pos, blocks = 10, 0
+            while True:
+                hdr = data[pos]
+                ln, nln = struct.unpack_from("<HH", data, pos + 1)
+                self.assertIn(hdr, (0, 1), (rel, pos))
+                self.assertEqual(ln ^ nln, 0xFFFF, (rel, pos))
+                blocks += 1
+                pos += 5 + ln
+                if hdr == 1:
+                    break
+                self.assertEqual(ln, 65535, (rel, pos))
+            self.assertEqual(pos, len(data) - 8, rel)
+            self.assertEqual(blocks, max(1, -(-n // 65535)), rel)
+
+    def test_tensorflow_reads_gzip(self):
+        py = dltest.venv_python()
+        dltest.require(py is not None, "TensorFlow venv (%s) not available" % dltest.VENV_PY)
+        src = os.path.join(self.zout, [r for r in self.files if r.startswith("gres")][0])
+        corrupt = []
+        size = os.path.getsize(src)
+        # trailer CRC-32; a payload byte in the second block (not a block header);
+        # ISIZE; a stored-block NLEN.
+        for what, where in (("crc", size - 6), ("payload", 10 + 65540 + 777),
+                            ("isize", size - 2), ("nlen", 10 + 65540 + 4)):
+            dst = os.path.join(self.tmp, "corrupt-%s.tfrecord" % what)
+            data = bytearray(dltest.read_file(src))
+            data[where] ^= 0x01
+            with open(dst, "wb") as f:
+                f.write(data)
+            corrupt.append(dst)
+        spec = {"pairs": {zp: up for _r, zp, up in self.pairs()}, "corrupt": corrupt}
+        spec_path = os.path.join(self.tmp, "gzspec.json")
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
+        script = os.path.join(self.tmp, "tfgz.py")
+        with open(script, "w") as f:
+            f.write(TF_GZ_SCRIPT)
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+        r = subprocess.run([py, script, spec_path], capture_output=True, text=True, env=env,
+                           timeout=500)
+        self.assertEqual(r.returncode, 0, r.stdout[-2000:] + r.stderr[-4000:])
+        line = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+        self.assertEqual(len(line), 1, r.stdout[-2000:])
+        res = json.loads(line[0][len("RESULT "):])
+        want = {"gres": 9, "gdist": 6, "gtiny": 25, "gcosmo": 2}
+        for rel, zp, _up in self.pairs():
+            self.assertEqual(res["records"].get(zp), want[rel.split(os.sep)[0]], rel)
         for p in corrupt:
             self.assertEqual(res["corrupt"][p], "DataLossError", p)
 

@@ -1,10 +1,12 @@
 /* NPY / NPZ layouts: numpy's header and ZIP arithmetic (formats.md 3, 4),
- * slice reads against full reads, CRC-32 fields against zlib, float ranges.
+ * slice reads against full reads, CRC-32 fields against zlib, float ranges;
+ * the `compression: zip` variant (np.savez_compressed with stored deflate
+ * blocks) inflated by zlib and compared with the stored variant.
  *
- * `test_npy_npz --serve FORMAT DTYPE SAMPLES DIM...` prints the file size and
- * then answers "OFF LEN" lines on stdin with those raw bytes on stdout: the
- * Python test uses it to let zipfile/numpy read multi-GB ZIP64 files without
- * writing them out. */
+ * `test_npy_npz --serve FORMAT[+zip] DTYPE SAMPLES DIM...` prints the file
+ * size and then answers "OFF LEN" lines on stdin with those raw bytes on
+ * stdout: the Python test uses it to let zipfile/numpy read multi-GB ZIP64
+ * files without writing them out. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -203,11 +205,16 @@ static void test_unet3d(struct dl_fmt_ctx *ctx)
 	free(chk);
 }
 
-/* Independent ZIP arithmetic (formats.md 4.1, 4.2). */
-static uint64_t expect_npz_size(uint64_t X, uint64_t Y)
+/* Stored deflate stream size (formats.md 4.4), written out independently. */
+static uint64_t ds_len(uint64_t n) { return n + 5 * (n ? (n + 65534) / 65535 : 1); }
+
+/* Independent ZIP arithmetic (formats.md 4.1, 4.2, 4.4): members of X and Y
+ * bytes, stored or (zip) as stored-block deflate streams. */
+static uint64_t expect_zip_size(uint64_t X, uint64_t Y, int zip)
 {
-	uint64_t ly = 55 + X, cdo = 110 + X + Y, cds, n;
-	unsigned ex = X > LIM ? 2 : 0, ey = (Y > LIM ? 2 : 0) + (ly > LIM ? 1 : 0);
+	uint64_t cx = zip ? ds_len(X) : X, cy = zip ? ds_len(Y) : Y;
+	uint64_t ly = 55 + cx, cdo = 110 + cx + cy, cds, n;
+	unsigned ex = cx > LIM ? 2 : 0, ey = (cy > LIM ? 2 : 0) + (ly > LIM ? 1 : 0);
 
 	cds = 51 + (ex ? 4 + 8 * ex : 0) + 51 + (ey ? 4 + 8 * ey : 0);
 	n = cdo + cds + 22;
@@ -215,6 +222,8 @@ static uint64_t expect_npz_size(uint64_t X, uint64_t Y)
 		n += 76;
 	return n;
 }
+
+static uint64_t expect_npz_size(uint64_t X, uint64_t Y) { return expect_zip_size(X, Y, 0); }
 
 static void test_zip64(struct dl_fmt_ctx *ctx)
 {
@@ -294,26 +303,279 @@ static void test_zip64(struct dl_fmt_ctx *ctx)
 	}
 }
 
-/* Walk the archive from its EOCD as zipfile would and check every CRC. */
-static int check_zip(const uint8_t *b, uint64_t size)
+/* Raw inflate (no zlib header, window -15) of exactly `clen` bytes into a
+ * new buffer of `ulen` bytes; NULL unless the stream ends exactly there. */
+static uint8_t *inflate_raw(const uint8_t *in, uint64_t clen, uint64_t ulen)
+{
+	uint8_t *out = malloc(ulen + 1);
+	z_stream z;
+	int rc;
+
+	memset(&z, 0, sizeof(z));
+	if (!out || inflateInit2(&z, -15) != Z_OK)
+		abort();
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)clen;
+	z.next_out = out;
+	z.avail_out = (uInt)(ulen + 1);
+	rc = inflate(&z, Z_FINISH);
+	if (rc != Z_STREAM_END || z.total_in != clen || z.total_out != ulen) {
+		fprintf(stderr, "inflate: rc %d, in %lu of %llu, out %lu of %llu\n", rc, z.total_in,
+			(unsigned long long)clen, z.total_out, (unsigned long long)ulen);
+		free(out);
+		out = NULL;
+	}
+	inflateEnd(&z);
+	return out;
+}
+
+/* np.savez_compressed layout with stored blocks: block edges of x.npy
+ * (X = 65535: one full block; 65536: a 1-byte last block; 131070: two full
+ * blocks), each block header read back, the headers' method and sizes, and
+ * what zlib inflates. */
+static void test_zip_blocks(struct dl_fmt_ctx *ctx)
+{
+	static const uint64_t xs[] = {65535, 65536, 131070, 131071, 1000000};
+
+	for (unsigned i = 0; i < sizeof(xs) / sizeof(xs[0]); i++) {
+		uint64_t d1[1] = {xs[i] - 128};
+		struct dl_dataset ds = mkds("blk", DL_FMT_NPZ, DL_DT_UINT8, 1, 0, 0, 1, d1);
+		struct dl_dataset twin = ds;
+		struct dl_file f, ft;
+		uint64_t X = xs[i], cx = ds_len(X), nb = (X + 65534) / 65535, bad_hdr = 0;
+		uint8_t *b, *t, *x;
+
+		ds.compression = DL_COMP_ZIP;
+		CHECK(dl_file_init(ctx, &ds, DL_SPLIT_TRAIN, 1, 0, &f) == 0 &&
+			  dl_file_init(ctx, &twin, DL_SPLIT_TRAIN, 1, 0, &ft) == 0,
+		      "init");
+		CHECK(f.aux[1] == X, "x.npy size %llu", (unsigned long long)f.aux[1]);
+		CHECK(f.size == ft.size + (cx - X) + (ds_len(136) - 136),
+		      "X %llu: zip size %llu, stored %llu", (unsigned long long)X,
+		      (unsigned long long)f.size, (unsigned long long)ft.size);
+		b = full_read(ctx, &f);
+		t = full_read(ctx, &ft);
+		/* Local x: method 8, CRC of the uncompressed member, both sizes. */
+		CHECK(le16(b + 4) == 20 && le16(b + 6) == 0 && le16(b + 8) == 8 &&
+			  le32(b + 14) == le32(t + 14) && le32(b + 18) == cx && le32(b + 22) == X &&
+			  le16(b + 28) == 20 && le64(b + 39) == X && le64(b + 47) == cx,
+		      "local x header");
+		for (uint64_t j = 0; j < nb; j++) {
+			const uint8_t *h = b + 55 + j * 65540;
+			uint64_t blen = j + 1 < nb ? 65535 : X - j * 65535;
+			if (h[0] != (j + 1 == nb) || le16(h + 1) != blen ||
+			    le16(h + 3) != (uint16_t)~blen ||
+			    memcmp(h + 5, t + 55 + j * 65535, blen) != 0)
+				bad_hdr++;
+		}
+		CHECK(bad_hdr == 0, "X %llu: %llu bad blocks of %llu", (unsigned long long)X,
+		      (unsigned long long)bad_hdr, (unsigned long long)nb);
+		x = inflate_raw(b + 55, cx, X);
+		CHECK(x && memcmp(x, t + 55, X) == 0, "inflate x.npy equals the stored member");
+		/* y follows: local header at 55 + cx, one block of 136 bytes. */
+		CHECK(le32(b + 55 + cx) == 0x04034b50 && le16(b + 55 + cx + 8) == 8 &&
+			  le32(b + 55 + cx + 18) == 141 && le32(b + 55 + cx + 22) == 136 &&
+			  le32(b + 55 + cx + 14) == le32(t + 55 + X + 14),
+		      "local y");
+		CHECK(memcmp(b + 110 + cx, "\x01\x88\x00\x77\xff", 5) == 0, "y block header");
+		/* Central x: method 8, sizes, made by 0x0314. */
+		{
+			const uint8_t *c = b + 110 + cx + 141;
+			CHECK(le32(c) == 0x02014b50 && le16(c + 4) == 0x0314 && le16(c + 6) == 20 &&
+				  le16(c + 10) == 8 && le32(c + 20) == cx && le32(c + 24) == X &&
+				  le16(c + 30) == 0 && le32(c + 42) == 0 &&
+				  le32(c + 16) == le32(b + 14),
+			      "central x");
+			c += 51;
+			CHECK(le16(c + 10) == 8 && le32(c + 20) == 141 && le32(c + 24) == 136 &&
+				  le32(c + 42) == 55 + cx,
+			      "central y");
+		}
+		free(x);
+		free(b);
+		free(t);
+	}
+}
+
+/* The unet3d file compressed: data reads leave the CRC alone, the first
+ * directory read computes it once (the same value as the stored variant's). */
+static void test_unet3d_zip(void)
+{
+	struct dl_dataset ds = mkds("unet3d", DL_FMT_NPZ, DL_DT_UINT8, 1, 146579449, 0, 0, NULL);
+	struct dl_dataset twin = ds;
+	struct dl_fmt_ctx *ctx, *c2;
+	struct dl_file f, ft;
+	uint8_t *buf = malloc(1 << 20), tail[256], want[1 << 10];
+	uint64_t X = 128 + 146579449ULL, cx = ds_len(X), cdo;
+	uint32_t cached;
+	double t0, t1;
+
+	ds.compression = DL_COMP_ZIP;
+	CHECK(dl_fmt_ctx_new(NULL, 0, &ctx) == 0 && dl_fmt_ctx_new(NULL, 0, &c2) == 0, "ctx");
+	CHECK(dl_file_init(ctx, &ds, DL_SPLIT_TRAIN, 3, 0, &f) == 0 &&
+		  dl_file_init(c2, &twin, DL_SPLIT_TRAIN, 3, 0, &ft) == 0,
+	      "init");
+	CHECK(f.size == 146579947ULL + (cx - X) + 5, "unet3d zip size %llu",
+	      (unsigned long long)f.size);
+	/* 1 MiB in the middle of x: block headers at 55 + 65540 j. */
+	CHECK(dl_file_read(ctx, &f, buf, 55 + 1000 * 65540ULL, 1 << 20) == 0, "read data");
+	CHECK(buf[0] == 0 && le16(buf + 1) == 65535 && le16(buf + 3) == 0, "block 1000 header");
+	CHECK(dl_file_read(c2, &ft, want, 55 + 1000 * 65535ULL, sizeof(want)) == 0 &&
+		  memcmp(buf + 5, want, sizeof(want)) == 0,
+	      "block 1000 holds raw bytes 1000 * 65535 on");
+	CHECK(dl_file_read(ctx, &f, buf, 0, 14) == 0 && dl_file_read(ctx, &f, buf, 18, 1000) == 0,
+	      "headers around the CRC");
+	CHECK(dl_dcache_get(ctx, f.key, dl_npz_x_cache_key(&f), &cached) == -ENOENT,
+	      "data reads computed the CRC");
+	cdo = 110 + cx + 141;
+	CHECK(f.size - cdo == 2 * 51 + 22, "tail length");
+	t0 = now();
+	CHECK(dl_file_read(ctx, &f, tail, cdo, f.size - cdo) == 0, "read tail");
+	t1 = now();
+	printf("# first CRC of the %.1f MB member, compressed variant: %.3f s\n", X / 1e6, t1 - t0);
+	CHECK(dl_dcache_get(ctx, f.key, dl_npz_x_cache_key(&f), &cached) == 0 &&
+		  cached == le32(tail + 16),
+	      "CRC cached");
+	CHECK(dl_file_read(c2, &ft, want, ft.size - 22 - 102, 102) == 0 &&
+		  le32(want + 16) == le32(tail + 16) &&
+		  le32(want + 51 + 16) == le32(tail + 51 + 16),
+	      "CRCs equal the stored variant's");
+	CHECK(le32(tail + 20) == cx && le32(tail + 24) == X && le16(tail + 10) == 8, "central x");
+	free(buf);
+	dl_fmt_ctx_free(ctx);
+	dl_fmt_ctx_free(c2);
+}
+
+/* ZIP64 with compressed members: no CRC field is read (each would cost a
+ * multi-GB pass), so this checks the structure; zipfile reads one of these
+ * in test_gen_npz.py through --serve. */
+static void test_zip64_compressed(struct dl_fmt_ctx *ctx)
+{
+	/* X <= 2^31 - 1 < its compressed size: zipfile treats the member as
+	 * ZIP64 (either size over the limit), and y's offset is over it too. */
+	uint64_t band = LIM - 1000, big = 2300000000ULL;
+	uint64_t d1[1] = {band - 128}, d2[1] = {big - 128};
+	struct dl_dataset a = mkds("zband", DL_FMT_NPZ, DL_DT_UINT8, 1, 0, 0, 1, d1);
+	struct dl_dataset b = mkds("zbig", DL_FMT_NPZ, DL_DT_UINT8, 1, 0, 0, 1, d2);
+	struct dl_file f;
+	uint8_t t[256];
+	uint64_t X, cx, cdo, nb;
+
+	a.compression = b.compression = DL_COMP_ZIP;
+	CHECK(dl_file_init(ctx, &a, DL_SPLIT_TRAIN, 0, 0, &f) == 0, "init band");
+	X = band;
+	cx = ds_len(X);
+	CHECK(X <= LIM && cx > LIM, "the band case");
+	CHECK(f.size == expect_zip_size(X, 136, 1), "band size");
+	cdo = 110 + cx + 141;
+	CHECK(f.size == cdo + 71 + 63 + 56 + 20 + 22,
+	      "band: 20 and 12 byte central extras, ZIP64 end");
+	CHECK(dl_file_read(ctx, &f, t, 0, 14) == 0 && le16(t + 4) == 45 && le16(t + 8) == 8,
+	      "local x: version 45, deflated");
+	CHECK(dl_file_read(ctx, &f, t, 18, 37) == 0 && le32(t) == 0xffffffff &&
+		  le32(t + 4) == 0xffffffff && le64(t + 21) == X && le64(t + 29) == cx,
+	      "local x: sizes in the ZIP64 extra");
+	CHECK(dl_file_read(ctx, &f, t, cdo, 16) == 0 && le16(t + 4) == 0x032d && le16(t + 10) == 8,
+	      "central x");
+	CHECK(dl_file_read(ctx, &f, t, cdo + 20, 51) == 0 && le32(t) == 0xffffffff &&
+		  le32(t + 4) == 0xffffffff && le16(t + 10) == 20 && le64(t + 35) == X &&
+		  le64(t + 43) == cx,
+	      "central x extra: uncompressed, compressed");
+	CHECK(dl_file_read(ctx, &f, t, cdo + 71 + 20, 51) == 0 && le32(t) == 141 &&
+		  le32(t + 4) == 136 && le16(t + 10) == 12 && le32(t + 22) == 0xffffffff &&
+		  le64(t + 35) == 55 + cx,
+	      "central y: small sizes, offset extra");
+	/* Last block of x: BFINAL, the remainder. */
+	nb = (X + 65534) / 65535;
+	CHECK(dl_file_read(ctx, &f, t, 55 + (nb - 1) * 65540, 5) == 0 && t[0] == 1 &&
+		  le16(t + 1) == X - (nb - 1) * 65535 && (le16(t + 3) ^ le16(t + 1)) == 0xffff,
+	      "last block header of x");
+	CHECK(dl_file_read(ctx, &f, t, 55 + (nb - 2) * 65540, 5) == 0 && t[0] == 0 &&
+		  le16(t + 1) == 65535 && le16(t + 3) == 0,
+	      "second to last block header of x");
+
+	CHECK(dl_file_init(ctx, &b, DL_SPLIT_TRAIN, 0, 0, &f) == 0, "init big");
+	X = big;
+	cx = ds_len(X);
+	cdo = 110 + cx + 141;
+	CHECK(f.size == expect_zip_size(X, 136, 1) && f.size == X + 136 + (cx - X) + 5 + 342,
+	      "2.3 GB deflated member: size %llu", (unsigned long long)f.size);
+	CHECK(dl_file_read(ctx, &f, t, cdo + 134, 98) == 0 && le32(t) == 0x06064b50 &&
+		  le64(t + 40) == 134 && le64(t + 48) == cdo && le32(t + 56) == 0x07064b50 &&
+		  le64(t + 64) == cdo + 134 && le32(t + 76) == 0x06054b50 && le32(t + 92) == cdo,
+	      "ZIP64 end records");
+
+	/* Sizes across the switches, compressed. */
+	static const uint64_t xd[] = {LIM - 128 - 33000 * 5 - 300,
+				      LIM - 128 - 32769 * 5,
+				      LIM - 128 - 32768 * 5,
+				      LIM - 128 - 32768 * 5 + 1,
+				      LIM - 128 - 2000,
+				      LIM - 127,
+				      4300000000ULL};
+	for (unsigned i = 0; i < sizeof(xd) / sizeof(xd[0]); i++) {
+		for (uint64_t s = 1; s <= 2; s++) {
+			uint64_t dd[1] = {xd[i]};
+			struct dl_dataset d =
+			    mkds("zedge", DL_FMT_NPZ, DL_DT_UINT8, s, 0, 0, 1, dd);
+			uint64_t want;
+			d.compression = DL_COMP_ZIP;
+			CHECK(dl_file_init(ctx, &d, DL_SPLIT_TRAIN, 0, 0, &f) == 0, "init edge");
+			X = 128 + xd[i] * s;
+			want = expect_zip_size(X, 128 + 8 * s, 1);
+			CHECK(f.size == want, "zip x %llu s %llu: size %llu want %llu",
+			      (unsigned long long)xd[i], (unsigned long long)s,
+			      (unsigned long long)f.size, (unsigned long long)want);
+			CHECK(dl_file_read(ctx, &f, t, f.size - 22, 22) == 0 &&
+				  le32(t) == 0x06054b50,
+			      "eocd");
+			cdo = 110 + ds_len(X) + ds_len(128 + 8 * s);
+			CHECK(le32(t + 16) == (cdo > 0xffffffffULL ? 0xffffffffu : (uint32_t)cdo),
+			      "eocd cd offset");
+		}
+	}
+}
+
+/* Walk the archive from its EOCD as zipfile would (no ZIP64 here), check
+ * every CRC, method `method` in both headers, the sizes, and return the
+ * uncompressed members (caller frees). Returns the number of problems, -1 when
+ * the structure is unreadable. */
+static int check_zip(const uint8_t *b, uint64_t size, unsigned method, uint8_t *member[2],
+		     uint64_t mlen[2])
 {
 	const uint8_t *e = b + size - 22;
 	uint64_t cdo = le32(e + 16), p;
 	int bad = 0;
 
+	member[0] = member[1] = NULL;
 	if (le32(e) != 0x06054b50 || le16(e + 10) != 2)
 		return -1;
 	p = cdo;
 	for (int i = 0; i < 2; i++) {
 		const uint8_t *c = b + p;
-		uint32_t crc = le32(c + 16), usize = le32(c + 24);
+		uint32_t crc = le32(c + 16), csize = le32(c + 20), usize = le32(c + 24);
 		uint64_t lh = le32(c + 42), data;
 		if (le32(c) != 0x02014b50 || le32(b + lh) != 0x04034b50)
 			return -1;
 		data = lh + 30 + le16(b + lh + 26) + le16(b + lh + 28);
-		if (le32(b + lh + 14) != crc)
+		if (le32(b + lh + 14) != crc || le32(b + lh + 18) != csize ||
+		    le32(b + lh + 22) != usize || le64(b + lh + 39) != usize ||
+		    le64(b + lh + 47) != csize)
 			bad++;
-		if ((uint32_t)crc32(0, b + data, usize) != crc)
+		if (le16(c + 10) != method || le16(b + lh + 8) != method)
+			bad++;
+		if (csize != (method ? ds_len(usize) : usize) || data + csize > size)
+			return -1;
+		if (method) {
+			member[i] = inflate_raw(b + data, csize, usize);
+			if (!member[i])
+				return -1;
+		} else {
+			member[i] = malloc(usize + 1);
+			memcpy(member[i], b + data, usize);
+		}
+		mlen[i] = usize;
+		if ((uint32_t)crc32(0, member[i], usize) != crc)
 			bad++;
 		if (memcmp(c + 46, i ? "y.npy" : "x.npy", 5) != 0)
 			bad++;
@@ -349,24 +611,33 @@ static void check_floats(const struct dl_file *f, const uint8_t *d, uint64_t n)
 	CHECK(n < 1000 || (sum / n > 0.47 && sum / n < 0.53), "float mean %.4f", sum / n);
 }
 
-static void test_slices(struct dl_fmt_ctx *ctx, enum dl_format fmt)
+/* Every dtype, fixed and drawn shapes: sizes, 300 random slices against one
+ * full read, and (npz) the archive walked and its members checked. With zip
+ * the members are inflated and must equal those of the stored twin (same
+ * dataset, compression none). */
+static void test_slices(struct dl_fmt_ctx *ctx, enum dl_format fmt, enum dl_compression comp)
 {
-	uint64_t prng = 0x5eed0000 + fmt;
-	unsigned bad_slices = 0, bad_zip = 0, nfiles = 0, bad_shape = 0;
+	uint64_t prng = 0x5eed0000 + fmt + 16 * comp;
+	unsigned bad_slices = 0, bad_zip = 0, nfiles = 0, bad_shape = 0, bad_twin = 0;
+	const int zip = comp == DL_COMP_ZIP;
 
 	for (int dt = 0; dt < DL_DT__COUNT; dt++) {
-		for (int v = 0; v < 3; v++) {
-			uint64_t dims[3] = {3, 5, 7};
-			struct dl_dataset ds = v == 0 ? mkds("a", fmt, dt, 1, 20000, 0, 0, NULL)
-					       : v == 1
-						   ? mkds("bb", fmt, dt, 5, 0, 0, 3, dims)
-						   : mkds("ccc", fmt, dt, 3, 3000, 1500, 0, NULL);
+		for (int v = 0; v < 4; v++) {
+			uint64_t dims[3] = {3, 5, 7}, big[1] = {65535 - 128 + 1};
+			struct dl_dataset ds = v == 0	? mkds("a", fmt, dt, 1, 20000, 0, 0, NULL)
+					       : v == 1 ? mkds("bb", fmt, dt, 5, 0, 0, 3, dims)
+					       : v == 2
+						   ? mkds("ccc", fmt, dt, 3, 3000, 1500, 0, NULL)
+						   : mkds("dddd", fmt, dt, 2, 0, 0, 1, big);
+			struct dl_dataset twin = ds;
+			ds.compression = comp;
 			for (uint64_t idx = 0; idx < 2; idx++) {
-				struct dl_file f;
-				uint8_t *full, *part;
-				uint64_t isz = dl_dtype_size(dt), hl, want;
-				if (dl_file_init(ctx, &ds, idx ? DL_SPLIT_VALID : DL_SPLIT_TRAIN,
-						 idx, 0, &f) != 0) {
+				struct dl_file f, ft;
+				uint8_t *full, *part, *m[2] = {NULL, NULL}, *mt[2] = {NULL, NULL};
+				uint64_t isz = dl_dtype_size(dt), hl, want, ml[2], mtl[2];
+				uint32_t split = idx ? DL_SPLIT_VALID : DL_SPLIT_TRAIN;
+				if (dl_file_init(ctx, &ds, split, idx, 0, &f) != 0 ||
+				    dl_file_init(ctx, &twin, split, idx, 0, &ft) != 0) {
 					bad_shape++;
 					continue;
 				}
@@ -381,7 +652,7 @@ static void test_slices(struct dl_fmt_ctx *ctx, enum dl_format fmt)
 				if (fmt == DL_FMT_NPY && f.size != hl + want)
 					bad_shape++;
 				if (fmt == DL_FMT_NPZ &&
-				    f.size != expect_npz_size(hl + want, hl + 8 * f.samples))
+				    f.size != expect_zip_size(hl + want, hl + 8 * f.samples, zip))
 					bad_shape++;
 				full = full_read(ctx, &f);
 				part = malloc(f.size);
@@ -401,26 +672,38 @@ static void test_slices(struct dl_fmt_ctx *ctx, enum dl_format fmt)
 				}
 				prng = dl_key2(prng, 1);
 				if (fmt == DL_FMT_NPZ) {
-					if (check_zip(full, f.size) != 0) {
+					uint8_t *tf = full_read(ctx, &ft);
+					if (check_zip(full, f.size, zip ? 8 : 0, m, ml) != 0 ||
+					    check_zip(tf, ft.size, 0, mt, mtl) != 0) {
 						fprintf(stderr, "bad zip: dtype %d variant %d\n",
 							dt, v);
 						bad_zip++;
+					} else if (ml[0] != mtl[0] || ml[1] != mtl[1] ||
+						   memcmp(m[0], mt[0], ml[0]) != 0 ||
+						   memcmp(m[1], mt[1], ml[1]) != 0) {
+						bad_twin++;
 					}
+					free(tf);
 				}
-				if (dt >= DL_DT_FLOAT16)
-					check_floats(&f, full + (fmt == DL_FMT_NPZ ? 55 : 0) + hl,
+				if (dt >= DL_DT_FLOAT16 && (fmt == DL_FMT_NPY || m[0]))
+					check_floats(&f, (fmt == DL_FMT_NPZ ? m[0] : full) + hl,
 						     want / isz);
+				for (int i = 0; i < 2; i++) {
+					free(m[i]);
+					free(mt[i]);
+				}
 				free(full);
 				free(part);
 			}
 		}
 	}
-	CHECK(nfiles == 66, "%u files", nfiles);
-	CHECK(bad_shape == 0, "%s: %u files with unexpected shapes or sizes", dl_format_name(fmt),
-	      bad_shape);
-	CHECK(bad_slices == 0, "%s: %u slices differ from the full read", dl_format_name(fmt),
-	      bad_slices);
-	CHECK(bad_zip == 0, "%u npz files with wrong CRCs or names", bad_zip);
+	CHECK(nfiles == 88, "%u files", nfiles);
+	CHECK(bad_shape == 0, "%s%s: %u files with unexpected shapes or sizes", dl_format_name(fmt),
+	      zip ? "+zip" : "", bad_shape);
+	CHECK(bad_slices == 0, "%s%s: %u slices differ from the full read", dl_format_name(fmt),
+	      zip ? "+zip" : "", bad_slices);
+	CHECK(bad_zip == 0, "%u npz files with wrong CRCs, sizes, methods or names", bad_zip);
+	CHECK(bad_twin == 0, "%u npz files whose members differ from the stored twin", bad_twin);
 }
 
 /* Same key, same bytes; npz's x data equals npy's; files differ. */
@@ -498,13 +781,22 @@ static int serve(int argc, char **argv)
 	unsigned long long off, len;
 	unsigned nd = (unsigned)(argc - 5);
 	uint8_t *buf = NULL;
+	char *plus = argc > 2 ? strchr(argv[2], '+') : NULL;
+	int zip = 0;
 
+	if (plus) {
+		*plus = '\0';
+		zip = strcmp(plus + 1, "zip") == 0;
+		if (!zip)
+			return 2;
+	}
 	if (argc < 6 || nd > DL_MAX_DIMS || dl_format_from_name(argv[2], &fmt) ||
 	    dl_dtype_from_name(argv[3], &dt))
 		return 2;
 	for (unsigned i = 0; i < nd; i++)
 		dims[i] = strtoull(argv[5 + i], NULL, 10);
 	ds = mkds("serve", fmt, dt, strtoull(argv[4], NULL, 10), 0, 0, nd, dims);
+	ds.compression = zip ? DL_COMP_ZIP : DL_COMP_NONE;
 	if (dl_fmt_ctx_new(NULL, 0, &ctx) || dl_file_init(ctx, &ds, DL_SPLIT_TRAIN, 0, 0, &f))
 		return 1;
 	printf("%llu\n", (unsigned long long)f.size);
@@ -535,10 +827,14 @@ int main(int argc, char **argv)
 		return 1;
 	test_npy_header();
 	test_identity();
-	test_slices(ctx, DL_FMT_NPY);
-	test_slices(ctx, DL_FMT_NPZ);
+	test_slices(ctx, DL_FMT_NPY, DL_COMP_NONE);
+	test_slices(ctx, DL_FMT_NPZ, DL_COMP_NONE);
+	test_slices(ctx, DL_FMT_NPZ, DL_COMP_ZIP);
 	test_zip64(ctx);
+	test_zip_blocks(ctx);
+	test_zip64_compressed(ctx);
 	test_unet3d(ctx);
+	test_unet3d_zip();
 	test_float_speed(ctx);
 	dl_fmt_ctx_free(ctx);
 	printf("npy_npz: %d passed, %d failed\n", npass, nfail);

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "crc32c.h"
+#include "dliofs/crc32c.h"
 
 /* Reflected Castagnoli polynomial. */
 #define POLY 0x82f63b78u

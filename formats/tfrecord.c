@@ -28,7 +28,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "crc32c.h"
+#include "dliofs/crc32c.h"
 #include "deflate_stored.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"

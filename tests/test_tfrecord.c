@@ -12,7 +12,7 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "crc32c.h"
+#include "dliofs/crc32c.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
 #include "formats_i.h"

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "dliofs/config.h"
+#include "dliofs/crc32c.h"
 
 /* ---- computation-time distributions (drive_dist.c) ---- */
 
@@ -137,9 +138,6 @@ void drv_phase_compute(const struct drv_step *s, size_t n, uint64_t batch, size_
 #define DRV_TFR_HDR 12
 #define DRV_TFR_FOOT 4
 
-/* CRC-32C from formats/ (formats/crc32c.h is private to formats/; same
- * prototype, linked from libdlformats). */
-uint32_t dl_crc32c(uint32_t crc, const void *buf, size_t len);
 uint32_t drv_tfr_mask(uint32_t crc);
 
 /* Length of the record whose 12 header bytes are h; with check, the masked

@@ -38,13 +38,6 @@ static uint64_t cardinality(const struct dl_file *f)
 	return c > MAX_CARD ? MAX_CARD : c;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-	!defined(__SANITIZE_ADDRESS__)
-#define DL_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define DL_CLONES
-#endif
-
 /* Turn nrec records of raw stream bytes into field values, in place. Plain
  * integer arithmetic on a word copy of each record (vectorizes per clone),
  * so every clone gives the same bytes. */

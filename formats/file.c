@@ -56,20 +56,6 @@ void *dl_fmt_state(struct dl_fmt_ctx *ctx, enum dl_format f)
 	return (unsigned)f < DL_FMT__COUNT ? ctx->state[f] : NULL;
 }
 
-static uint64_t draw_size(const struct dl_dist *d, uint64_t key)
-{
-	double v;
-
-	if (d->stdev == 0)
-		return d->mean;
-	v = (double)d->mean + (double)d->stdev * dl_prng_normal(key, 0);
-	if (v < (double)d->min)
-		return d->min;
-	if (v > (double)d->max)
-		return d->max;
-	return (uint64_t)llround(v);
-}
-
 int dl_file_init(struct dl_fmt_ctx *ctx, const struct dl_dataset *ds, uint32_t split,
 		 uint64_t index, uint32_t part, struct dl_file *out)
 {
@@ -91,7 +77,7 @@ int dl_file_init(struct dl_fmt_ctx *ctx, const struct dl_dataset *ds, uint32_t s
 			n *= ds->dims[i];
 		out->sample_bytes = n;
 	} else {
-		out->sample_bytes = draw_size(&ds->sample_size, dl_key2(out->key, REGION_SIZE_DRAW));
+		out->sample_bytes = dl_dist_draw(&ds->sample_size, dl_key2(out->key, REGION_SIZE_DRAW));
 	}
 	return ops->layout(out);
 }

@@ -2,6 +2,7 @@
 #ifndef DLIOFS_FORMATS_I_H
 #define DLIOFS_FORMATS_I_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,32 @@ struct dl_fmt_ctx {
 
 int dl_dcache_init(struct dl_dcache **out, size_t entries);
 void dl_dcache_destroy(struct dl_dcache *c);
+
+/* Per-ISA clones of a hot loop (AVX-512, AVX2, baseline), picked at run time.
+ * Only plain integer arithmetic goes in them, so every clone gives the same
+ * bytes. The sanitizer build uses the baseline alone. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_ADDRESS__)
+#define DL_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define DL_CLONES
+#endif
+
+/* A value drawn from a distribution with stream `key`: normal(mean, stdev)
+ * clipped to [min, max], or the mean when stdev == 0. */
+static inline uint64_t dl_dist_draw(const struct dl_dist *d, uint64_t key)
+{
+	double v;
+
+	if (d->stdev == 0)
+		return d->mean;
+	v = (double)d->mean + (double)d->stdev * dl_prng_normal(key, 0);
+	if (v < (double)d->min)
+		return d->min;
+	if (v > (double)d->max)
+		return d->max;
+	return (uint64_t)llround(v);
+}
 
 /* Per-format ops tables (one file each). */
 extern const struct dl_format_ops dl_fmt_npy_ops;

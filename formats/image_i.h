@@ -18,26 +18,10 @@
 #define DL_IMG_REGION_JPEG 0x6a7065672dULL
 #define DL_IMG_REGION_PNG 0x706e672d70ULL
 
-/* Normal(mean, stdev) clipped to [min, max], or fixed when stdev == 0: the
- * same rule as the sample-size draw, on the image's own streams. */
-static inline uint64_t dl_img_draw(const struct dl_dist *d, uint64_t key)
-{
-	double v;
-
-	if (d->stdev == 0)
-		return d->mean;
-	v = (double)d->mean + (double)d->stdev * dl_prng_normal(key, 0);
-	if (v < (double)d->min)
-		return d->min;
-	if (v > (double)d->max)
-		return d->max;
-	return (uint64_t)llround(v);
-}
-
 static inline void dl_img_dims(const struct dl_file *f, uint64_t *w, uint64_t *h)
 {
-	*w = dl_img_draw(&f->ds->width, dl_file_stream(f, DL_IMG_REGION_W));
-	*h = dl_img_draw(&f->ds->height, dl_file_stream(f, DL_IMG_REGION_H));
+	*w = dl_dist_draw(&f->ds->width, dl_file_stream(f, DL_IMG_REGION_W));
+	*h = dl_dist_draw(&f->ds->height, dl_file_stream(f, DL_IMG_REGION_H));
 }
 
 /* w x h scaled so that its larger side is `big` (1 <= big <= max(w, h)),

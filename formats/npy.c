@@ -130,13 +130,7 @@ typedef double v4f64 __attribute__((vector_size(32)));
 #error "npy float conversion assumes a little-endian host"
 #endif
 
-/* As in prng.c: AVX2/AVX-512 clones run the 32-byte vectors natively. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
-    !defined(__SANITIZE_ADDRESS__)
-#define NPY_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define NPY_CLONES
-#endif
+/* DL_CLONES (formats_i.h): AVX2/AVX-512 clones run the 32-byte vectors natively. */
 
 static inline uint32_t f32_unit_bits(uint32_t w)
 {
@@ -168,7 +162,7 @@ static inline uint64_t f64_unit_bits(uint64_t w)
 	return b;
 }
 
-NPY_CLONES
+DL_CLONES
 static void to_unit_f32(uint8_t *p, size_t n)
 {
 	size_t i = 0;
@@ -190,7 +184,7 @@ static void to_unit_f32(uint8_t *p, size_t n)
 	}
 }
 
-NPY_CLONES
+DL_CLONES
 static void to_unit_f16(uint8_t *p, size_t n)
 {
 	size_t i = 0;
@@ -225,7 +219,7 @@ static void to_unit_f16(uint8_t *p, size_t n)
 	}
 }
 
-NPY_CLONES
+DL_CLONES
 static void to_unit_f64(uint8_t *p, size_t n)
 {
 	size_t i = 0;

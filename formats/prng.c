@@ -4,13 +4,7 @@
 #include <string.h>
 
 #include "dliofs/prng.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-	!defined(__SANITIZE_ADDRESS__)
-#define DL_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define DL_CLONES
-#endif
+#include "formats_i.h"
 
 DL_CLONES
 static void fill_words(uint64_t key, uint64_t w0, uint64_t *out, size_t n)

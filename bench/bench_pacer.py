@@ -101,6 +101,7 @@ def main():
                 st = daemon_read(m.stats())
             ours50 = st["latency_us"]["p50"]
             ours99 = st["latency_us"]["p99"]
+            late = st.get("lateness_us", {})
             e50, e99 = f["p50"] / p50 - 1, f["p99"] / p99 - 1
             rows.append(("latency %s p50" % name, "%d us" % p50, "%.0f us" % f["p50"],
                          "%.0f us" % ours50, "%+.1f%%" % (100 * e50), 5.0))
@@ -112,6 +113,10 @@ def main():
             # view (submission to reply) for the tail.
             tail = (ours99 / p99 - 1) if a.loose else e99
             bad += abs(tail) * 100 > 10.0 * scale
+            if late:
+                # Timer precision under this load: reply time minus due time.
+                rows.append(("  timer lateness %s p50 / p99" % name, "<= 20 us p50", "-",
+                             "%.1f / %.1f us" % (late.get("p50", 0), late.get("p99", 0)), "-", 0.0))
         # IOPS caps with 4 KiB reads, 4 readers.
         for iops in (1000, 20000):
             y = "pacer: {read: {iops: %d}}\ncache: {policy: none}\n" % iops

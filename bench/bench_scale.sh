@@ -29,7 +29,7 @@ pid=$(pgrep -n -f "dliofs mount $mnt" || true)
 rss() { awk '/VmRSS/ {print $2" kB"}' "/proc/$pid/status"; }
 echo "mount of 10,000,000 npz files (~1 PB) + 1,000,000 raw files: $(ms "$t0" "$t1") ms (until the fs answers)"
 echo "daemon RSS after mount: $(rss)"
-t0=$(date +%s%N); stat -c '%s' "$mnt/huge/train/img_9999999_of_10000000.npz" >/dev/null; t1=$(date +%s%N)
+t0=$(date +%s%N); stat -c '%s' "$mnt/huge/train/img_09999999_of_10000000.npz" >/dev/null; t1=$(date +%s%N)
 echo "stat of the last file: $(ms "$t0" "$t1") ms"
 t0=$(date +%s%N); n=$(ls -f "$mnt/flat/train" | wc -l); t1=$(date +%s%N)
 echo "ls -f | wc -l on 1,000,000 files: $n entries in $(ms "$t0" "$t1") ms"

@@ -47,6 +47,40 @@ void dl_ctl_stat(struct dl_fs *fs, unsigned id, struct stat *st)
 	st->st_mode = S_IFREG | (id == DL_CTL_CONFIG ? 0444 : 0644);
 }
 
+/* The trace's counts join the pacer's statistics: dropped records must be
+ * visible where people look, not only in the trace footer. */
+static int add_trace_stats(struct dl_fs *fs, char **buf, size_t *len)
+{
+	uint64_t written = 0, dropped = 0, total;
+	char *end, *out;
+	int active, n;
+
+	end = *len ? memrchr(*buf, '}', *len) : NULL;
+	if (!end)
+		return 0;
+	pthread_mutex_lock(&fs->trace_lock);
+	struct dl_trace *t = atomic_load(&fs->trace);
+	active = t != NULL;
+	if (t) {
+		written = dl_trace_written(t);
+		dropped = dl_trace_dropped(t);
+	}
+	total = fs->trace_dropped_total + dropped;
+	pthread_mutex_unlock(&fs->trace_lock);
+	n = asprintf(&out,
+		     "%.*s, \"trace\": {\"active\": %s, \"records\": %llu, \"dropped\": %llu, "
+		     "\"dropped_since_mount\": %llu}}\n",
+		     (int)(end - *buf), *buf, active ? "true" : "false",
+		     (unsigned long long)written, (unsigned long long)dropped,
+		     (unsigned long long)total);
+	if (n < 0)
+		return -ENOMEM;
+	free(*buf);
+	*buf = out;
+	*len = (size_t)n;
+	return 0;
+}
+
 int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
 {
 	struct dl_pacer_cfg pc;
@@ -64,7 +98,8 @@ int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
 	}
 	switch (id) {
 	case DL_CTL_STATS:
-		return dl_pacer_stats_json(fs->pacer, dl_now_ns(), buf, len);
+		ret = dl_pacer_stats_json(fs->pacer, dl_now_ns(), buf, len);
+		return ret ? ret : add_trace_stats(fs, buf, len);
 	case DL_CTL_CONFIG:
 	case DL_CTL_PACER:
 		m = open_memstream(buf, len);

@@ -90,6 +90,7 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	struct dl_fs fs;
 
 	ret = fs_init(&fs, cfg, o->no_pacer);
+	fs.fuse_overhead_ns = o->fuse_overhead_ns;
 	if (ret) {
 		notify(ready_fd, "cannot allocate the daemon's state\n");
 		return ret;

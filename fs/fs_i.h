@@ -34,6 +34,7 @@ struct dl_fs {
 	struct dl_pacer *pacer;		/* storage model and statistics (always present) */
 	struct dl_timer *timer;		/* sends parked replies at their due time */
 	int direct_io;			/* open files with direct_io (io: direct, or emulated cache) */
+	uint64_t fuse_overhead_ns;	/* the kernel's part of a request's round trip */
 	/* tracing (trace_hook.c): recorder, ops traced, recorders in flight */
 	struct dl_trace *_Atomic trace;
 	atomic_uint trace_users;
@@ -100,6 +101,7 @@ struct dl_mount_opts {
 	unsigned max_threads;
 	uint64_t readahead;	/* bytes of kernel readahead (cache mode); 0 = kernel default */
 	int no_pacer;		/* no storage model and no statistics (the unshaped baseline) */
+	uint64_t fuse_overhead_ns; /* see struct dl_fs */
 };
 int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o);
 int dl_fs_umount(const char *mountpoint);

@@ -74,8 +74,11 @@ void dl_reply_send(struct dl_fs *fs, struct dl_reply *r)
 	if (ret && r->on_abort)
 		r->on_abort(r);
 	uint64_t now = dl_now_ns();
+	/* Counted as the application will see it: the kernel's share of the
+	 * round trip (which the early send made room for) is still to come. */
 	if (r->paced)
-		dl_pacer_complete(fs->pacer, &r->preq, &r->pres, now);
+		dl_pacer_complete(fs->pacer, &r->preq, &r->pres,
+				  r->send_ns < r->pres.due_ns ? now + fs->fuse_overhead_ns : now);
 	dl_fs_trace_reply(fs, r, now);
 	release_buf(fs, r);
 	free(r);
@@ -85,7 +88,13 @@ void dl_reply_submit(struct dl_fs *fs, struct dl_reply *r)
 {
 	if (fs->pacer && dl_pacer_submit(fs->pacer, &r->preq, r->submit_ns, &r->pres) == 0) {
 		r->paced = 1;
-		if (fs->timer && r->pres.due_ns > dl_now_ns()) {
+		/* A reply takes the kernel fuse_overhead_ns to reach the application
+		 * (request delivery plus reply copy): send that much early so the job
+		 * sees the configured latency. Only delays longer than that move. */
+		r->send_ns = r->pres.due_ns;
+		if (r->pres.due_ns >= r->submit_ns + 2 * fs->fuse_overhead_ns)
+			r->send_ns -= fs->fuse_overhead_ns;
+		if (fs->timer && r->send_ns > dl_now_ns()) {
 			dl_timer_park(fs->timer, r);
 			return;
 		}

@@ -42,6 +42,7 @@ struct dl_reply {
 	struct dl_pacer_result pres;
 	uint64_t submit_ns;
 	int paced;		/* the pacer accepted it: dl_pacer_complete is owed */
+	uint64_t send_ns;	/* when to reply: the pacer's due time less the kernel's share */
 	uint8_t top;		/* enum dl_trace_op, for the trace */
 	uint32_t tid;		/* FUSE worker that took the request */
 	void (*on_abort)(struct dl_reply *r); /* open/create: free fh if the reply fails */

@@ -11,7 +11,7 @@
 #include "reply.h"
 
 /* Sleep until this long before the due time, then spin. */
-#define SPIN_NS 25000ULL
+#define SPIN_NS 60000ULL
 
 struct dl_timer {
 	struct dl_fs *fs;
@@ -32,7 +32,7 @@ uint64_t dl_now_ns(void)
 
 static int earlier(const struct dl_reply *a, const struct dl_reply *b)
 {
-	return a->pres.due_ns < b->pres.due_ns;
+	return a->send_ns < b->send_ns;
 }
 
 static void heap_up(struct dl_timer *t, size_t i)
@@ -84,7 +84,7 @@ static void *timer_main(void *arg)
 			pthread_cond_wait(&t->cond, &t->lock);
 			continue;
 		}
-		uint64_t due = t->heap[0]->pres.due_ns, now = dl_now_ns();
+		uint64_t due = t->heap[0]->send_ns, now = dl_now_ns();
 		if (!t->stop && due > now + SPIN_NS) {
 			uint64_t wake = due - SPIN_NS;
 			struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000ULL),

@@ -175,6 +175,9 @@ class TracingOnMount(dltest.MountedTestCase):
         read_all(os.path.join(self.mnt, "raw", "train", "img_2_of_8.raw"))
         with open(os.path.join(self.mnt, ".dliofs", "trace")) as f:
             self.assertTrue(f.read().startswith("on "))
+        tr = stats(self.mnt)["trace"]
+        self.assertTrue(tr["active"])
+        self.assertEqual(tr["dropped"], 0)
         subprocess.run([dltest.DLIOFS, "trace", "stop", self.mnt], check=True)
         with open(out, "rb") as f:
             data = f.read()

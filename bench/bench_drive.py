@@ -4,7 +4,7 @@ zero computation time:
   - small files: 4000 npz files of ~64 KiB, one sample each: dlio-drive's
     samples/s vs the DLIO benchmark's (PyPI 2.0.0 in the venv, framework
     tensorflow, the same reader threads and batch) -- target >= 5x;
-  - large files: 8 x 256 MiB raw files read whole: dlio-drive's MB/s vs fio's
+  - large files: 8 x 256 MiB npz files read whole: dlio-drive's MB/s vs fio's
     sequential read with the same threads and block size -- target >= 0.9x.
 Prints a table. Usage: bench/bench_drive.py [--build DIR] [--threads N]"""
 import argparse
@@ -83,7 +83,7 @@ def main():
         # --- large files: fio vs dlio-drive ---
         big = os.path.join(tmp, "big.yaml")
         with open(big, "w") as f:
-            f.write("seed: 1\ndatasets:\n  - {name: big, format: raw, files: 8, "
+            f.write("seed: 1\ndatasets:\n  - {name: big, format: npz, files: 8, "
                     "samples_per_file: 1, sample_size: 256MiB}\n")
         run([os.path.join(a.build, "dlio-gen"), "-q", big, shm])
         d = drive(a.build, big, shm, a.threads, 1, 3, ["--io-size", "4MiB"])

@@ -160,6 +160,23 @@ int dl_config_dump(const struct dl_config *cfg, FILE *out)
 			fprintf(out, "all");
 		fprintf(out, "]\n");
 	}
+	if (cfg->nbacking) {
+		fprintf(out, "backing:\n");
+		for (unsigned i = 0; i < cfg->nbacking; i++) {
+			const struct dl_backing_cfg *b = &cfg->backing[i];
+
+			fprintf(out, "  - {at: ");
+			put_quoted(out, b->at);
+			if (b->sink) {
+				fprintf(out, ", sink: true, max_entries: %llu}\n",
+					(unsigned long long)b->max_entries);
+				continue;
+			}
+			fprintf(out, ", path: ");
+			put_quoted(out, b->path);
+			fprintf(out, ", writable: %s}\n", b->writable ? "true" : "false");
+		}
+	}
 	if (ferror(out))
 		return -EIO;
 	return 0;

@@ -11,6 +11,7 @@
 
 #include "dliofs/units.h"
 #include "config_i.h"
+#include "backing_yaml.h"
 #include "pacer_yaml.h"
 
 struct walk {
@@ -22,14 +23,6 @@ enum top_key { TK_SEED, TK_IO, TK_DATASETS, TK_PACER, TK_CACHE, TK_BACKING, TK_T
 
 static const char *const top_keys[TK__COUNT] = {
 	"seed", "io", "datasets", "pacer", "cache", "backing", "trace",
-};
-
-/* What each reserved key will configure once its issue lands. */
-static const char *const reserved_for[TK__COUNT] = {
-	[TK_PACER] = "the storage model",
-	[TK_CACHE] = "the cache",
-	[TK_BACKING] = "the backing store",
-	[TK_TRACE] = "tracing",
 };
 
 struct dl_loc cfg_node_loc(const yaml_node_t *n)
@@ -855,10 +848,6 @@ int cfg_parse(struct cfg_ctx *c, yaml_document_t *doc, struct dl_config *cfg,
 		c->nerr += dl_cfg_parse_pacer(c->name, doc, vals[TK_CACHE], 1, &cfg->pacer, c->err);
 	if (vals[TK_TRACE])
 		c->nerr += dl_cfg_parse_trace(c->name, doc, vals[TK_TRACE], &cfg->trace, c->err);
-	if (vals[TK_BACKING])
-		cfg_error(c, cfg_node_loc(keys[TK_BACKING]), top_keys[TK_BACKING],
-			  "not supported yet by this version (reserved for %s)",
-			  reserved_for[TK_BACKING]);
 	if (vals[TK_SEED])
 		get_u64(&w, vals[TK_SEED], "seed", &cfg->seed);
 	if (vals[TK_IO]) {
@@ -872,6 +861,9 @@ int cfg_parse(struct cfg_ctx *c, yaml_document_t *doc, struct dl_config *cfg,
 		src->datasets = vals[TK_DATASETS];
 		parse_datasets(&w, vals[TK_DATASETS], cfg, src);
 	}
+	/* After the datasets: a backing name must not clash with one. */
+	if (vals[TK_BACKING] && cfg_parse_backing(c, doc, vals[TK_BACKING], cfg))
+		c->oom = 1;
 	return c->oom ? -ENOMEM : 0;
 }
 
@@ -882,6 +874,7 @@ void dl_config_free(struct dl_config *cfg)
 	if (!cfg)
 		return;
 	dl_pacer_cfg_free(&cfg->pacer);
+	free(cfg->backing);
 	free(cfg->datasets);
 	free(cfg);
 }

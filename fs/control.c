@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backing.h"
 #include "control.h"
 #include "fs_i.h"
 #include "reply.h"
@@ -99,7 +100,9 @@ int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
 	switch (id) {
 	case DL_CTL_STATS:
 		ret = dl_pacer_stats_json(fs->pacer, dl_now_ns(), buf, len);
-		return ret ? ret : add_trace_stats(fs, buf, len);
+		if (!ret)
+			ret = add_trace_stats(fs, buf, len);
+		return ret ? ret : dl_bk_add_stats(fs, buf, len);
 	case DL_CTL_CONFIG:
 	case DL_CTL_PACER:
 		m = open_memstream(buf, len);
@@ -349,6 +352,7 @@ int dl_ctl_write(struct dl_fs *fs, unsigned id, const char *text, size_t len)
 		/* "reset": start every counter and histogram afresh (per-run figures). */
 		if (len >= 5 && !strncmp(text, "reset", 5)) {
 			dl_pacer_stats_reset(fs->pacer);
+			dl_bk_stats_reset(fs);
 			return 0;
 		}
 		fprintf(stderr, "dliofs: .dliofs/stats.json: the only command is 'reset'\n");

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backing.h"
 #include "fs_i.h"
 #include "reply.h"
 
@@ -57,6 +58,8 @@ static void fs_fini(struct dl_fs *fs)
 	fs->timer = NULL;
 	dl_pacer_free(fs->pacer);
 	fs->pacer = NULL;
+	dl_backing_free(fs->backing);
+	fs->backing = NULL;
 	for (unsigned i = 0; i < fs->nbufs; i++)
 		free(fs->bufs[i]);
 	free(fs->bufs);
@@ -93,6 +96,14 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	fs.fuse_overhead_ns = o->fuse_overhead_ns;
 	if (ret) {
 		notify(ready_fd, "cannot allocate the daemon's state\n");
+		return ret;
+	}
+	/* Before the mount: a backing path below the mountpoint means the
+	 * directory underneath, never the mount itself. */
+	ret = dl_backing_new(cfg, o->mountpoint, &fs.backing);
+	if (ret) {
+		notify(ready_fd, "cannot open a backing directory (see the message above)\n");
+		fs_fini(&fs);
 		return ret;
 	}
 	/* Read-write at the VFS level only for the control files (live settings);
@@ -168,6 +179,7 @@ out:
 		fuse_remove_signal_handlers(se);
 		fuse_session_destroy(se);
 	}
+	fuse_opt_free_args(&args);
 	fs_fini(&fs);
 	return ret;
 }

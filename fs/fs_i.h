@@ -16,6 +16,7 @@
 
 struct dl_timer;
 struct dl_reply;
+struct dl_backing;
 
 /* Everything the daemon mutates lives here (no other global state). */
 struct dl_fs {
@@ -33,6 +34,7 @@ struct dl_fs {
 	unsigned nbufs, bufs_cap;
 	struct dl_pacer *pacer;		/* storage model and statistics (always present) */
 	struct dl_timer *timer;		/* sends parked replies at their due time */
+	struct dl_backing *backing;	/* real directories and sinks (NULL: none) */
 	int direct_io;			/* open files with direct_io (io: direct, or emulated cache) */
 	uint64_t fuse_overhead_ns;	/* the kernel's part of a request's round trip */
 	/* tracing (trace_hook.c): recorder, ops traced, recorders in flight */
@@ -64,6 +66,7 @@ enum dl_node_type {
 	DL_NODE_SUBDIR = 3,
 	DL_NODE_FILE = 4,
 	DL_NODE_CTL = 5,	/* .dliofs/ (index 0) and its files (index = enum dl_ctl_file) */
+	DL_NODE_BACKING = 6,	/* ds = backing entry; index = handle id (0: the directory) */
 };
 
 #define DL_INO_INDEX_BITS 44

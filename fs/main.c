@@ -131,6 +131,15 @@ static int cmd_check(const char *path)
 			estimated |= sum.estimated;
 		}
 	}
+	for (unsigned i = 0; i < cfg->nbacking; i++) {
+		const struct dl_backing_cfg *b = &cfg->backing[i];
+
+		if (b->sink)
+			printf("  %s: sink (writes counted and discarded)\n", b->at);
+		else
+			printf("  %s: backing directory %s (%s)\n", b->at, b->path,
+			       b->writable ? "writable" : "read-only");
+	}
 	printf("total: %s%s (%.0Lf bytes)\n", estimated ? "~" : "",
 	       dl_format_size((uint64_t)grand, a, sizeof(a)), grand);
 out:

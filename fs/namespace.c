@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "dliofs/naming.h"
+#include "backing.h"
 #include "control.h"
 #include "fs_i.h"
 
@@ -40,6 +41,10 @@ int dl_node_from_ino(const struct dl_fs *fs, fuse_ino_t ino, struct dl_node *out
 				       out->index < DL_CTL__COUNT
 			       ? 0
 			       : -ENOENT;
+	/* Below a backing directory the index is a handle: backing.c checks it. */
+	if (out->type == DL_NODE_BACKING)
+		return out->ds < fs->cfg->nbacking && out->split == 0 && out->part == 0 ? 0
+											: -ENOENT;
 	if (out->type < DL_NODE_DATASET || out->type > DL_NODE_FILE ||
 	    out->ds >= fs->cfg->ndatasets || out->split >= DL_SPLIT__COUNT)
 		return -ENOENT;
@@ -73,7 +78,7 @@ static uint64_t dir_nsubdirs(const struct dl_fs *fs, const struct dl_node *n)
 
 	switch (n->type) {
 	case DL_NODE_ROOT:
-		return fs->cfg->ndatasets;
+		return fs->cfg->ndatasets + fs->cfg->nbacking;
 	case DL_NODE_DATASET:
 		return DL_SPLIT__COUNT;
 	case DL_NODE_SPLIT:
@@ -94,6 +99,8 @@ int dl_node_stat(struct dl_fs *fs, const struct dl_node *n, struct stat *st)
 		st->st_ino = dl_node_ino(n);
 		return 0;
 	}
+	if (n->type == DL_NODE_BACKING)
+		return n->index == 0 ? dl_bk_root_stat(fs, n->ds, st) : -ENOENT;
 	memset(st, 0, sizeof(*st));
 	st->st_ino = dl_node_ino(n);
 	st->st_uid = fs->uid;
@@ -148,6 +155,12 @@ int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const c
 		for (unsigned i = 0; i < fs->cfg->ndatasets; i++) {
 			if (strcmp(fs->cfg->datasets[i].name, name) == 0) {
 				*out = (struct dl_node){.type = DL_NODE_DATASET, .ds = i};
+				return 0;
+			}
+		}
+		for (unsigned i = 0; i < fs->cfg->nbacking; i++) {
+			if (strcmp(fs->cfg->backing[i].at, name) == 0) {
+				*out = (struct dl_node){.type = DL_NODE_BACKING, .ds = i};
 				return 0;
 			}
 		}
@@ -217,8 +230,15 @@ int dl_node_child(const struct dl_fs *fs, const struct dl_node *dir, uint64_t k,
 
 	switch (dir->type) {
 	case DL_NODE_ROOT:
-		if (k >= fs->cfg->ndatasets)
-			return -ENOENT;
+		/* The datasets, then the backing directories. */
+		if (k >= fs->cfg->ndatasets) {
+			k -= fs->cfg->ndatasets;
+			if (k >= fs->cfg->nbacking)
+				return -ENOENT;
+			*child = (struct dl_node){.type = DL_NODE_BACKING, .ds = (unsigned)k};
+			snprintf(name, namelen, "%s", fs->cfg->backing[k].at);
+			return 0;
+		}
 		*child = (struct dl_node){.type = DL_NODE_DATASET, .ds = (unsigned)k};
 		snprintf(name, namelen, "%s", fs->cfg->datasets[k].name);
 		return 0;
@@ -269,6 +289,8 @@ int dl_node_path(struct dl_fs *fs, uint64_t ino, char *buf, size_t len)
 	case DL_NODE_ROOT:
 		k = snprintf(buf, len, ".");
 		break;
+	case DL_NODE_BACKING:
+		return dl_bk_path(fs, ino, buf, len);
 	case DL_NODE_CTL:
 		k = n.index == DL_CTL_DIR ? snprintf(buf, len, "%s", DL_CTL_DIRNAME)
 					  : snprintf(buf, len, "%s/%s", DL_CTL_DIRNAME,

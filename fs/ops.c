@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backing.h"
 #include "control.h"
 #include "fs_i.h"
 #include "reply.h"
@@ -27,6 +28,16 @@ static struct dl_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
 }
+
+/* Inodes of backing directories are served by their own operations
+ * (fs/backing_ops.c, fs/sink_ops.c): hand the request over and return. */
+#define SERVE_BACKING(fs, ino, op, ...)                                  \
+	do {                                                             \
+		if (dl_bk_is((fs), (ino))) {                             \
+			dl_bk_ops((fs), (ino))->op(__VA_ARGS__);          \
+			return;                                          \
+		}                                                        \
+	} while (0)
 
 /* Answer with an error, through the pacer as a metadata (or given) class op. */
 static void pace_err(struct dl_fs *fs, fuse_req_t req, enum dl_op_class cls, int neg_errno)
@@ -68,8 +79,12 @@ static int fill_entry(struct dl_fs *fs, const struct dl_node *n, struct fuse_ent
 	memset(e, 0, sizeof(*e));
 	e->ino = dl_node_ino(n);
 	e->generation = 1;
-	/* Control files change: never let the kernel cache their attributes. */
-	e->attr_timeout = n->type == DL_NODE_CTL ? 0 : DL_TIMEOUT;
+	/* Control files change: never let the kernel cache their attributes.
+	 * A backing directory's change with what is written into it. */
+	if (n->type == DL_NODE_CTL)
+		e->attr_timeout = 0;
+	else
+		e->attr_timeout = n->type == DL_NODE_BACKING ? 1.0 : DL_TIMEOUT;
 	e->entry_timeout = DL_TIMEOUT;
 	return dl_node_stat(fs, n, &e->attr);
 }
@@ -77,10 +92,12 @@ static int fill_entry(struct dl_fs *fs, const struct dl_node *n, struct fuse_ent
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = dl_reply_new(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP);
+	struct dl_reply *r;
 	struct dl_node p, c;
 	int ret;
 
+	SERVE_BACKING(fs, parent, lookup, req, parent, name);
+	r = dl_reply_new(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP);
 	if (!r) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -107,11 +124,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = dl_reply_new(req, DL_R_ATTR, DL_OP_META, DL_TOP_GETATTR);
+	struct dl_reply *r;
 	struct dl_node n;
 	int ret;
 
-	(void)fi;
+	SERVE_BACKING(fs, ino, getattr, req, ino, fi);
+	r = dl_reply_new(req, DL_R_ATTR, DL_OP_META, DL_TOP_GETATTR);
 	if (!r) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -133,8 +151,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct dl_fs *fs = fs_of(req);
 	struct dl_reply *r;
 	struct dl_node n;
-	int ret = dl_node_from_ino(fs, ino, &n);
+	int ret;
 
+	SERVE_BACKING(fs, ino, opendir, req, ino, fi);
+	ret = dl_node_from_ino(fs, ino, &n);
 	if (!ret && (n.type == DL_NODE_FILE || (n.type == DL_NODE_CTL && n.index != DL_CTL_DIR)))
 		ret = -ENOTDIR;
 	if (ret) {
@@ -164,14 +184,15 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = dl_reply_new(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR);
+	struct dl_reply *r;
 	struct dl_node dir, child;
 	char name[256];
 	struct stat st;
 	size_t used = 0;
 	int ret;
 
-	(void)fi;
+	SERVE_BACKING(fs, ino, readdir, req, ino, size, off, fi);
+	r = dl_reply_new(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR);
 	if (!r) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -254,6 +275,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct dl_node n;
 	int ret;
 
+	SERVE_BACKING(fs, ino, open, req, ino, fi);
 	ret = dl_node_from_ino(fs, ino, &n);
 	if (ret)
 		goto out;
@@ -303,11 +325,14 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct dl_fs *fs = fs_of(req);
 	struct dl_handle *h = (struct dl_handle *)(uintptr_t)fi->fh;
-	struct dl_reply *r = dl_reply_new(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ);
-	uint64_t fsize = h->ctl ? h->snap_len : h->f.size;
+	struct dl_reply *r;
+	uint64_t fsize;
 	size_t len;
 	int ret = 0;
 
+	SERVE_BACKING(fs, ino, read, req, ino, size, off, fi);
+	fsize = h->ctl ? h->snap_len : h->f.size;
+	r = dl_reply_new(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ);
 	if (!r) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -357,7 +382,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct dl_handle *h = (struct dl_handle *)(uintptr_t)fi->fh;
 	int ret;
 
-	(void)ino, (void)off;
+	SERVE_BACKING(fs, ino, write, req, ino, buf, size, off, fi);
 	if (!h || !h->ctl) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -371,7 +396,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	SERVE_BACKING(fs_of(req), ino, release, req, ino, fi);
 	free_handle((struct dl_handle *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
@@ -379,9 +404,11 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = dl_reply_new(req, DL_R_STATFS, DL_OP_META, DL_TOP_STATFS);
+	struct dl_reply *r;
 	uint64_t files = 0;
 
+	SERVE_BACKING(fs, ino, statfs, req, ino);
+	r = dl_reply_new(req, DL_R_STATFS, DL_OP_META, DL_TOP_STATFS);
 	if (!r) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -406,7 +433,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct dl_node n;
 	struct stat st;
 
-	(void)attr, (void)fi;
+	SERVE_BACKING(fs, ino, setattr, req, ino, attr, to_set, fi);
 	if (dl_node_from_ino(fs, ino, &n) == 0 && n.type == DL_NODE_CTL && n.index != DL_CTL_DIR &&
 	    (to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 			FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)) ==
@@ -420,66 +447,146 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
-	(void)parent, (void)name, (void)mode, (void)rdev;
+	SERVE_BACKING(fs_of(req), parent, mknod, req, parent, name, mode, rdev);
 	fuse_reply_err(req, EROFS);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	(void)parent, (void)name, (void)mode;
+	SERVE_BACKING(fs_of(req), parent, mkdir, req, parent, name, mode);
 	fuse_reply_err(req, EROFS);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	(void)parent, (void)name;
+	SERVE_BACKING(fs_of(req), parent, unlink, req, parent, name);
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	SERVE_BACKING(fs_of(req), parent, rmdir, req, parent, name);
 	fuse_reply_err(req, EROFS);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-	(void)link, (void)parent, (void)name;
+	SERVE_BACKING(fs_of(req), parent, symlink, req, link, parent, name);
 	fuse_reply_err(req, EROFS);
 }
 
+/* Renames and links stay inside one backing directory; between it and
+ * anything else (another one, or the synthetic tree) they cross devices. */
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
-	(void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
-	fuse_reply_err(req, EROFS);
+	struct dl_fs *fs = fs_of(req);
+	int a = dl_bk_is(fs, parent), b = dl_bk_is(fs, newparent);
+
+	if (a && b && dl_bk_same_root(parent, newparent)) {
+		dl_bk_ops(fs, parent)->rename(req, parent, name, newparent, newname, flags);
+		return;
+	}
+	fuse_reply_err(req, a || b ? EXDEV : EROFS);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
-	(void)ino, (void)newparent, (void)newname;
-	fuse_reply_err(req, EROFS);
+	struct dl_fs *fs = fs_of(req);
+	int a = dl_bk_is(fs, ino), b = dl_bk_is(fs, newparent);
+
+	if (a && b && dl_bk_same_root(ino, newparent)) {
+		dl_bk_ops(fs, ino)->link(req, ino, newparent, newname);
+		return;
+	}
+	fuse_reply_err(req, a || b ? EXDEV : EROFS);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
-	(void)parent, (void)name, (void)mode, (void)fi;
+	SERVE_BACKING(fs_of(req), parent, create, req, parent, name, mode, fi);
 	fuse_reply_err(req, EROFS);
+}
+
+/* Synthetic inodes are computed, so there is nothing to forget. */
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct dl_fs *fs = fs_of(req);
+
+	if (dl_bk_is(fs, ino))
+		dl_bk_forget(fs, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct dl_fs *fs = fs_of(req);
+
+	for (size_t i = 0; i < count; i++)
+		if (dl_bk_is(fs, forgets[i].ino))
+			dl_bk_forget(fs, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	SERVE_BACKING(fs_of(req), ino, readlink, req, ino);
+	fuse_reply_err(req, EINVAL); /* no synthetic symlinks */
+}
+
+/* flush, fsync, fsyncdir and releasedir must be answered for synthetic
+ * inodes too: an ENOSYS would make the kernel stop sending them for the
+ * whole mount, and backing files need their fsync to reach us. */
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	SERVE_BACKING(fs_of(req), ino, flush, req, ino, fi);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	SERVE_BACKING(fs_of(req), ino, fsync, req, ino, datasync, fi);
+	fuse_reply_err(req, 0); /* nothing synthetic is ever dirty */
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	SERVE_BACKING(fs_of(req), ino, releasedir, req, ino, fi);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	SERVE_BACKING(fs_of(req), ino, fsyncdir, req, ino, datasync, fi);
+	fuse_reply_err(req, 0);
 }
 
 const struct fuse_lowlevel_ops dl_fs_ops = {
 	.init = op_init,
 	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.readlink = op_readlink,
 	.getattr = op_getattr,
 	.setattr = op_setattr,
 	.mknod = op_mknod,
 	.mkdir = op_mkdir,
 	.unlink = op_unlink,
-	.rmdir = op_unlink,
+	.rmdir = op_rmdir,
 	.symlink = op_symlink,
 	.rename = op_rename,
 	.link = op_link,
 	.open = op_open,
 	.read = op_read,
 	.write = op_write,
+	.flush = op_flush,
 	.release = op_release,
+	.fsync = op_fsync,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,
 	.create = op_create,
 };

@@ -20,6 +20,7 @@ PACKAGES=(
   python3-numpy python3-torch python3-torchvision python3-h5py python3-pil
   python3-matplotlib python3-venv python3-yaml
   fio ca-certificates
+  libopenmpi-dev openmpi-bin
 )
 
 want_venv=1

@@ -522,8 +522,9 @@ static void test_key_errors(void)
 	EXPECT_ERR("cache: 1GB\n" HEAD "    sample_size: 1\n",
 		   "t.yaml:1:8: cache: cache.policy: expected kernel, none, lru or minio");
 	EXPECT_ERR(HEAD "    sample_size: 1\nbacking: /x\n",
-		   "t.yaml:5:1: backing: not supported yet by this version (reserved for the "
-		   "backing store)");
+		   "t.yaml:5:10: backing: expected a list of directories");
+	EXPECT_ERR(HEAD "    sample_size: 1\nbacking:\n  - {at: a, sink: true}\n",
+		   "t.yaml:6:10: backing[0].at: \"a\" is already the name of datasets[0]");
 	EXPECT_ERR(HEAD "    sample_size: 1\ntrace: on\n",
 		   "t.yaml:5:8: trace: expected a mapping {enabled, file, ops}");
 	EXPECT_ERR(HEAD "    sample_size: 1\ntrace: {ops: [read, fly], file: /tmp/x}\n",
@@ -1390,7 +1391,7 @@ static void test_dlio_errors(void)
 	/* dliofs sections in a workload are checked by their own rules, with locations. */
 	EXPECT_ERR("dataset: {}\nio: fast\n", "t.yaml:2:5: io: expected one of cache, direct");
 	EXPECT_ERR("dataset: {}\nseed: x\ntrain: {seed: 3}\n", "t.yaml:2:7: seed: expected");
-	EXPECT_ERR("dataset: {}\nbacking: /x\n", "t.yaml:2:1: backing: not supported yet");
+	EXPECT_ERR("dataset: {}\nbacking: /x\n", "t.yaml:2:10: backing: expected a list");
 	EXPECT_ERR("dataset: {}\ncache: &c [*c]\n",
 		   "t.yaml:2:8: cache: nested too deeply (an alias that contains itself?)");
 	{

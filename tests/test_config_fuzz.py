@@ -203,8 +203,8 @@ def corpus():
         "    sample_size: 1\n", (5, 11), "duplicate dataset name")
     add("duplicate-keys", HEAD + "    sample_size: 1\n    sample_size: 2\n", (5, 5), "duplicate key")
     add("unknown-key", HEAD + "    sample_size: 1\n    sampel_size: 2\n", (5, 5), "did you mean")
-    add("reserved-backing", "backing: {x: 1}\n" + HEAD + "    sample_size: 1\n", (1, 1),
-        "not supported yet by this version (reserved for")
+    add("backing-not-a-list", "backing: {x: 1}\n" + HEAD + "    sample_size: 1\n", (1, 10),
+        "backing: expected a list of directories")
     for key, what in (("pacer", 'unknown pacer key "x"'), ("cache", 'unknown pacer key "cache.x"'),
                       ("trace", "unknown key (expected enabled, file, ops)")):
         add("unknown-in-" + key, key + ": {x: 1}\n" + HEAD + "    sample_size: 1\n", (1, 9), what)

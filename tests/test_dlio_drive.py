@@ -3,8 +3,9 @@ bytes, every file once per epoch, real shuffles), measures AU the MLPerf way,
 writes the JSON it documents, and costs little next to fio.
 
 Fidelity checks use the tool's --trace-files log and, where strace works,
-the system calls themselves. The overhead benchmark prints figures and only
-asserts that it ran (the DLIO comparison is done by hand)."""
+the system calls themselves. MpiRanks runs it under Open MPI's mpirun with 2
+and 4 ranks. The overhead benchmark prints figures and only asserts that it
+ran; the comparison with DLIO itself is tests/test_drive_fidelity.py."""
 import glob
 import json
 import os
@@ -69,18 +70,22 @@ datasets:
 """
 
 # Documented in tools/drive_report.c.
-TOP_KEYS = {"tool", "version", "config", "epochs", "summary", "au_threshold", "au_mean", "pass",
-            "run_wall_s", "setup_bytes", "checkpoints", "notes", "cuda"}
+TOP_KEYS = {"tool", "version", "config", "epochs", "summary", "au_threshold", "au_mean", "au_min",
+            "pass", "ranks", "per_rank", "run_wall_s", "setup_bytes", "checkpoints", "notes", "cuda"}
 CONFIG_KEYS = {"config_file", "dir", "dataset", "format", "files", "eval_files",
                "samples_per_file", "batch_size", "eval_batch_size", "read_threads", "prefetch",
                "read_ahead_batches", "epochs", "steps_per_epoch", "total_training_steps",
                "computation_time", "computation_time_mean_s", "eval_time", "file_shuffle",
-               "sample_shuffle", "seed", "read_unit", "read_amplification", "check_crc", "decode",
+               "sample_shuffle", "seed", "read_unit", "read_amplification", "data_loader",
+               "check_crc", "decode",
                "odirect", "accelerator", "accelerator_type", "workload",
                "warmup_steps_excluded", "end_steps_excluded"}
 EPOCH_KEYS = {"epoch", "steps", "samples", "bytes", "index_bytes", "files_opened", "read_calls",
-              "decoded_bytes", "wall_s", "compute_s", "stall_s", "stall_share", "au",
-              "samples_per_s", "mb_per_s", "step_time_s", "stall_time_s"}
+              "decoded_bytes", "wall_s", "compute_s", "stall_s", "barrier_s", "stall_share", "au",
+              "au_min", "samples_per_s", "mb_per_s", "step_time_s", "stall_time_s"}
+RANK_KEYS = {"rank", "host", "au_mean", "samples_per_s_mean", "bytes", "epochs"}
+RANK_EPOCH_KEYS = {"epoch", "steps", "samples", "bytes", "files_opened", "read_calls", "wall_s",
+                   "compute_s", "stall_s", "barrier_s", "au", "samples_per_s", "mb_per_s"}
 SUMMARY_KEYS = {"au", "samples_per_s", "mb_per_s", "stall_share", "stall_s", "wall_s", "bytes",
                 "step_time_s", "stall_time_s"}
 MOMENTS = {"mean", "min", "max", "stdev"}
@@ -260,12 +265,26 @@ class DriveTest(unittest.TestCase):
         self.assertEqual(r["epochs"][0]["index_bytes"], 21 * 2 * 7 * 8)
 
     def test_dlio_read_amplification(self):
+        """DLIO's pytorch reader opens a file per sample and reads it with
+        np.load: each 2-sample npz opened twice an epoch, and each open reads
+        the file once plus what np.load's buffer reads again (at most one
+        st_blksize block and the zip directory; exactly: test_drive_fidelity)."""
         files = self.files_of("npz")
+        blk = os.stat(os.path.join(self.data, "npz", sorted(files)[0])).st_blksize
         r = self.run_json("--dataset", "npz", "--batch-size", "4", "--read-amplification", "dlio")
         e = r["epochs"][0]
-        self.assertEqual(e["bytes"], 2 * sum(files.values()), "each 2-sample file read twice")
+        self.assertGreaterEqual(e["bytes"], 2 * sum(files.values()), "each file read twice")
+        self.assertLessEqual(e["bytes"], 2 * sum(files.values()) + 2 * len(files) * (blk + 1024))
         self.assertEqual(e["files_opened"], 2 * len(files))
         self.assertEqual(r["config"]["read_amplification"], "dlio")
+        self.assertEqual(r["config"]["data_loader"], "pytorch")
+        # The tensorflow loader keeps a file open for its consecutive samples.
+        r = self.run_json("--dataset", "npz", "--batch-size", "4", "--read-amplification", "dlio",
+                          "--data-loader", "tensorflow")
+        e = r["epochs"][0]
+        self.assertEqual(e["files_opened"], len(files))
+        self.assertGreaterEqual(e["bytes"], sum(files.values()))
+        self.assertLessEqual(e["bytes"], sum(files.values()) + len(files) * (blk + 1024))
 
     def test_strace_agrees(self):
         """The system calls say the same as the tool: each npz opened once per
@@ -379,6 +398,8 @@ class DriveTest(unittest.TestCase):
             self.assertTrue(0.002 <= per < 0.006, per)  # mean 3 ms; slack for a loaded CI
 
     def test_json_keys(self):
+        """Keys as tools/drive_report.c documents them; alone, one rank whose
+        figures are the job's."""
         r = self.run_json("--dataset", "npz", "--epochs", "2", "--batch-size", "4",
                           "--eval-every", "1", "--computation-time", "1ms")
         self.assertEqual(set(r), TOP_KEYS)
@@ -398,6 +419,15 @@ class DriveTest(unittest.TestCase):
         self.assertIsNone(r["cuda"])
         self.assertAlmostEqual(r["summary"]["au"]["mean"],
                                sum(e["au"] for e in r["epochs"]) / 2, places=9)
+        self.assertEqual(r["ranks"], 1)
+        self.assertEqual(len(r["per_rank"]), 1)
+        mine = r["per_rank"][0]
+        self.assertEqual(set(mine), RANK_KEYS)
+        for e, m in zip(r["epochs"], mine["epochs"]):
+            self.assertEqual(set(m), RANK_EPOCH_KEYS)
+            self.assertEqual((m["samples"], m["bytes"], m["au"]), (e["samples"], e["bytes"], e["au"]))
+            self.assertEqual(e["au_min"], e["au"])
+            self.assertEqual(e["barrier_s"], 0, "no barrier alone")
 
     def test_table_on_terminal_output(self):
         r = drive(["--config", self.cfg, self.data, "--dataset", "npz", "--epochs", "2",
@@ -565,6 +595,218 @@ metric: {au: 0.85}
         r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
         self.assertEqual(r.returncode, 3)
         self.assertIn("no CUDA device", r.stderr)
+
+
+def mpirun_path():
+    """Open MPI's mpirun (the MPI dlio-drive is built with on Debian), or None."""
+    for cand in (os.environ.get("DLIO_MPIRUN"), "/usr/bin/mpirun", shutil.which("mpirun")):
+        if cand and os.access(cand, os.X_OK):
+            r = subprocess.run([cand, "--version"], capture_output=True, text=True)
+            if "Open MPI" in r.stdout + r.stderr:
+                return cand
+    return None
+
+
+def drive_has_mpi():
+    r = subprocess.run([DRIVE, "--version"], capture_output=True, text=True)
+    return "(MPI:" in r.stdout
+
+
+class MpiRanks(unittest.TestCase):
+    """mpirun -np N dlio-drive: each rank one accelerator reading DLIO's
+    share of the samples, an all-reduce after every step, one report."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(DRIVE, os.X_OK):
+            raise unittest.SkipTest("no dlio-drive binary at " + DRIVE)
+        cls.mpirun = mpirun_path()
+        cls.why = ("" if cls.mpirun and drive_has_mpi() else
+                   "dlio-drive built without MPI" if cls.mpirun else
+                   "no Open MPI mpirun (apt-get install openmpi-bin libopenmpi-dev)")
+        cls.tmp = tempfile.mkdtemp(prefix="dlio-drive-mpi-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        cls.cfg = dltest.write_config(cls.tmp, CONFIG)
+        cls.data = dltest.gen(cls.cfg, os.path.join(cls.tmp, "data"))
+
+    def setUp(self):
+        dltest.require(not self.why, self.why)
+
+    def mpi(self, n, args, check=True, timeout=120):
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1")
+        cmd = [self.mpirun, "--oversubscribe", "-np", str(n)]
+        if os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+        cmd += [DRIVE, "--config", self.cfg, self.data] + list(args)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        if check and r.returncode != 0:
+            raise AssertionError("%s failed (%d):\n%s%s" % (" ".join(cmd), r.returncode,
+                                                           r.stdout, r.stderr))
+        return r
+
+    def run_ranks(self, n, ds, *args, epochs=2):
+        out = os.path.join(self.tmp, "%s-%d.json" % (ds, n))
+        trace = os.path.join(self.tmp, "%s-%d.tsv" % (ds, n))
+        for old in glob.glob(trace + "*"):
+            os.unlink(old)
+        r = self.mpi(n, ["--dataset", ds, "--epochs", str(epochs), "--quiet", "--json", out,
+                         "--trace-files", trace] + list(args))
+        with open(out) as f:
+            j = json.load(f)
+        # One trace per rank, FILE.RANK, and only those.
+        self.assertEqual(sorted(glob.glob(trace + "*")),
+                         sorted("%s.%d" % (trace, q) for q in range(n)))
+        rows = {q: read_trace("%s.%d" % (trace, q)) for q in range(n)}
+        return j, rows, r
+
+    def check_report(self, j, n, epochs, steps, batch):
+        """The job's figures are the ranks' combined as DLIO combines them."""
+        self.assertEqual(j["ranks"], n)
+        self.assertEqual(set(j), TOP_KEYS)
+        self.assertEqual([p["rank"] for p in j["per_rank"]], list(range(n)))
+        for p in j["per_rank"]:
+            self.assertEqual(set(p), RANK_KEYS)
+            self.assertEqual(len(p["epochs"]), epochs)
+            for e in p["epochs"]:
+                self.assertEqual(set(e), RANK_EPOCH_KEYS)
+                # The all-reduce keeps the ranks in step: the same steps each.
+                self.assertEqual(e["steps"], steps)
+                self.assertEqual(e["samples"], steps * batch)
+                self.assertGreaterEqual(e["barrier_s"], 0)
+        for i, e in enumerate(j["epochs"]):
+            ranks = [p["epochs"][i] for p in j["per_rank"]]
+            self.assertTrue(EPOCH_KEYS <= set(e))
+            self.assertEqual(e["steps"], steps)
+            self.assertEqual(e["samples"], sum(x["samples"] for x in ranks))
+            self.assertEqual(e["bytes"], sum(x["bytes"] for x in ranks))
+            self.assertEqual(e["files_opened"], sum(x["files_opened"] for x in ranks))
+            self.assertAlmostEqual(e["samples_per_s"], sum(x["samples_per_s"] for x in ranks),
+                                   delta=1e-6 * e["samples_per_s"])
+            self.assertAlmostEqual(e["au"], sum(x["au"] for x in ranks) / n, places=9)
+            self.assertAlmostEqual(e["au_min"], min(x["au"] for x in ranks), places=12)
+            self.assertAlmostEqual(e["wall_s"], max(x["wall_s"] for x in ranks), places=12)
+        self.assertAlmostEqual(j["au_min"], min(p["au_mean"] for p in j["per_rank"]), places=12)
+        self.assertAlmostEqual(j["summary"]["au"]["mean"],
+                               sum(e["au"] for e in j["epochs"]) / epochs, places=9)
+
+    def check_shards(self, rows, n, epochs, want, span):
+        """Every (file, sample) of `want` once per epoch over all ranks; no
+        rank touches another's: span(rank) says which files a rank may read."""
+        for ep in range(1, epochs + 1):
+            seen = []
+            for q in range(n):
+                mine = [(x[3], x[4]) for x in rows[q] if x[0] == ep]
+                for f, _ in mine:
+                    self.assertIn(f, span(q), "rank %d read %s, outside its share" % (q, f))
+                seen += mine
+            self.assertEqual(sorted(seen), sorted(want), "epoch %d: each sample once" % ep)
+
+    def test_npz_samples_two_and_four_ranks(self):
+        """Per-sample reads (DLIO's pytorch reader): rank r owns global samples
+        [r * ceil(T/P), (r + 1) * ceil(T/P)), shuffled within its range."""
+        files = sorted(self_files(self.data, "npz"))
+        want = [(f, s) for f in files for s in range(2)]
+        for n in (2, 4):
+            with self.subTest(ranks=n):
+                j, rows, _ = self.run_ranks(n, "npz", "--batch-size", "4", "--read-amplification",
+                                            "dlio", "--sample-shuffle", "seed",
+                                            "--computation-time", "2ms")
+                per = 48 // n
+                self.check_report(j, n, 2, per // 4, 4)
+                self.check_shards(rows, n, 2, want,
+                                  lambda q: set(files[q * per // 2:(q + 1) * per // 2]))
+                for q in range(n):
+                    # Global sample g = 2 * file index + sample lies in the range.
+                    got = sorted(2 * files.index(x[3]) + x[4] for x in rows[q] if x[0] == 1)
+                    self.assertEqual(got, list(range(q * per, (q + 1) * per)))
+                    # Shuffled: not the sorted order, and not the same in epoch 2.
+                    order = [(x[3], x[4]) for x in sorted(rows[q], key=lambda x: (x[0], x[2]))]
+                    self.assertNotEqual(order[:per], sorted(order[:per]))
+                    self.assertNotEqual(order[:per], order[per:])
+                self.assertGreater(j["au_mean"], 0.5, "2 ms of compute per step")
+
+    def test_npz_files_with_file_shuffle(self):
+        """Whole files, file shuffle on: the file list is shuffled the same on
+        every rank (one seed), so the shares stay disjoint and change per epoch."""
+        files = sorted(self_files(self.data, "npz"))
+        sizes = self_files(self.data, "npz")
+        j, rows, _ = self.run_ranks(4, "npz", "--batch-size", "2", "--file-shuffle", "seed")
+        self.check_report(j, 4, 2, 6, 2)
+        for ep in (1, 2):
+            read = [x[3] for q in range(4) for x in rows[q] if x[0] == ep]
+            self.assertEqual(sorted(read), files, "epoch %d: each file once" % ep)
+            self.assertEqual(j["epochs"][ep - 1]["bytes"], sum(sizes.values()))
+        shares = [{x[3] for x in rows[q] if x[0] == 1} for q in range(4)]
+        self.assertNotEqual(shares[0], set(files[:6]), "shuffled files, not the first six")
+        self.assertNotEqual(shares[0], {x[3] for x in rows[0] if x[0] == 2})
+
+    def test_tfrecord_files_round_robin(self):
+        """tf.data's shard(P, r): rank r streams files r, r + P, ... whole."""
+        files = sorted(self_files(self.data, "tfr"))
+        j, rows, _ = self.run_ranks(2, "tfr", "--batch-size", "5", "--computation-time", "1ms")
+        self.check_report(j, 2, 2, 6, 5)
+        want = [(f, k) for f in files for k in range(10)]
+        self.check_shards(rows, 2, 2, want, lambda q: set(files[q::2]))
+        sizes = self_files(self.data, "tfr")
+        self.assertEqual(j["epochs"][0]["bytes"], sum(sizes.values()))
+
+    def test_uneven_split_refused(self):
+        """6 tfrecord files over 4 ranks: ranks 2 and 3 get one file (10
+        samples) but every rank takes 3 steps of 5. DLIO would crash or
+        repeat; we say so before reading anything."""
+        r = self.mpi(4, ["--dataset", "tfr", "--batch-size", "5", "--quiet"], check=False)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("rank 2's share holds 10 samples", r.stderr)
+        self.assertEqual(r.stderr.count("share holds"), 1, "said once, by rank 0")
+
+    def test_a_failing_rank_stops_all(self):
+        """A file only rank 1 reads is truncated: rank 1 fails, the others
+        learn it at the next all-reduce; nobody hangs, the exit status is 1."""
+        bad = os.path.join(self.tmp, "bad")
+        shutil.rmtree(bad, True)
+        shutil.copytree(os.path.join(self.data, "tfr"), os.path.join(bad, "tfr"))
+        with open(sorted(glob.glob(os.path.join(bad, "tfr", "train", "*")))[3], "r+b") as f:
+            f.truncate(100)
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        cmd = [self.mpirun, "--oversubscribe", "-np", "2", DRIVE, "--config", self.cfg, bad,
+               "--dataset", "tfr", "--batch-size", "5", "--quiet", "--computation-time", "1ms"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("rank 0: run stopped: another rank failed", r.stderr)
+        self.assertIn("rank 1: run stopped", r.stderr)
+
+
+class WithoutMpi(unittest.TestCase):
+    """The single-rank build under a launcher: it says so and runs alone."""
+
+    def test_launcher_without_mpi(self):
+        if not os.access(DRIVE, os.X_OK):
+            raise unittest.SkipTest("no dlio-drive binary")
+        if drive_has_mpi():
+            raise unittest.SkipTest("this dlio-drive has MPI (MpiRanks covers it)")
+        tmp = tempfile.mkdtemp(prefix="dlio-drive-nompi-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        cfg = dltest.write_config(tmp, CONFIG)
+        data = dltest.gen(cfg, os.path.join(tmp, "data"))
+        out = os.path.join(tmp, "r.json")
+        env = dict(os.environ, PMI_SIZE="3", PMI_RANK="1")
+        r = subprocess.run([DRIVE, "--config", cfg, data, "--dataset", "npz", "--batch-size", "4",
+                            "--quiet", "--json", out], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("built without MPI", r.stderr)
+        with open(out) as f:
+            j = json.load(f)
+        self.assertEqual(j["ranks"], 1)
+        self.assertEqual(j["epochs"][0]["samples"], 48, "the whole dataset")
+        self.assertTrue(any("built without MPI" in n for n in j["notes"]), j["notes"])
+
+
+def self_files(data, ds, split="train"):
+    root = os.path.join(data, ds)
+    return {os.path.relpath(p, root): os.path.getsize(p)
+            for p in glob.glob(os.path.join(root, split, "**", "*"), recursive=True)
+            if os.path.isfile(p) and not p.endswith(".idx")}
 
 
 FAKE_CUDA = r"""

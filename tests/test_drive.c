@@ -1,6 +1,6 @@
 /* dlio-drive's pure parts: shuffle permutations, epoch plans, percentiles,
  * AU with warm-up exclusion, computation-time distributions, TFRecord
- * framing, DLIO run keys from YAML, the image decoders.
+ * framing, DLIO run keys from YAML, the image decoders, ranks' shards.
  *
  * The tool's sources are included directly (they are not a library), so
  * their static helpers are reachable too. */
@@ -174,6 +174,133 @@ static void test_plan(void)
 	CHECK(drv_plan_init(&p, DRV_U_SAMPLE, UINT64_MAX / 2, 3, 0) == -EOVERFLOW, "overflow");
 }
 
+/* ---- ranks' shards (DLIO's split, dlio.md 5) ---- */
+
+/* Marks every sample rank `rank` of `ranks` reads in an epoch into cov[]
+ * (file * spf + sample); 0 when a unit strays outside the rank's share. */
+static int shard_cover(enum drv_unit_kind kind, uint64_t nf, uint64_t spf, uint64_t chunk,
+		       unsigned rank, unsigned ranks, int shuffle, uint8_t *cov, uint64_t *held)
+{
+	struct drv_plan p;
+	struct drv_unit u;
+	int ok = 1;
+
+	if (drv_plan_init(&p, kind, nf, spf, chunk) || drv_plan_shard(&p, rank, ranks))
+		return 0;
+	drv_plan_order(&p, shuffle ? DRV_SHUF_SEED : DRV_SHUF_OFF, 9,
+		       shuffle ? DRV_SHUF_SEED : DRV_SHUF_OFF, 10);
+	*held = drv_plan_samples(&p);
+	uint64_t total = nf * spf, S = (total + ranks - 1) / ranks;
+	uint64_t lo = rank * S, hi = lo + S < total ? lo + S : total;
+	for (uint64_t i = 0; i < p.units; i++) {
+		drv_plan_unit(&p, i, &u);
+		if (kind == DRV_U_STREAM) {
+			for (uint64_t k = 0; k < spf; k++)
+				if (!u.rec_mod || k % u.rec_mod == u.rec_phase)
+					cov[u.file * spf + k]++;
+			continue;
+		}
+		for (uint64_t k = 0; k < u.nsamples; k++) {
+			uint64_t g = u.file * spf + u.sample + k;
+			cov[g]++;
+			/* Without a file shuffle, a sample's global index is its slot:
+			 * it must lie in the rank's contiguous range. */
+			if (!shuffle && kind != DRV_U_CHUNK && (g < lo || g >= hi))
+				ok = 0;
+		}
+	}
+	return ok;
+}
+
+static void test_shard(void)
+{
+	static const struct {
+		enum drv_unit_kind kind;
+		uint64_t nf, spf, chunk;
+		unsigned ranks;
+		uint64_t held[4]; /* samples each rank's share holds */
+	} cases[] = {
+	    /* T = 91, ceil(91 / 4) = 23: 23, 23, 23 and the rest, 22 */
+	    {DRV_U_SAMPLE, 13, 7, 0, 4, {23, 23, 23, 22}},
+	    {DRV_U_FILE, 13, 7, 0, 4, {23, 23, 23, 22}},
+	    {DRV_U_FILE, 8, 1, 0, 2, {4, 4, 0, 0}},
+	    /* tfrecord: files 0, 4, 8, 12 | 1, 5, 9 | ... */
+	    {DRV_U_STREAM, 13, 7, 0, 4, {28, 21, 21, 21}},
+	    /* 3 files, 4 ranks: records k % 4 == r of every file (0 4 | 1 5 | 2 6 | 3) */
+	    {DRV_U_STREAM, 3, 7, 0, 4, {6, 6, 6, 3}},
+	    /* 9 chunks of 4 (the third of a file 2): 5 and 4 chunks */
+	    {DRV_U_CHUNK, 3, 10, 4, 2, {18, 12, 0, 0}},
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		for (int shuffle = 0; shuffle < 2; shuffle++) {
+			uint8_t cov[13 * 7] = {0};
+			uint64_t total = cases[c].nf * cases[c].spf, sum = 0;
+			int ok = 1;
+			for (unsigned r = 0; r < cases[c].ranks; r++) {
+				uint64_t held = 0;
+				ok &= shard_cover(cases[c].kind, cases[c].nf, cases[c].spf,
+						  cases[c].chunk, r, cases[c].ranks, shuffle, cov,
+						  &held);
+				CHECK(held == cases[c].held[r],
+				      "case %zu rank %u holds %llu, not %llu", c, r,
+				      (unsigned long long)held,
+				      (unsigned long long)cases[c].held[r]);
+				sum += held;
+			}
+			for (uint64_t g = 0; g < total; g++)
+				ok &= cov[g] == 1;
+			CHECK(ok && sum == total,
+			      "case %zu (shuffle %d): ranks do not read every sample exactly once",
+			      c, shuffle);
+		}
+	}
+	/* A file on the edge of two ranges: each rank reads it for its own samples. */
+	struct drv_plan p;
+	struct drv_unit u;
+	CHECK(drv_plan_init(&p, DRV_U_FILE, 13, 7, 0) == 0 && drv_plan_shard(&p, 1, 4) == 0,
+	      "shard");
+	drv_plan_order(&p, DRV_SHUF_OFF, 0, DRV_SHUF_OFF, 0);
+	drv_plan_unit(&p, 0, &u);
+	CHECK(p.units == 4 && u.file == 3 && u.sample == 2 && u.nsamples == 5,
+	      "rank 1 starts in file 3 at sample 2: units %llu file %llu sample %llu n %llu",
+	      (unsigned long long)p.units, (unsigned long long)u.file, (unsigned long long)u.sample,
+	      (unsigned long long)u.nsamples);
+	/* One rank is the whole split, and a rank outside the job is refused. */
+	CHECK(drv_plan_init(&p, DRV_U_SAMPLE, 13, 7, 0) == 0 && drv_plan_shard(&p, 0, 1) == 0 &&
+		  p.units == 91 && drv_plan_samples(&p) == 91,
+	      "one rank");
+	CHECK(drv_plan_shard(&p, 4, 4) == -EINVAL && drv_plan_shard(&p, 0, 0) == -EINVAL,
+	      "bad rank accepted");
+
+	/* tf.data's readers: 2 threads, each a contiguous half of 8 two-sample
+	 * files, a batch (2 files) from each in turn. */
+	static const uint64_t lanes[8] = {0, 1, 4, 5, 2, 3, 6, 7};
+	CHECK(drv_plan_init(&p, DRV_U_FILE, 8, 2, 0) == 0 && drv_plan_shard(&p, 0, 1) == 0,
+	      "lanes plan");
+	drv_plan_lanes(&p, 2, 4);
+	drv_plan_order(&p, DRV_SHUF_OFF, 0, DRV_SHUF_OFF, 0);
+	int same = p.lanes == 2 && p.lane_block == 2;
+	for (uint64_t i = 0; i < 8; i++) {
+		drv_plan_unit(&p, i, &u);
+		same &= u.file == lanes[i];
+	}
+	CHECK(same, "interleaved lanes: lanes %llu block %llu", (unsigned long long)p.lanes,
+	      (unsigned long long)p.lane_block);
+	/* Shuffled, still each file once; uneven splits keep one queue. */
+	drv_plan_order(&p, DRV_SHUF_SEED, 1, DRV_SHUF_SEED, 2);
+	uint8_t once[8] = {0};
+	same = 1;
+	for (uint64_t i = 0; i < 8; i++) {
+		drv_plan_unit(&p, i, &u);
+		same &= !once[u.file]++;
+	}
+	CHECK(same, "shuffled lanes read a file twice");
+	drv_plan_lanes(&p, 3, 4);
+	CHECK(p.lanes == 0, "8 files in 3 lanes of whole batches accepted");
+	drv_plan_lanes(&p, 2, 3);
+	CHECK(p.lanes == 0, "a batch of 3 two-sample files accepted");
+}
+
 /* ---- statistics ---- */
 
 static int near(double a, double b, double tol) { return fabs(a - b) <= tol; }
@@ -203,7 +330,7 @@ static void test_stats(void)
 	CHECK(m.n == 0 && isnan(m.mean), "all-NaN moments");
 
 	/* AU: the first (warm-up) step is left out. */
-	struct drv_step s[4] = {{1.0, 0.1}, {0.0, 0.1}, {0.1, 0.1}, {0.0, 0.2}};
+	struct drv_step s[4] = {{1.0, 0.1, 0}, {0.0, 0.1, 0}, {0.1, 0.1, 0}, {0.0, 0.2, 0}};
 	CHECK(near(drv_au(s, 4, 1, 0), 0.4 / 0.5, 1e-12), "au skip 1 = %g", drv_au(s, 4, 1, 0));
 	CHECK(near(drv_au(s, 4, 0, 0), 0.5 / 1.6, 1e-12), "au skip 0");
 	CHECK(near(drv_au(s, 4, 1, 1), 0.2 / 0.3, 1e-12), "au skip 1+1");
@@ -223,9 +350,19 @@ static void test_stats(void)
 	CHECK(near(ps.step_p50, 0.2, 1e-12) && near(ps.wait_p90, 0.08, 1e-12),
 	      "step p50 %g wait p90 %g", ps.step_p50, ps.wait_p90);
 	/* zero compute: AU 0, the whole run is stall */
-	struct drv_step z[3] = {{0.5, 0}, {0.2, 0}, {0.3, 0}};
+	struct drv_step z[3] = {{0.5, 0, 0}, {0.2, 0, 0}, {0.3, 0, 0}};
 	drv_phase_compute(z, 3, 1, 1, 0, &ps);
 	CHECK(ps.au == 0 && near(ps.stall_share, 1.0, 1e-12), "zero compute au %g", ps.au);
+	/* The ranks' barrier is neither compute nor this rank's stall, but it is
+	 * step time: it lowers AU (DLIO times it into the next step's load). */
+	struct drv_step b[3] = {{0.3, 0.1, 0.0}, {0.0, 0.1, 0.1}, {0.05, 0.1, 0.05}};
+	drv_phase_compute(b, 3, 2, 1, 0, &ps);
+	CHECK(near(ps.barrier, 0.15, 1e-12) && near(ps.stall, 0.35, 1e-12), "barrier %g stall %g",
+	      ps.barrier, ps.stall);
+	CHECK(near(ps.wall, 0.8, 1e-12), "wall %g", ps.wall);
+	CHECK(near(ps.au, 0.2 / 0.4, 1e-12), "au with barrier %g", ps.au);
+	CHECK(near(ps.stall_share, 0.35 / 0.8, 1e-12), "stall share %g", ps.stall_share);
+	CHECK(near(ps.step_p50, 0.2, 1e-12), "step time counts the barrier: p50 %g", ps.step_p50);
 }
 
 /* ---- distributions ---- */
@@ -662,6 +799,7 @@ int main(void)
 {
 	test_perm();
 	test_plan();
+	test_shard();
 	test_stats();
 	test_dist();
 	test_tfrecord();

@@ -7,7 +7,10 @@
  * CFG is a dliofs config or a DLIO workload file as shipped; the dataset is
  * DIR/<dataset name>/{train,valid}/... Run parameters: defaults per format <
  * the workload file's reader/train/evaluation/checkpoint/metric keys <
- * MLPerf Storage's table (--accelerator-type) < the command line. */
+ * MLPerf Storage's table (--accelerator-type) < the command line.
+ *
+ * Under mpirun every process is a rank (tools/drive_comm.c) reading its
+ * share of the dataset; rank 0 writes the job's report. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -60,8 +63,12 @@ static void usage(FILE *f)
 	    "  --checkpoint-size SIZE    bytes per checkpoint (model.model_size_bytes)\n"
 	    "  --checkpoint-every-steps N, --checkpoint-every-epochs N,\n"
 	    "  --checkpoint-after-epoch N  checkpoint schedule (DLIO's)\n"
-	    "  --read-amplification M    efficient (default) or dlio: whole-file formats\n"
-	    "                            re-read once per sample, hdf5 reopened per sample\n"
+	    "  --read-amplification M    efficient (default) or dlio: read as DLIO's Python\n"
+	    "                            readers do: whole-file formats and hdf5 opened per\n"
+	    "                            sample (pytorch loader) or per file (tensorflow),\n"
+	    "                            npz through np.load's buffered reads\n"
+	    "  --data-loader L           pytorch (default) or tensorflow (reader.data_loader):\n"
+	    "                            how often --read-amplification dlio opens a file\n"
 	    "  --check-crc               verify TFRecord CRC-32C\n"
 	    "  --decode                  decode JPEG (libjpeg) and PNG (zlib) images\n"
 	    "  --io-size SIZE            read size for whole files (default 4MiB)\n"
@@ -73,8 +80,14 @@ static void usage(FILE *f)
 	    "  --h2d-size SIZE           bytes copied to the GPU per step (cuda)\n"
 	    "  --json FILE               write the JSON report (- for stdout)\n"
 	    "  --trace-files FILE        log every read: epoch split seq file sample offset bytes\n"
+	    "                            (several ranks: FILE.RANK per rank)\n"
 	    "  --quiet                   no table, no progress bar\n"
 	    "  --help, --version\n"
+	    "\n"
+	    "Ranks: under mpirun (mpirun -np N dlio-drive ...) each process is one\n"
+	    "accelerator, as in DLIO: rank r reads samples [r*ceil(T/N), (r+1)*ceil(T/N))\n"
+	    "(tfrecord: files r, r+N, ...), every step ends with an all-reduce, and rank 0\n"
+	    "reports for the job (samples/s summed, AU the mean over ranks).\n"
 	    "\n"
 	    "Exit status: 0 the run completed (pass or fail is in the report), 1 it\n"
 	    "stopped on an I/O error, 2 bad arguments or config, 3 no usable CUDA.\n",
@@ -108,6 +121,7 @@ enum opt {
 	OPT_CKPT_EPOCHS,
 	OPT_CKPT_AFTER,
 	OPT_AMP,
+	OPT_LOADER,
 	OPT_CRC,
 	OPT_DECODE,
 	OPT_IO_SIZE,
@@ -151,6 +165,7 @@ static const struct option long_opts[] = {
     {"checkpoint-every-epochs", required_argument, NULL, OPT_CKPT_EPOCHS},
     {"checkpoint-after-epoch", required_argument, NULL, OPT_CKPT_AFTER},
     {"read-amplification", required_argument, NULL, OPT_AMP},
+    {"data-loader", required_argument, NULL, OPT_LOADER},
     {"check-crc", no_argument, NULL, OPT_CRC},
     {"decode", no_argument, NULL, OPT_DECODE},
     {"io-size", required_argument, NULL, OPT_IO_SIZE},
@@ -370,6 +385,15 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 			else
 				return bad(name, optarg, "expected efficient or dlio");
 			break;
+		case OPT_LOADER:
+			if (!strcmp(optarg, "pytorch"))
+				p->iterative = 0;
+			else if (!strcmp(optarg, "tensorflow"))
+				p->iterative = 1;
+			else
+				return bad(name, optarg, "expected pytorch or tensorflow");
+			c->set |= DRV_SET_LOADER;
+			break;
 		case OPT_CRC:
 			c->crc = 1;
 			break;
@@ -426,9 +450,12 @@ static int parse_cli(int argc, char **argv, struct cli *c)
 		case OPT_HELP:
 			usage(stdout);
 			exit(0);
-		case OPT_VERSION:
-			printf("dlio-drive %s\n", DLIOFS_VERSION);
+		case OPT_VERSION: {
+			char mpi[160];
+			drv_comm_describe(mpi, sizeof(mpi));
+			printf("dlio-drive %s (%s)\n", DLIOFS_VERSION, mpi);
 			exit(0);
+		}
 		default:
 			usage(stderr);
 			return -EINVAL;
@@ -462,14 +489,16 @@ static int is_dir(const char *path)
 	return !stat(path, &st) && S_ISDIR(st.st_mode);
 }
 
-static enum drv_unit_kind unit_kind(enum dl_format f, enum drv_amp amp)
+static enum drv_unit_kind unit_kind(enum dl_format f, enum drv_amp amp, int iterative)
 {
 	switch (f) {
 	case DL_FMT_NPZ:
 	case DL_FMT_NPY:
 	case DL_FMT_JPEG:
 	case DL_FMT_PNG:
-		return amp == DRV_AMP_DLIO ? DRV_U_SAMPLE : DRV_U_FILE;
+		/* DLIO's readers hold a file open for the consecutive samples a
+		 * tf.data reader thread takes from it; PyTorch's reopen per sample. */
+		return amp == DRV_AMP_DLIO && !iterative ? DRV_U_SAMPLE : DRV_U_FILE;
 	case DL_FMT_TFRECORD:
 		return DRV_U_STREAM;
 	case DL_FMT_DLRM:
@@ -634,10 +663,14 @@ static int build_params(struct cli *cl, const struct dl_config *cfg, const struc
 		drv_note(p, "tfrecord: sample shuffle is a memory buffer in tf.data; it does not "
 			    "change what is read, so streams stay in file order");
 	if (p->amp == DRV_AMP_DLIO &&
-	    unit_kind(ds->format, DRV_AMP_EFFICIENT) != unit_kind(ds->format, DRV_AMP_DLIO) &&
+	    unit_kind(ds->format, DRV_AMP_EFFICIENT, 0) !=
+		unit_kind(ds->format, DRV_AMP_DLIO, p->iterative) &&
 	    spf > 1)
 		drv_note(p, "read amplification as DLIO: each file read %llu times per epoch",
 			 (unsigned long long)spf);
+	if (p->amp == DRV_AMP_DLIO && ds->format == DL_FMT_NPZ && !p->odirect)
+		drv_note(p, "npz read as np.load reads it: through a buffer of st_blksize bytes, "
+			    "the file's head twice");
 	p->h2d_bytes = cl->h2d;
 	p->progress = !cl->quiet && isatty(STDERR_FILENO);
 	return 0;
@@ -692,87 +725,114 @@ static int check_first(struct drv_ctx *c, uint64_t *sample_bytes)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* --trace-files FILE: with several ranks, each writes FILE.RANK. */
+static FILE *open_trace(const char *path, const struct drv_ctx *c)
 {
-	struct cli cl;
-	struct drv_params p;
-	struct drv_ctx c;
+	char name[4200];
+
+	if (c->ranks > 1)
+		snprintf(name, sizeof(name), "%s.%u", path, c->rank);
+	else
+		snprintf(name, sizeof(name), "%s", path);
+	FILE *f = fopen(name, "w");
+	if (!f)
+		fprintf(stderr, "dlio-drive: %s: %s\n", name, strerror(errno));
+	return f;
+}
+
+/* Everything before the first epoch. Returns the exit status (0: ready). */
+static int setup(struct cli *cl, const struct drv_comm *comm, struct drv_ctx *c,
+		 struct drv_params *p, struct dl_config **cfgp, struct drv_cuda **cuda,
+		 struct drv_result *res)
+{
 	struct dl_config *cfg = NULL;
-	struct drv_cuda *cuda = NULL;
-	struct drv_result res = {0};
-	struct drv_summary sum;
 	char *errbuf = NULL;
 	size_t errlen = 0;
 	int ret, status = 2;
 
-	memset(&c, 0, sizeof(c));
-	pthread_mutex_init(&c.trace_lock, NULL);
-	if (parse_cli(argc, argv, &cl))
-		return 2;
-
 	/* The loader's messages for a DLIO file list the keys it ignores, which
 	 * are the very ones read here: show them only when loading fails. */
 	FILE *err = open_memstream(&errbuf, &errlen);
-	ret = dl_config_load(cl.config, err ? err : stderr, &cfg);
+	ret = dl_config_load(cl->config, err ? err : stderr, &cfg);
 	if (err)
 		fclose(err);
+	*cfgp = cfg;
 	if (ret) {
 		if (errbuf)
 			fputs(errbuf, stderr);
-		fprintf(stderr, "dlio-drive: %s: cannot load the config (%s)\n", cl.config,
+		fprintf(stderr, "dlio-drive: %s: cannot load the config (%s)\n", cl->config,
 			strerror(-ret));
 		goto out;
 	}
-	c.cfg = cfg;
-	c.ds = &cfg->datasets[0];
-	if (cl.dataset) {
-		c.ds = NULL;
+	c->cfg = cfg;
+	c->ds = &cfg->datasets[0];
+	if (cl->dataset) {
+		c->ds = NULL;
 		for (unsigned i = 0; i < cfg->ndatasets; i++)
-			if (!strcmp(cfg->datasets[i].name, cl.dataset))
-				c.ds = &cfg->datasets[i];
-		if (!c.ds) {
-			fprintf(stderr, "dlio-drive: no dataset %s in %s; there are:", cl.dataset,
-				cl.config);
+			if (!strcmp(cfg->datasets[i].name, cl->dataset))
+				c->ds = &cfg->datasets[i];
+		if (!c->ds) {
+			fprintf(stderr, "dlio-drive: no dataset %s in %s; there are:", cl->dataset,
+				cl->config);
 			for (unsigned i = 0; i < cfg->ndatasets; i++)
 				fprintf(stderr, " %s", cfg->datasets[i].name);
 			fputc('\n', stderr);
 			goto out;
 		}
 	}
-	c.spf = c.ds->samples_per_file ? c.ds->samples_per_file : 1;
-	if (build_params(&cl, cfg, c.ds, c.spf, &p))
+	c->spf = c->ds->samples_per_file ? c->ds->samples_per_file : 1;
+	if (build_params(cl, cfg, c->ds, c->spf, p))
 		goto out;
-	c.p = &p;
-	c.kind = unit_kind(c.ds->format, p.amp);
-	if (find_root(&c, cl.dir))
+	c->p = p;
+	c->kind = unit_kind(c->ds->format, p->amp, p->iterative);
+	if (c->rank != 0)
+		p->progress = 0;
+	if (comm->launched > 1 && comm->size == 1)
+		drv_note(p,
+			 "%d processes were launched but each runs as one rank (%s): each read "
+			 "the whole dataset",
+			 comm->launched,
+			 drv_comm_have_mpi() ? "not the mpirun of dlio-drive's MPI"
+					     : "built without MPI");
+	/* Each rank takes floor(T / B / P) steps from its own share. */
+	uint64_t steps;
+	if (drv_shard_check(c, DL_SPLIT_TRAIN, p->batch, &steps, stderr))
 		goto out;
-	if ((ret = dl_fmt_ctx_new(cfg, 4096, &c.fmt))) {
+	if (p->eval && drv_shard_check(c, DL_SPLIT_VALID, p->eval_batch, &steps, NULL)) {
+		drv_note(p,
+			 "evaluation skipped: the validation files do not give each of %u ranks "
+			 "a full batch of %llu",
+			 c->ranks, (unsigned long long)p->eval_batch);
+		p->eval = 0;
+	}
+	if (c->ranks > 1 && p->checkpoint)
+		drv_note(p, "checkpoints are written by rank 0 only (DLIO's rank_zero)");
+	if (find_root(c, cl->dir))
+		goto out;
+	if ((ret = dl_fmt_ctx_new(cfg, 4096, &c->fmt))) {
 		fprintf(stderr, "dlio-drive: format context: %s\n", strerror(-ret));
 		goto out;
 	}
 	uint64_t sample_bytes = 0;
-	if (check_first(&c, &sample_bytes))
+	if (check_first(c, &sample_bytes))
 		goto out;
-	if (c.ds->format == DL_FMT_INDEXED_BINARY && p.amp == DRV_AMP_EFFICIENT &&
-	    drv_ib_preload(&c, stderr))
+	if (c->ds->format == DL_FMT_INDEXED_BINARY && p->amp == DRV_AMP_EFFICIENT &&
+	    drv_ib_preload(c, stderr))
 		goto out;
-	if (cl.trace) {
-		c.trace = fopen(cl.trace, "w");
-		if (!c.trace) {
-			fprintf(stderr, "dlio-drive: %s: %s\n", cl.trace, strerror(errno));
+	if (cl->trace) {
+		if (!(c->trace = open_trace(cl->trace, c)))
 			goto out;
-		}
-		fprintf(c.trace, "# epoch\tsplit\tseq\tfile\tsample\toffset\tbytes\n");
+		fprintf(c->trace, "# epoch\tsplit\tseq\tfile\tsample\toffset\tbytes\n");
 	}
-	if (p.accel == DRV_ACCEL_CUDA) {
+	if (p->accel == DRV_ACCEL_CUDA) {
 		char msg[512];
-		uint64_t h2d = p.h2d_bytes;
+		uint64_t h2d = p->h2d_bytes;
 		if (!h2d) {
-			h2d = p.batch * (sample_bytes ? sample_bytes : 1);
-			if (h2d > H2D_MAX || h2d / p.batch != (sample_bytes ? sample_bytes : 1))
+			h2d = p->batch * (sample_bytes ? sample_bytes : 1);
+			if (h2d > H2D_MAX || h2d / p->batch != (sample_bytes ? sample_bytes : 1))
 				h2d = H2D_MAX;
 		}
-		ret = drv_cuda_open((size_t)h2d, &cuda, msg, sizeof(msg));
+		ret = drv_cuda_open((size_t)h2d, cuda, msg, sizeof(msg));
 		if (ret) {
 			fprintf(stderr,
 				"dlio-drive: --accelerator cuda: %s; use --accelerator sleep "
@@ -781,18 +841,68 @@ int main(int argc, char **argv)
 			status = 3;
 			goto out;
 		}
-		res.cuda_device = drv_cuda_device(cuda);
+		res->cuda_device = drv_cuda_device(*cuda);
+	}
+	status = 0;
+out:
+	free(errbuf);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli cl;
+	struct drv_comm comm;
+	struct drv_params p;
+	struct drv_ctx c;
+	struct dl_config *cfg = NULL;
+	struct drv_cuda *cuda = NULL;
+	struct drv_result res = {0};
+	struct drv_summary sum;
+	int ret, status;
+
+	memset(&c, 0, sizeof(c));
+	memset(&p, 0, sizeof(p));
+	pthread_mutex_init(&c.trace_lock, NULL);
+	/* Arguments first: --help and bad options end here on every rank
+	 * alike, before MPI is started. */
+	if (parse_cli(argc, argv, &cl))
+		return 2;
+	if (drv_comm_init(&comm, &argc, &argv, stderr))
+		return 1;
+	c.comm = &comm;
+	c.rank = (unsigned)comm.rank;
+	c.ranks = (unsigned)comm.size;
+
+	status = setup(&cl, &comm, &c, &p, &cfg, &cuda, &res);
+	/* Every rank learns whether all are ready (a rank missing a file must
+	 * not leave the others waiting in the first step's all-reduce). */
+	ret = drv_comm_sync(&comm, -status);
+	if (ret || status) {
+		status = status ? status : -ret;
+		goto out;
 	}
 
 	ret = drv_run(&c, cuda, &res, stderr);
 	if (cuda)
 		res.cuda_device = drv_cuda_device(cuda);
 	if (ret) {
-		fprintf(stderr, "dlio-drive: run stopped: %s\n", strerror(-ret));
+		if (c.ranks > 1)
+			fprintf(stderr, "dlio-drive: rank %u: run stopped: %s\n", c.rank,
+				ret == -ECANCELED ? "another rank failed" : strerror(-ret));
+		else
+			fprintf(stderr, "dlio-drive: run stopped: %s\n", strerror(-ret));
 		status = 1;
-		if (!res.nep)
-			goto out;
 	}
+	/* Collective: every rank hands its figures to rank 0, which reports. */
+	int rret = drv_ranks_reduce(&c, &res);
+	if (rret) {
+		fprintf(stderr, "dlio-drive: gathering the ranks' figures: %s\n", strerror(-rret));
+		status = 1;
+		goto out;
+	}
+	if (c.rank != 0 || !res.nep)
+		goto out;
 	drv_summarize(&res, p.au_threshold, &sum);
 	/* With the JSON on stdout the table goes to stderr. */
 	if (!cl.quiet)
@@ -809,8 +919,6 @@ int main(int argc, char **argv)
 			status = 1;
 		}
 	}
-	if (!ret && status == 2)
-		status = 0;
 out:
 	if (c.trace && fclose(c.trace)) {
 		fprintf(stderr, "dlio-drive: %s: %s\n", cl.trace, strerror(errno));
@@ -825,7 +933,7 @@ out:
 	if (c.fmt)
 		dl_fmt_ctx_free(c.fmt);
 	dl_config_free(cfg);
-	free(errbuf);
 	pthread_mutex_destroy(&c.trace_lock);
+	drv_comm_fini(&comm);
 	return status;
 }

@@ -354,6 +354,16 @@ static void read_reader(struct yctx *y, yaml_node_t *r, struct drv_params *p, un
 		p->transfer_size = (uint64_t)v;
 	if ((n = yget(y, r, "odirect")))
 		ybool(y, n, "reader.odirect", &p->odirect);
+	/* The loader decides how often DLIO opens a file (dlio.md 5): tf.data's
+	 * iterative sampler once per file, PyTorch's index sampler per sample. */
+	const char *dl = ystr(yget(y, r, "data_loader"));
+	if (dl && (!strcasecmp(dl, "tensorflow") || !strcasecmp(dl, "native_dali"))) {
+		p->iterative = 1;
+		*set |= DRV_SET_LOADER;
+	} else if (dl && (!strcasecmp(dl, "pytorch") || !strcasecmp(dl, "dali"))) {
+		p->iterative = 0;
+		*set |= DRV_SET_LOADER;
+	}
 }
 
 static void read_train(struct yctx *y, yaml_node_t *t, struct drv_params *p, unsigned *set)
@@ -580,4 +590,6 @@ void drv_params_merge(struct drv_params *d, const struct drv_params *s, unsigned
 		d->checkpoint = s->checkpoint;
 	if (bits & DRV_SET_CKPT_SIZE)
 		d->checkpoint_size = s->checkpoint_size;
+	if (bits & DRV_SET_LOADER)
+		d->iterative = s->iterative;
 }

@@ -73,15 +73,29 @@ struct drv_plan {
 	uint64_t nfiles, spf;	   /* files in the split, samples per file */
 	uint64_t chunk;		   /* DRV_U_CHUNK: samples per chunk */
 	uint64_t cpf;		   /* DRV_U_CHUNK: chunks per file */
-	uint64_t units;		   /* units per epoch */
+	uint64_t units;		   /* units per epoch in this rank's shard */
 	struct drv_perm file_perm; /* file slot -> file index */
-	struct drv_perm unit_perm; /* position in the epoch -> unit */
+	struct drv_perm unit_perm; /* position in the shard's epoch -> shard unit */
+	/* This rank's shard (drv_plan_shard; the whole split until then): global
+	 * unit first + i * stride for shard unit i. */
+	uint64_t all_units; /* units of the whole split */
+	uint64_t first, stride;
+	uint64_t s_lo, s_hi;	     /* DRV_U_FILE: the rank's global samples [s_lo, s_hi) */
+	uint64_t rec_mod, rec_phase; /* DRV_U_STREAM, fewer files than ranks: records
+				      * k with k % rec_mod == rec_phase (0: all) */
+	uint64_t shard_samples;	     /* samples the shard holds */
+	/* tf.data's reader threads (DLIO's iterative sampler): `lanes` threads
+	 * each own a contiguous part of the shard's order, and the pipeline
+	 * takes `lane_block` units (a batch) from each in turn. 0: one queue. */
+	uint64_t lanes, lane_block;
 };
 
 struct drv_unit {
-	uint64_t file;	   /* file index in the split */
-	uint64_t sample;   /* DRV_U_SAMPLE: sample in file; DRV_U_CHUNK: first sample */
-	uint64_t nsamples; /* samples this unit yields (STREAM: the file's, at most) */
+	uint64_t file;		     /* file index in the split */
+	uint64_t sample;	     /* DRV_U_SAMPLE: sample in file; DRV_U_CHUNK: first sample;
+				      * DRV_U_FILE: first sample of the rank's share of the file */
+	uint64_t nsamples;	     /* samples this unit yields (STREAM: the file's, at most) */
+	uint64_t rec_mod, rec_phase; /* STREAM: records this rank keeps (see drv_plan) */
 };
 
 /* Seed of epoch e (1-based) for a purpose (file or sample order): DLIO's
@@ -95,7 +109,18 @@ int drv_plan_init(struct drv_plan *p, enum drv_unit_kind kind, uint64_t nfiles, 
 void drv_plan_order(struct drv_plan *p, enum drv_shuffle fs, uint64_t fkey, enum drv_shuffle ss,
 		    uint64_t skey);
 void drv_plan_unit(const struct drv_plan *p, uint64_t pos, struct drv_unit *out);
+/* Samples in this rank's shard (the split's, unsharded). */
 uint64_t drv_plan_samples(const struct drv_plan *p);
+/* Restrict the plan to rank `rank` of `ranks` as DLIO splits work
+ * (dlio.md 5): samples and whole files by contiguous global sample ranges
+ * [r * ceil(T/P), (r + 1) * ceil(T/P)) (its samplers), TFRecord files
+ * round-robin (tf.data shard; records round-robin when files < ranks),
+ * chunks by contiguous unit ranges. Call before drv_plan_order. */
+int drv_plan_shard(struct drv_plan *p, unsigned rank, unsigned ranks);
+/* Order positions as tf.data interleaves `threads` readers of contiguous
+ * parts, `batch` samples at a time (DRV_U_FILE and DRV_U_SAMPLE, when the
+ * shard splits evenly; otherwise nothing changes). After drv_plan_shard. */
+void drv_plan_lanes(struct drv_plan *p, unsigned threads, uint64_t batch);
 
 /* ---- statistics (drive_stats.c) ---- */
 
@@ -115,11 +140,13 @@ void drv_moments(const double *v, size_t n, struct drv_moments *out);
 struct drv_step {
 	double wait;	/* waiting for the batch (stall) */
 	double compute; /* measured compute (sleep overshoot included, as DLIO) */
+	double sync;	/* the step's barrier with the other ranks (0 alone) */
 };
 
 struct drv_phase_stats {
 	uint64_t steps, samples;
 	double wall, compute, stall;	     /* all steps */
+	double barrier;			     /* all steps: waiting for the other ranks */
 	double au;			     /* NAN when no step is left after the exclusion */
 	double stall_share;		     /* stall / wall, all steps */
 	double samples_per_s;		     /* all steps, warm-up included (MLPerf) */
@@ -128,7 +155,7 @@ struct drv_phase_stats {
 	double wait_p50, wait_p90, wait_p99;
 };
 
-/* AU = compute / (wait + compute) over steps [skip_start, n - skip_end). */
+/* AU = compute / (wait + compute + sync) over steps [skip_start, n - skip_end). */
 double drv_au(const struct drv_step *s, size_t n, size_t skip_start, size_t skip_end);
 void drv_phase_compute(const struct drv_step *s, size_t n, uint64_t batch, size_t skip_start,
 		       size_t skip_end, struct drv_phase_stats *out);
@@ -201,6 +228,9 @@ struct drv_params {
 	unsigned skip_start, skip_end;
 	/* reading */
 	enum drv_amp amp;
+	int iterative; /* DLIO's tensorflow loader (iterative sampler): each reader opens a
+			* file once for its consecutive samples; else pytorch's index
+			* sampler, which opens the file per sample */
 	int check_crc, decode, odirect, dontneed;
 	uint64_t io_size, transfer_size;
 	/* accelerator */
@@ -241,7 +271,42 @@ enum drv_set_bit {
 	DRV_SET_EVAL = 1u << 13,
 	DRV_SET_CKPT = 1u << 14,
 	DRV_SET_CKPT_SCHED = 1u << 15, /* yaml only: the command line sets each field */
+	DRV_SET_LOADER = 1u << 16,
 };
+
+/* ---- ranks (drive_comm.c) ---- */
+
+/* One process per simulated accelerator, as DLIO's MPI ranks. Without MPI
+ * (or when no launcher started us) a single rank. */
+struct drv_comm {
+	int rank, size;
+	int mpi;      /* MPI_Init was called here (MPI_Finalize at the end) */
+	int launched; /* processes the launcher says it started (0: no launcher seen) */
+};
+
+/* 1 when this binary was built with MPI. */
+int drv_comm_have_mpi(void);
+/* "MPI: Open MPI v4.1.4" or "no MPI: one rank", for --version. */
+void drv_comm_describe(char *buf, size_t len);
+/* MPI when built with it and started by a launcher (mpirun/mpiexec/srun);
+ * otherwise rank 0 of 1 without touching MPI. 0 or -errno (said on err). */
+int drv_comm_init(struct drv_comm *c, int *argc, char ***argv, FILE *err);
+void drv_comm_fini(struct drv_comm *c);
+/* Every rank meets here (a step's all-reduce). Returns the most negative
+ * status any rank brought: 0 when all are fine, so all ranks leave a loop
+ * together when one of them fails. */
+int drv_comm_sync(const struct drv_comm *c, int status);
+/* Rank 0's v, on every rank. */
+uint64_t drv_comm_bcast(const struct drv_comm *c, uint64_t v);
+/* The smallest v of all ranks, on every rank. */
+uint64_t drv_comm_min(const struct drv_comm *c, uint64_t v);
+/* Rank 0 gets every rank's len bytes, rank after rank, in all (size * len
+ * bytes; others may pass NULL). 0 or -errno, the same on every rank. */
+int drv_comm_gather(const struct drv_comm *c, const void *mine, size_t len, void *all);
+/* Variable lengths: rank 0 gets a malloc'ed *all and each rank's byte count
+ * in lens[size]; others pass NULLs. */
+int drv_comm_gatherv(const struct drv_comm *c, const void *mine, size_t len, void **all,
+		     size_t *lens);
 
 /* ---- the accelerator (drive_cuda.c; sleep lives in drive_run.c) ---- */
 
@@ -321,7 +386,9 @@ struct drv_ctx {
 	/* indexed_binary: all index entries when they fit (offsets, sizes), per split */
 	uint64_t *ib_off[DL_SPLIT__COUNT], *ib_size[DL_SPLIT__COUNT];
 	uint64_t setup_bytes; /* bytes read before the first epoch (index files) */
-	int png_warned;
+	int png_warned, npz_warned;
+	const struct drv_comm *comm; /* ranks (NULL: one) */
+	unsigned rank, ranks;	     /* this process, and all of them (>= 1) */
 };
 
 int drv_relpath(const struct drv_ctx *c, uint32_t split, uint64_t file, uint32_t part, char *buf,
@@ -330,6 +397,14 @@ int drv_relpath(const struct drv_ctx *c, uint32_t split, uint64_t file, uint32_t
 int drv_ib_preload(struct drv_ctx *c, FILE *err);
 void drv_trace_line(struct drv_ctx *c, uint64_t epoch, uint32_t split, uint64_t seq,
 		    const char *rel, int64_t sample, int64_t off, uint64_t bytes);
+
+/* np.load(path)[member] of an .npz, read the way numpy and CPython read it
+ * (drive_pyio.c): the reads go to io. *m holds buffers between calls (free
+ * with drv_pyio_free). 0, -ENOTSUP for a layout the model does not cover
+ * (the caller then reads the file whole), or -errno. */
+struct drv_pyio;
+int drv_npz_numpy(struct drv_pyio **m, int fd, const char *member, struct drv_io *io);
+void drv_pyio_free(struct drv_pyio *m);
 
 /* Decoders (drive_decode.c): 0 and pixels' byte count, or -errno. */
 int drv_decode_jpeg(const uint8_t *data, size_t len, uint8_t **row, size_t *rowcap,
@@ -344,6 +419,14 @@ struct drv_result;
  * drv_result_free). 0 or -errno (said on err). */
 int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FILE *err);
 void drv_result_free(struct drv_result *res);
+/* Every rank's shard of split `split` holds the samples of the steps the
+ * run takes there (drop_last per rank, as DLIO): 0, or -EINVAL said on err
+ * (by rank 0 only). *steps: steps per epoch (per rank). */
+int drv_shard_check(const struct drv_ctx *c, uint32_t split, uint64_t batch, uint64_t *steps,
+		    FILE *err);
+/* The plan of a split, restricted to this rank. */
+int drv_plan_for(const struct drv_ctx *c, uint32_t split, uint64_t batch, unsigned rank,
+		 struct drv_plan *p);
 
 /* ---- report (drive_report.c) ---- */
 
@@ -354,7 +437,8 @@ struct drv_ckpt_rec {
 
 struct drv_epoch_rec {
 	uint64_t epoch;
-	struct drv_phase_stats st;
+	struct drv_phase_stats st; /* several ranks: AU the mean, samples/s the sum */
+	double au_min;		   /* several ranks: the lowest rank's AU (else st.au) */
 	struct drv_io io;
 	double mb_per_s; /* io.bytes / wall, MB = 10^6 */
 	int has_gpu;
@@ -376,7 +460,18 @@ struct drv_result {
 	size_t nsteps;
 	double run_wall;
 	const char *cuda_device;
+	/* drv_ranks_reduce: every rank's epochs, rank-major (nranks * nep) */
+	unsigned nranks;
+	struct drv_epoch_rec *rank_ep;
+	char (*hosts)[64];
 };
+
+/* Gather every rank's figures on rank 0 (a collective: all ranks call it
+ * once the run is over) and turn res there into the job's: per epoch,
+ * samples/s, MB/s and bytes summed over ranks, AU the mean (au_min the
+ * lowest), wall the longest, step percentiles over every rank's steps.
+ * Other ranks keep their own. 0 or -errno. */
+int drv_ranks_reduce(const struct drv_ctx *c, struct drv_result *res);
 
 /* Run summary figures across epochs. */
 struct drv_summary {

@@ -4,13 +4,16 @@
  *   npz npy jpeg png   the whole file (np.load, PIL.Image.open). Efficient:
  *                      once per epoch however many samples it holds; with
  *                      --read-amplification dlio once per sample, as DLIO's
- *                      on-demand reader does. --decode decodes images.
+ *                      on-demand reader does (once per file with the
+ *                      tensorflow loader), npz with np.load's own reads
+ *                      (drive_pyio.c). --decode decodes images.
  *   tfrecord           a sequential record stream through a transfer_size
  *                      buffer (tf.data), framing parsed, CRCs checked with
  *                      --check-crc.
  *   hdf5               per sample, one hyperslab of each records_k (or x)
- *                      through libhdf5, the file kept open per reader (dlio:
- *                      reopened per sample, as h5py in DLIO).
+ *                      through libhdf5, the file kept open per reader (dlio
+ *                      with the pytorch loader: reopened per sample, as h5py
+ *                      in DLIO).
  *   dlrm               batch-sized contiguous reads of 160 * B bytes.
  *   raw, indexed_binary  per sample, pread of the sample at its offset
  *                      (indexed_binary: offsets and sizes from the index files).
@@ -58,6 +61,7 @@ struct drv_worker {
 	uint32_t ib_split;
 	uint64_t ib_index;
 	int ib_valid;
+	struct drv_pyio *pyio; /* np.load's buffers (dlio npz) */
 };
 
 int drv_relpath(const struct drv_ctx *c, uint32_t split, uint64_t file, uint32_t part, char *buf,
@@ -154,6 +158,7 @@ void drv_worker_free(struct drv_worker *w)
 	free(w->ib_size);
 	free(w->buf);
 	free(w->scratch);
+	drv_pyio_free(w->pyio);
 	free(w);
 }
 
@@ -309,7 +314,21 @@ static int unit_whole(struct drv_worker *w, uint32_t split, uint64_t epoch, uint
 	int fd = open_path(w, path, io);
 	if (fd < 0)
 		return fd;
-	ssize_t n = read_whole(w, fd, keep, io);
+	ssize_t n = -ENOTSUP;
+	if (w->c->p->amp == DRV_AMP_DLIO && w->c->ds->format == DL_FMT_NPZ && !w->c->p->odirect) {
+		/* DLIO's reader: np.load(path)['x']. Its reads are pread()s: the
+		 * fd's offset stays at 0 for the fallback below. */
+		uint64_t b0 = io->bytes;
+		int r = drv_npz_numpy(&w->pyio, fd, "x", io);
+		if (r == -ENOTSUP && !__atomic_exchange_n(&w->c->npz_warned, 1, __ATOMIC_RELAXED))
+			fprintf(stderr,
+				"dlio-drive: %s: no stored x.npy member np.load's reads could "
+				"be modelled on; reading whole files\n",
+				path);
+		n = r == -ENOTSUP ? -ENOTSUP : r < 0 ? r : (ssize_t)(io->bytes - b0);
+	}
+	if (n == -ENOTSUP)
+		n = read_whole(w, fd, keep, io);
 	if (n < 0) {
 		report(path, (int)n);
 		ret = (int)n;
@@ -652,7 +671,9 @@ static int unit_h5(struct drv_worker *w, uint32_t split, uint64_t epoch, uint64_
 	if (w->c->trace)
 		drv_trace_line(w->c, epoch, split, seq, path, (int64_t)u->sample, -1, total);
 out:
-	if (ret || w->c->p->amp == DRV_AMP_DLIO)
+	/* DLIO's pytorch reader reopens per sample; its tf.data one keeps a file
+	 * open for the reader's consecutive samples, as we do. */
+	if (ret || (w->c->p->amp == DRV_AMP_DLIO && !w->c->p->iterative))
 		h5_close(w);
 	return ret;
 }
@@ -696,21 +717,34 @@ static int unit_stream(struct drv_worker *w, struct drv_loader *l, uint32_t spli
 	if (cap > w->cap)
 		cap = w->cap;
 	struct fd_src src = {.io = io};
+	int held = 0; /* a sample reserved for the record about to be read */
 	for (;; rec++) {
-		if (!drv_loader_reserve(l))
-			break;
+		/* Records another rank keeps (a record-sharded stream) are read
+		 * and passed over, as tf.data's shard() does. */
+		int mine = !u->rec_mod || rec % u->rec_mod == u->rec_phase;
+		/* A file is opened only for a sample the phase still needs... */
+		if (fd < 0 && mine) {
+			if (!drv_loader_reserve(l))
+				break;
+			held = 1;
+		}
 		if (fd < 0) {
 			if ((fd = open_path(w, path, io)) < 0) {
-				drv_loader_release(l, 1);
+				if (held)
+					drv_loader_release(l, 1);
 				return fd;
 			}
 			src.fd = fd;
 			drv_tfr_init(&t, w->buf, cap, w->c->p->check_crc, fd_fill, &src);
 		}
+		/* ...but then, like tf.data's pipeline, the next record is read
+		 * before anyone asks for it: at the end of a file that is the
+		 * read that finds EOF. */
 		uint64_t len, off;
 		ret = drv_tfr_next(&t, &len, &off);
 		if (ret <= 0) {
-			drv_loader_release(l, 1);
+			if (held)
+				drv_loader_release(l, 1);
 			if (ret < 0) {
 				fprintf(stderr, "dlio-drive: %s: %s at offset %llu\n", path,
 					ret == -EBADMSG ? "corrupted record" : strerror(-ret),
@@ -718,8 +752,13 @@ static int unit_stream(struct drv_worker *w, struct drv_loader *l, uint32_t spli
 			}
 			break;
 		}
+		if (mine && !held && !drv_loader_reserve(l))
+			break;
+		held = 0;
 		io->bytes += t.bytes_in - counted;
 		counted = t.bytes_in;
+		if (!mine)
+			continue;
 		if (w->c->trace)
 			drv_trace_line(w->c, epoch, split, seq, path, (int64_t)rec, (int64_t)off,
 				       len + DRV_TFR_HDR + DRV_TFR_FOOT);

@@ -1,16 +1,18 @@
 /* What a run says: a table on the terminal, and with --json a document whose
  * keys are (tests/test_dlio_drive.py checks them):
  *
- *   tool, version, run_wall_s, setup_bytes, au_threshold, au_mean, pass, notes[]
+ *   tool, version, run_wall_s, setup_bytes, au_threshold, au_mean, au_min, pass,
+ *   ranks, notes[]
  *   config: config_file dir dataset format files eval_files samples_per_file
  *           batch_size eval_batch_size read_threads prefetch read_ahead_batches
  *           epochs steps_per_epoch total_training_steps computation_time
  *           computation_time_mean_s eval_time file_shuffle sample_shuffle seed
- *           read_unit read_amplification check_crc decode odirect accelerator
+ *           read_unit read_amplification data_loader check_crc decode odirect accelerator
  *           accelerator_type workload warmup_steps_excluded end_steps_excluded
  *   epochs[]: epoch steps samples bytes index_bytes files_opened read_calls
- *           decoded_bytes wall_s compute_s stall_s stall_share au samples_per_s
- *           mb_per_s step_time_s{p50,p90,p99} stall_time_s{p50,p90,p99}
+ *           decoded_bytes wall_s compute_s stall_s barrier_s stall_share au
+ *           au_min samples_per_s mb_per_s step_time_s{p50,p90,p99}
+ *           stall_time_s{p50,p90,p99}
  *           [gpu{kernels kernel_s idle_s h2d_s h2d_bytes gpu_stall_share}]
  *           [eval{steps samples bytes wall_s compute_s stall_s stall_share au
  *                 samples_per_s mb_per_s}]
@@ -19,6 +21,15 @@
  *           {p50,p90,p99} over every measured step of the run
  *   checkpoints[]: epoch step bytes seconds gb_per_s
  *   cuda: {device} or null
+ *   per_rank[]: rank host au_mean samples_per_s_mean bytes
+ *           epochs[]{epoch steps samples bytes files_opened read_calls wall_s
+ *                    compute_s stall_s barrier_s au samples_per_s mb_per_s}
+ *
+ * With several ranks, epochs[] and summary are the job's: samples, bytes,
+ * opens, reads, samples/s and MB/s summed over ranks; AU, compute, stall and
+ * barrier the mean over ranks (au_min the lowest rank); wall the longest;
+ * step percentiles over every rank's steps (evaluation: the slowest rank's).
+ * au_min at the top is the lowest rank's mean AU over epochs.
  *
  * Fractions are 0..1; MB = 10^6 bytes; undefined figures are null. */
 #include <errno.h>
@@ -42,6 +53,8 @@ void drv_result_free(struct drv_result *r)
 	free(r->ck);
 	free(r->step_times);
 	free(r->waits);
+	free(r->rank_ep);
+	free(r->hosts);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -77,6 +90,52 @@ void drv_summarize(const struct drv_result *r, double threshold, struct drv_summ
 	s->wait_p50 = drv_percentile(r->waits, r->nsteps, 50);
 	s->wait_p90 = drv_percentile(r->waits, r->nsteps, 90);
 	s->wait_p99 = drv_percentile(r->waits, r->nsteps, 99);
+}
+
+/* Rank q's own figures over the run's epochs (its rank_ep row). */
+struct rank_fig {
+	struct drv_moments au, sps;
+	uint64_t bytes, opens, samples;
+	double barrier;
+};
+
+static void rank_figures(const struct drv_result *r, unsigned q, struct rank_fig *f)
+{
+	const struct drv_epoch_rec *row = r->rank_ep + (size_t)q * r->nep;
+	double *v = calloc(r->nep ? r->nep : 1, sizeof(double));
+
+	memset(f, 0, sizeof(*f));
+	for (size_t i = 0; i < r->nep; i++) {
+		f->bytes += row[i].io.bytes;
+		f->opens += row[i].io.opens;
+		f->samples += row[i].st.samples;
+		f->barrier += row[i].st.barrier;
+	}
+	if (!v) {
+		f->au.mean = f->au.min = f->sps.mean = NAN;
+		return;
+	}
+	for (size_t i = 0; i < r->nep; i++)
+		v[i] = row[i].st.au;
+	drv_moments(v, r->nep, &f->au);
+	for (size_t i = 0; i < r->nep; i++)
+		v[i] = row[i].st.samples_per_s;
+	drv_moments(v, r->nep, &f->sps);
+	free(v);
+}
+
+/* The lowest rank's mean AU (NAN without ranks' figures). */
+static double au_min_rank(const struct drv_result *r)
+{
+	double mn = NAN;
+
+	for (unsigned q = 0; r->rank_ep && q < r->nranks; q++) {
+		struct rank_fig f;
+		rank_figures(r, q, &f);
+		if (isfinite(f.au.mean) && !(f.au.mean >= mn))
+			mn = f.au.mean;
+	}
+	return mn;
 }
 
 /* ---- terminal ---- */
@@ -164,7 +223,9 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 		"  shuffle: files %s, samples %s (seed %llu%s); reads %s; accelerator %s%s%s\n",
 		shuffle_name[p->file_shuffle], shuffle_name[p->sample_shuffle],
 		(unsigned long long)p->seed, p->seed_change_epoch ? " + epoch" : "",
-		p->amp == DRV_AMP_DLIO ? "as DLIO (whole file per sample)" : "efficient",
+		p->amp != DRV_AMP_DLIO ? "efficient"
+		: p->iterative	       ? "as DLIO's tensorflow loader (a file per reader)"
+				       : "as DLIO's pytorch loader (a file per sample)",
 		p->accel == DRV_ACCEL_CUDA ? "cuda" : "sleep", r->cuda_device ? ": " : "",
 		r->cuda_device ? r->cuda_device : "");
 	for (const char *n = p->notes; *n;) {
@@ -203,6 +264,26 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 		fmt_num(b, sizeof(b), s->samples_per_s.stdev, "%.1f");
 		fprintf(out, "%6s %7s %9s %11s %8s %8s %6s %6s %10s\n", "stdev", "", "", "", "", "",
 			"", a, b);
+	}
+	if (r->nranks > 1 && r->rank_ep) {
+		fprintf(out,
+			"\n%u ranks: samples, MB and samples/s above are summed over ranks, AU "
+			"and stall the mean over ranks\n",
+			r->nranks);
+		for (unsigned q = 0; q < r->nranks; q++) {
+			struct rank_fig f;
+			char a[16], b[16];
+			rank_figures(r, q, &f);
+			fmt_pct(a, sizeof(a), f.au.mean);
+			fmt_pct(b, sizeof(b), f.au.min);
+			fprintf(out,
+				"  rank %-3u %-16.16s AU %s%% (lowest epoch %s%%), %.1f samples/s; "
+				"in %zu epochs %llu samples, %.1f MB read, %llu opens, %.2f s in "
+				"barriers\n",
+				q, r->hosts ? r->hosts[q] : "", a, b, f.sps.mean, r->nep,
+				(unsigned long long)f.samples, (double)f.bytes / 1e6,
+				(unsigned long long)f.opens, f.barrier);
+		}
 	}
 	for (size_t i = 0; i < r->nep; i++) {
 		const struct drv_epoch_rec *e = &r->ep[i];
@@ -352,6 +433,7 @@ static void jphase(struct js *j, const struct drv_phase_stats *st, const struct 
 	jnum(j, "wall_s", st->wall);
 	jnum(j, "compute_s", st->compute);
 	jnum(j, "stall_s", st->stall);
+	jnum(j, "barrier_s", st->barrier);
 	jnum(j, "stall_share", st->stall_share);
 	jnum(j, "au", st->au);
 	jnum(j, "samples_per_s", st->samples_per_s);
@@ -398,6 +480,7 @@ int drv_report_json(FILE *f, const struct drv_ctx *c, const struct drv_result *r
 	juint(&j, "seed", p->seed);
 	jtext(&j, "read_unit", unit_name[c->kind]);
 	jtext(&j, "read_amplification", p->amp == DRV_AMP_DLIO ? "dlio" : "efficient");
+	jtext(&j, "data_loader", p->iterative ? "tensorflow" : "pytorch");
 	jbool(&j, "check_crc", p->check_crc);
 	jbool(&j, "decode", p->decode);
 	jbool(&j, "odirect", p->odirect);
@@ -414,6 +497,7 @@ int drv_report_json(FILE *f, const struct drv_ctx *c, const struct drv_result *r
 		jopen(&j, NULL, '{');
 		juint(&j, "epoch", e->epoch);
 		jphase(&j, &e->st, &e->io, e->mb_per_s);
+		jnum(&j, "au_min", e->au_min);
 		if (e->has_gpu) {
 			double tot = e->gpu.kernel_s + e->gpu.idle_s;
 			jopen(&j, "gpu", '{');
@@ -448,7 +532,9 @@ int drv_report_json(FILE *f, const struct drv_ctx *c, const struct drv_result *r
 
 	jnum(&j, "au_threshold", p->au_threshold);
 	jnum(&j, "au_mean", s->au_mean);
+	jnum(&j, "au_min", r->rank_ep ? au_min_rank(r) : s->au.min);
 	jbool(&j, "pass", s->pass);
+	juint(&j, "ranks", r->nranks ? r->nranks : 1);
 	jnum(&j, "run_wall_s", r->run_wall);
 	juint(&j, "setup_bytes", c->setup_bytes);
 
@@ -477,6 +563,40 @@ int drv_report_json(FILE *f, const struct drv_ctx *c, const struct drv_result *r
 		j.first = 0;
 		jstr(f, line);
 		n += len + (e ? 1 : 0);
+	}
+	jclose(&j, ']');
+
+	jopen(&j, "per_rank", '[');
+	for (unsigned q = 0; r->rank_ep && q < r->nranks; q++) {
+		struct rank_fig f;
+		rank_figures(r, q, &f);
+		jopen(&j, NULL, '{');
+		juint(&j, "rank", q);
+		jtext(&j, "host", r->hosts ? r->hosts[q] : NULL);
+		jnum(&j, "au_mean", f.au.mean);
+		jnum(&j, "samples_per_s_mean", f.sps.mean);
+		juint(&j, "bytes", f.bytes);
+		jopen(&j, "epochs", '[');
+		for (size_t i = 0; i < r->nep; i++) {
+			const struct drv_epoch_rec *e = r->rank_ep + (size_t)q * r->nep + i;
+			jopen(&j, NULL, '{');
+			juint(&j, "epoch", e->epoch);
+			juint(&j, "steps", e->st.steps);
+			juint(&j, "samples", e->st.samples);
+			juint(&j, "bytes", e->io.bytes);
+			juint(&j, "files_opened", e->io.opens);
+			juint(&j, "read_calls", e->io.reads);
+			jnum(&j, "wall_s", e->st.wall);
+			jnum(&j, "compute_s", e->st.compute);
+			jnum(&j, "stall_s", e->st.stall);
+			jnum(&j, "barrier_s", e->st.barrier);
+			jnum(&j, "au", e->st.au);
+			jnum(&j, "samples_per_s", e->st.samples_per_s);
+			jnum(&j, "mb_per_s", e->mb_per_s);
+			jclose(&j, '}');
+		}
+		jclose(&j, ']');
+		jclose(&j, '}');
 	}
 	jclose(&j, ']');
 

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dliofs/naming.h"
 #include "dliofs/prng.h"
 #include "drive_i.h"
 
@@ -78,15 +79,18 @@ static void compute_for(double *lead, double secs)
 		__builtin_ia32_pause();
 }
 
-static uint64_t epoch_key(const struct drv_params *p, enum drv_shuffle mode, uint64_t epoch,
+static uint64_t epoch_key(const struct drv_ctx *c, enum drv_shuffle mode, uint64_t epoch,
 			  uint32_t purpose)
 {
+	const struct drv_params *p = c->p;
 	uint64_t k;
 
 	if (mode == DRV_SHUF_RANDOM) {
-		if (getrandom(&k, sizeof(k), 0) == sizeof(k))
-			return k;
-		return dl_key2((uint64_t)(drv_now() * 1e9), purpose);
+		if (getrandom(&k, sizeof(k), 0) != sizeof(k))
+			k = dl_key2((uint64_t)(drv_now() * 1e9), purpose);
+		/* Rank 0's draw for everyone: ranks with their own random orders
+		 * would read each other's samples. */
+		return drv_comm_bcast(c->comm, k);
 	}
 	return drv_epoch_key(p->seed, epoch, p->seed_change_epoch, purpose);
 }
@@ -130,6 +134,10 @@ static int checkpoint(struct run *r, uint64_t epoch, uint64_t step)
 	char dir[4096 + 64], path[4096 + 96];
 	double t0 = drv_now();
 	int fd, ret;
+
+	/* DLIO's default checkpoint type, rank_zero: one writer for the job. */
+	if (r->c->rank != 0)
+		return 0;
 
 	snprintf(dir, sizeof(dir), "%s/global_epoch%llu_step%llu", p->checkpoint_dir,
 		 (unsigned long long)epoch, (unsigned long long)step);
@@ -215,52 +223,64 @@ static int accelerate(struct run *r, double secs)
 }
 
 /* One pass: `nsteps` batches of `batch` from `plan` over `split`. Steps go to
- * s[]; checkpoints by step count when ckpt is set. */
+ * s[]; checkpoints by step count when ckpt is set. With `sync`, every step
+ * ends with the ranks' all-reduce (DLIO's barrier after compute); every pass
+ * ends with one. A failure anywhere reaches every rank at the next of those,
+ * so all ranks leave together: the others then return -ECANCELED. */
 static int phase(struct run *r, const struct drv_plan *plan, uint32_t split, uint64_t epoch,
 		 uint64_t nsteps, uint64_t batch, const struct drv_dist *dist, uint64_t key,
-		 uint64_t *draw, struct drv_step *s, uint64_t *global_step, int ckpt,
+		 uint64_t *draw, struct drv_step *s, uint64_t *global_step, int ckpt, int sync,
 		 struct drv_io *io, const char *what)
 {
 	struct drv_params *p = r->p;
+	const struct drv_comm *comm = r->c->comm;
 	unsigned t = p->read_threads ? p->read_threads : 1;
 	unsigned depth = t * (p->prefetch > t ? (p->prefetch + t - 1) / t : 1);
 	double wall = 0;
-	int ret = 0;
+	int ret = 0, all;
 
 	if (r->cuda)
 		drv_cuda_phase(r->cuda);
 	drv_loader_start(r->l, plan, split, epoch, nsteps * batch, batch, depth);
 	for (uint64_t i = 0; i < nsteps; i++) {
-		double t0 = drv_now();
-		if ((ret = drv_loader_batch(r->l, i))) {
-			if (ret == -ENODATA)
-				fprintf(r->err,
-					"dlio-drive: %s: the files hold fewer samples than "
-					"the config says (step %llu of %llu)\n",
-					r->c->root, (unsigned long long)i + 1,
-					(unsigned long long)nsteps);
+		double t0 = drv_now(), t1 = t0, t2 = t0;
+		/* ret may hold the last step's checkpoint failure: straight to the
+		 * all-reduce that tells the others. */
+		if (!ret && (ret = drv_loader_batch(r->l, i)) == -ENODATA)
+			fprintf(r->err,
+				"dlio-drive: %s: the files hold fewer samples than the config "
+				"says (step %llu of %llu)\n",
+				r->c->root, (unsigned long long)i + 1, (unsigned long long)nsteps);
+		if (!ret) {
+			t1 = drv_now();
+			ret = accelerate(r, drv_dist_draw(dist, key, (*draw)++));
+			t2 = drv_now();
+		}
+		all = sync ? drv_comm_sync(comm, ret) : ret;
+		if (all) {
+			ret = ret ? ret : -ECANCELED;
 			break;
 		}
-		double t1 = drv_now();
-		if ((ret = accelerate(r, drv_dist_draw(dist, key, (*draw)++))))
-			break;
-		double t2 = drv_now();
 		s[i].wait = t1 - t0;
 		s[i].compute = t2 - t1;
+		s[i].sync = r->c->ranks > 1 ? drv_now() - t2 : 0;
 		if (global_step)
 			++*global_step;
-		wall += s[i].wait + s[i].compute;
+		wall += s[i].wait + s[i].compute + s[i].sync;
 		if (r->pb.on && (i + 1 == nsteps || drv_now() - r->pb.last >= 0.1)) {
 			double au = drv_au(s, i + 1, p->skip_start, 0);
 			drv_progress_update(&r->pb, what, epoch, p->epochs, i + 1, nsteps, au,
 					    wall > 0 ? (double)((i + 1) * batch) / wall : 0);
 		}
-		if (ckpt && p->ckpt_every_steps && *global_step % p->ckpt_every_steps == 0 &&
-		    (ret = checkpoint(r, epoch, *global_step)))
+		if (ckpt && p->ckpt_every_steps && *global_step % p->ckpt_every_steps == 0)
+			ret = checkpoint(r, epoch, *global_step);
+		if (ret && !sync)
 			break;
 	}
 	int fret = drv_loader_finish(r->l, io);
-	return ret ? ret : fret;
+	ret = ret ? ret : fret;
+	all = drv_comm_sync(comm, ret);
+	return ret ? ret : all ? -ECANCELED : 0;
 }
 
 static int eval_due(const struct drv_params *p, uint64_t e)
@@ -274,14 +294,69 @@ static int ckpt_due(const struct drv_params *p, uint64_t e)
 	       (e - p->ckpt_after_epoch) % p->ckpt_every_epochs == 0;
 }
 
+int drv_plan_for(const struct drv_ctx *c, uint32_t split, uint64_t batch, unsigned rank,
+		 struct drv_plan *p)
+{
+	int ret = drv_plan_init(p, c->kind, c->ds->files[split], c->spf, batch);
+
+	if (!ret)
+		ret = drv_plan_shard(p, rank, c->ranks ? c->ranks : 1);
+	/* DLIO's tf.data loader: each reader thread its own contiguous part. */
+	if (!ret && c->p->iterative)
+		drv_plan_lanes(p, c->p->read_threads, batch);
+	return ret;
+}
+
+int drv_shard_check(const struct drv_ctx *c, uint32_t split, uint64_t batch, uint64_t *steps,
+		    FILE *err)
+{
+	unsigned P = c->ranks ? c->ranks : 1;
+	uint64_t T = c->ds->files[split] * c->spf;
+	int say = c->rank == 0 && err;
+	struct drv_plan plan;
+
+	/* DLIO: floor(T / B / P) steps on every rank, the last partial batch of
+	 * each rank dropped. */
+	*steps = batch && T / P >= batch ? T / P / batch : 0;
+	if (!*steps) {
+		if (say)
+			fprintf(err,
+				"dlio-drive: %s: %llu samples make no full batch of %llu for "
+				"each of %u ranks\n",
+				dl_split_dir[split], (unsigned long long)T,
+				(unsigned long long)batch, P);
+		return -EINVAL;
+	}
+	for (unsigned q = 0; q < P; q++) {
+		int ret = drv_plan_for(c, split, batch, q, &plan);
+		if (ret)
+			return ret;
+		if (drv_plan_samples(&plan) >= *steps * batch)
+			continue;
+		if (say)
+			fprintf(err,
+				"dlio-drive: %s: rank %u's share holds %llu samples but each "
+				"rank takes %llu steps of %llu (DLIO's split: %s); choose a rank "
+				"count that divides the dataset more evenly\n",
+				dl_split_dir[split], q, (unsigned long long)drv_plan_samples(&plan),
+				(unsigned long long)*steps, (unsigned long long)batch,
+				plan.kind == DRV_U_STREAM
+				    ? "tfrecord files round-robin over the ranks"
+				    : "ceil(samples / ranks) per rank");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FILE *err)
 {
 	struct drv_params *p = c->p;
 	struct run r = {.c = c, .p = p, .cuda = cuda, .res = res, .err = err, .lead = 1e-4};
 	struct drv_plan plan, eplan = {0};
 	struct drv_step *s = NULL, *es = NULL;
-	uint64_t T = c->ds->files[DL_SPLIT_TRAIN] * c->spf, per_epoch = T / p->batch;
-	uint64_t ET = c->ds->files[DL_SPLIT_VALID] * c->spf, eval_steps = ET / p->eval_batch;
+	uint64_t P = c->ranks ? c->ranks : 1;
+	uint64_t T = c->ds->files[DL_SPLIT_TRAIN] * c->spf, per_epoch = T / P / p->batch;
+	uint64_t ET = c->ds->files[DL_SPLIT_VALID] * c->spf, eval_steps = ET / P / p->eval_batch;
 	uint64_t gstep = 0, draw = 0, edraw = 0;
 	uint64_t ckey = dl_key2(p->seed, KEY_COMPUTE), ekey = dl_key2(p->seed, KEY_EVAL);
 	double t_run = drv_now();
@@ -292,13 +367,12 @@ int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FI
 	/* The accelerator sleeps to deadlines: the default 50 us timer slack
 	 * would be added to every step. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-	if ((ret = drv_plan_init(&plan, c->kind, c->ds->files[DL_SPLIT_TRAIN], c->spf, p->batch)))
-		return ret;
+	if ((ret = drv_plan_for(c, DL_SPLIT_TRAIN, p->batch, c->rank, &plan)))
+		goto ready;
 	if (p->eval && eval_steps) {
-		ret = drv_plan_init(&eplan, c->kind, c->ds->files[DL_SPLIT_VALID], c->spf,
-				    p->eval_batch);
+		ret = drv_plan_for(c, DL_SPLIT_VALID, p->eval_batch, c->rank, &eplan);
 		if (ret)
-			return ret;
+			goto ready;
 		/* DLIO evaluates in file order. */
 		drv_plan_order(&eplan, DRV_SHUF_OFF, 0, DRV_SHUF_OFF, 0);
 	}
@@ -312,10 +386,16 @@ int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FI
 	res->waits = calloc(keep ? keep : 1, sizeof(double));
 	if (!res->ep || !s || !es || !res->step_times || !res->waits) {
 		ret = -ENOMEM;
+		goto ready;
+	}
+	ret = drv_loader_new(c, p->read_threads, &r.l);
+ready:
+	/* A rank that cannot start must not leave the others in the first
+	 * step's all-reduce. */
+	if (drv_comm_sync(c->comm, ret)) {
+		ret = ret ? ret : -ECANCELED;
 		goto out;
 	}
-	if ((ret = drv_loader_new(c, p->read_threads, &r.l)))
-		goto out;
 
 	for (uint64_t e = 1; e <= p->epochs; e++) {
 		if (p->total_steps && gstep >= p->total_steps)
@@ -323,18 +403,20 @@ int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FI
 		uint64_t n = per_epoch;
 		if (p->total_steps && p->total_steps - gstep < n)
 			n = p->total_steps - gstep;
-		drv_plan_order(&plan, p->file_shuffle, epoch_key(p, p->file_shuffle, e, KEY_FILES),
-			       p->sample_shuffle, epoch_key(p, p->sample_shuffle, e, KEY_SAMPLES));
+		uint64_t fkey = epoch_key(c, p->file_shuffle, e, KEY_FILES);
+		uint64_t skey = epoch_key(c, p->sample_shuffle, e, KEY_SAMPLES);
+		drv_plan_order(&plan, p->file_shuffle, fkey, p->sample_shuffle, skey);
 		struct drv_epoch_rec *rec = &res->ep[res->nep];
 		rec->epoch = e;
 		ret = phase(&r, &plan, DL_SPLIT_TRAIN, e, n, p->batch, &p->compute, ckey, &draw, s,
-			    &gstep, 1, &rec->io, "train");
+			    &gstep, 1, 1, &rec->io, "train");
 		if (ret)
 			goto out;
 		drv_phase_compute(s, n, p->batch, p->skip_start, p->skip_end, &rec->st);
+		rec->au_min = rec->st.au;
 		rec->mb_per_s = rec->st.wall > 0 ? (double)rec->io.bytes / 1e6 / rec->st.wall : NAN;
 		for (uint64_t i = p->skip_start; i + p->skip_end < n; i++) {
-			res->step_times[res->nsteps] = s[i].wait + s[i].compute;
+			res->step_times[res->nsteps] = s[i].wait + s[i].compute + s[i].sync;
 			res->waits[res->nsteps++] = s[i].wait;
 		}
 		if (cuda) {
@@ -343,9 +425,9 @@ int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FI
 		}
 		res->nep++;
 		if (eval_due(p, e) && eval_steps) {
-			ret =
-			    phase(&r, &eplan, DL_SPLIT_VALID, e, eval_steps, p->eval_batch,
-				  &p->eval_compute, ekey, &edraw, es, NULL, 0, &rec->evio, "eval");
+			ret = phase(&r, &eplan, DL_SPLIT_VALID, e, eval_steps, p->eval_batch,
+				    &p->eval_compute, ekey, &edraw, es, NULL, 0, 0, &rec->evio,
+				    "eval");
 			if (ret)
 				goto out;
 			rec->has_eval = 1;
@@ -356,8 +438,14 @@ int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FI
 			if (cuda)
 				drv_cuda_take(cuda, &(struct drv_cuda_stats){0});
 		}
-		if (ckpt_due(p, e) && (ret = checkpoint(&r, e, gstep)))
-			goto out;
+		if (ckpt_due(p, e)) {
+			ret = checkpoint(&r, e, gstep);
+			int all = drv_comm_sync(c->comm, ret);
+			if (ret || all) {
+				ret = ret ? ret : -ECANCELED;
+				goto out;
+			}
+		}
 	}
 out:
 	drv_progress_clear(&r.pb);

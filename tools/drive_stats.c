@@ -83,7 +83,7 @@ double drv_au(const struct drv_step *s, size_t n, size_t skip_start, size_t skip
 		return NAN;
 	for (size_t i = skip_start; i < n - skip_end; i++) {
 		comp += s[i].compute;
-		total += s[i].compute + s[i].wait;
+		total += s[i].compute + s[i].wait + s[i].sync;
 	}
 	return total > 0 ? comp / total : NAN;
 }
@@ -97,8 +97,11 @@ void drv_phase_compute(const struct drv_step *s, size_t n, uint64_t batch, size_
 	for (size_t i = 0; i < n; i++) {
 		o->compute += s[i].compute;
 		o->stall += s[i].wait;
+		o->barrier += s[i].sync;
 	}
-	o->wall = o->compute + o->stall;
+	/* The barrier is neither compute nor a data stall of this rank: it is
+	 * the wait for slower ranks, and it counts against AU as DLIO's does. */
+	o->wall = o->compute + o->stall + o->barrier;
 	o->au = drv_au(s, n, skip_start, skip_end);
 	o->stall_share = o->wall > 0 ? o->stall / o->wall : NAN;
 	o->samples_per_s = o->wall > 0 ? (double)o->samples / o->wall : NAN;
@@ -109,7 +112,8 @@ void drv_phase_compute(const struct drv_step *s, size_t n, uint64_t batch, size_
 	       *wt = m ? malloc(m * sizeof(double)) : NULL;
 	if (m && st && wt) {
 		for (size_t i = 0; i < m; i++) {
-			st[i] = s[skip_start + i].wait + s[skip_start + i].compute;
+			st[i] = s[skip_start + i].wait + s[skip_start + i].compute +
+				s[skip_start + i].sync;
 			wt[i] = s[skip_start + i].wait;
 		}
 		qsort(st, m, sizeof(double), cmp_double);

@@ -117,6 +117,17 @@ int dl_trace_ops_parse(const char *s, uint32_t *mask, char *err, size_t errlen);
 int dl_trace_op_bit(const char *name, uint32_t *bit);
 const char *dl_trace_op_name(unsigned op);
 
+/* `backing:` list: a real directory (or a sink) shown at <mount>/<at>. */
+#define DL_BACKING_MAX 256
+struct dl_backing_cfg {
+	char at[DL_NAME_MAX];	/* name under the mount root; one path component */
+	char path[4096];	/* absolute path of the real directory; "" for a sink */
+	int writable;		/* modifications reach the real directory (default: read-only) */
+	int sink;		/* writes accepted, shaped, counted and discarded; no path */
+	uint64_t max_entries;	/* sink: files and directories it holds at most (ENOSPC beyond) */
+	struct dl_loc loc;	/* the entry's mapping in the YAML */
+};
+
 struct dl_config {
 	char path[4096];		/* file it came from */
 	uint64_t seed;
@@ -125,6 +136,8 @@ struct dl_config {
 	struct dl_dataset *datasets;
 	struct dl_pacer_cfg pacer;	/* `pacer:` and `cache:` sections (zeroed: off, kernel cache) */
 	struct dl_trace_cfg trace;
+	unsigned nbacking;
+	struct dl_backing_cfg *backing;
 };
 
 /* Parse and validate `path`. Every problem goes to `err` as

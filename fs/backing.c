@@ -1,0 +1,578 @@
+/* Backing store: setup, the inode table of real directories, path safety and
+ * the glue the rest of fs/ calls. The operations are in backing_ops.c
+ * (real directories) and sink.c (sinks). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "backing_i.h"
+
+#define BK_MIN_BUCKETS 64
+
+/* ---- the inode table: by id (requests) and by (dev, ino) (lookups) ---- */
+
+static size_t hash_id(uint64_t id, size_t nb)
+{
+	id ^= id >> 33;
+	id *= 0xff51afd7ed558ccdULL;
+	id ^= id >> 33;
+	return (size_t)(id & (nb - 1));
+}
+
+static size_t hash_key(dev_t dev, ino_t ino, size_t nb)
+{
+	return hash_id((uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev, nb);
+}
+
+static int table_grow(struct bk_root *r)
+{
+	size_t nb = r->nbuckets ? r->nbuckets * 2 : BK_MIN_BUCKETS;
+	struct bk_node **id = calloc(nb, sizeof(*id)), **key = calloc(nb, sizeof(*key));
+
+	if (!id || !key) {
+		free(id);
+		free(key);
+		return -ENOMEM;
+	}
+	for (size_t b = 0; b < r->nbuckets; b++) {
+		for (struct bk_node *n = r->by_id[b], *next; n; n = next) {
+			size_t h = hash_id(n->id, nb);
+			next = n->next_id;
+			n->next_id = id[h];
+			id[h] = n;
+		}
+		for (struct bk_node *n = r->by_key[b], *next; n; n = next) {
+			size_t h = hash_key(n->dev, n->ino, nb);
+			next = n->next_key;
+			n->next_key = key[h];
+			key[h] = n;
+		}
+	}
+	free(r->by_id);
+	free(r->by_key);
+	r->by_id = id;
+	r->by_key = key;
+	r->nbuckets = nb;
+	return 0;
+}
+
+static struct bk_node *find_id(struct bk_root *r, uint64_t id)
+{
+	if (!r->nbuckets)
+		return NULL;
+	for (struct bk_node *n = r->by_id[hash_id(id, r->nbuckets)]; n; n = n->next_id)
+		if (n->id == id)
+			return n;
+	return NULL;
+}
+
+int bk_node_get(struct bk_root *r, uint64_t id, struct bk_node **out)
+{
+	struct bk_node *n;
+
+	if (id == 0) {
+		*out = &r->top;
+		return 0;
+	}
+	pthread_mutex_lock(&r->lock);
+	n = find_id(r, id);
+	pthread_mutex_unlock(&r->lock);
+	*out = n;
+	return n ? 0 : -ESTALE;
+}
+
+int bk_node_ref(struct bk_root *r, int fd, const struct stat *st, struct bk_node **out)
+{
+	struct bk_node *n;
+	size_t h;
+	int ret = 0;
+
+	/* The directory itself, met again through a hard link or bind mount,
+	 * keeps its pinned node. */
+	if (st->st_dev == r->top.dev && st->st_ino == r->top.ino) {
+		close(fd);
+		*out = &r->top;
+		return 0;
+	}
+	pthread_mutex_lock(&r->lock);
+	if (r->nbuckets) {
+		for (n = r->by_key[hash_key(st->st_dev, st->st_ino, r->nbuckets)]; n;
+		     n = n->next_key) {
+			if (n->dev == st->st_dev && n->ino == st->st_ino) {
+				n->nlookup++;
+				close(fd);
+				*out = n;
+				goto out;
+			}
+		}
+	}
+	if (r->count >= r->nbuckets) {
+		ret = table_grow(r);
+		if (ret)
+			goto fail;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	n->id = r->next_id++;
+	n->dev = st->st_dev;
+	n->ino = st->st_ino;
+	n->fd = fd;
+	n->type = st->st_mode & S_IFMT;
+	n->nlookup = 1;
+	h = hash_id(n->id, r->nbuckets);
+	n->next_id = r->by_id[h];
+	r->by_id[h] = n;
+	h = hash_key(n->dev, n->ino, r->nbuckets);
+	n->next_key = r->by_key[h];
+	r->by_key[h] = n;
+	r->count++;
+	*out = n;
+out:
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+fail:
+	pthread_mutex_unlock(&r->lock);
+	close(fd);
+	return ret;
+}
+
+static void unlink_node(struct bk_root *r, struct bk_node *n)
+{
+	struct bk_node **pp;
+
+	for (pp = &r->by_id[hash_id(n->id, r->nbuckets)]; *pp != n; pp = &(*pp)->next_id)
+		;
+	*pp = n->next_id;
+	for (pp = &r->by_key[hash_key(n->dev, n->ino, r->nbuckets)]; *pp != n;
+	     pp = &(*pp)->next_key)
+		;
+	*pp = n->next_key;
+	r->count--;
+}
+
+void bk_node_forget(struct bk_root *r, uint64_t id, uint64_t nlookup)
+{
+	struct bk_node *n;
+	int fd = -1;
+
+	if (id == 0)
+		return;
+	pthread_mutex_lock(&r->lock);
+	n = find_id(r, id);
+	if (n) {
+		n->nlookup = nlookup >= n->nlookup ? 0 : n->nlookup - nlookup;
+		if (n->nlookup == 0) {
+			unlink_node(r, n);
+			fd = n->fd;
+			free(n);
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (fd >= 0)
+		close(fd);
+}
+
+void bk_open_add(struct bk_root *r, struct bk_open *o)
+{
+	pthread_mutex_lock(&r->lock);
+	o->next = r->open.next;
+	o->prev = &r->open;
+	r->open.next->prev = o;
+	r->open.next = o;
+	pthread_mutex_unlock(&r->lock);
+}
+
+void bk_open_del(struct bk_root *r, struct bk_open *o)
+{
+	if (!o->next)
+		return;
+	pthread_mutex_lock(&r->lock);
+	o->prev->next = o->next;
+	o->next->prev = o->prev;
+	o->prev = o->next = NULL;
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* ---- names and paths ---- */
+
+int bk_name_ok(const char *name)
+{
+	return name[0] && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/');
+}
+
+void bk_proc_path(int fd, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
+
+/* Where fd is, as the kernel names it, relative to the backing directory
+ * (without a leading '/'; "" for the directory itself); -EACCES when it is
+ * not below it (moved out meanwhile, or not a path we can tell). */
+static int rel_path(const struct bk_root *r, int fd, char *rel, size_t len)
+{
+	char proc[64], path[PATH_MAX];
+	ssize_t n;
+	const char *p;
+
+	bk_proc_path(fd, proc, sizeof(proc));
+	n = readlink(proc, path, sizeof(path) - 1);
+	if (n < 0)
+		return -errno;
+	path[n] = 0;
+	if (r->real_len == 1) {
+		p = path; /* the backing directory is "/" */
+	} else {
+		if (strncmp(path, r->real, r->real_len) ||
+		    (path[r->real_len] != 0 && path[r->real_len] != '/'))
+			return -EACCES;
+		p = path + r->real_len;
+	}
+	while (*p == '/')
+		p++;
+	if (strlen(p) >= len)
+		return -ENAMETOOLONG;
+	memcpy(rel, p, strlen(p) + 1);
+	return 0;
+}
+
+int bk_depth(const struct bk_root *r, int fd, int of_parent, int *depth)
+{
+	char rel[PATH_MAX];
+	int ret = rel_path(r, fd, rel, sizeof(rel)), d = 0;
+
+	if (ret)
+		return ret;
+	if (rel[0]) {
+		d = 1;
+		for (const char *p = rel; *p; p++)
+			d += *p == '/';
+	}
+	if (of_parent) {
+		if (d == 0)
+			return -EACCES;
+		d--;
+	}
+	*depth = d;
+	return 0;
+}
+
+int bk_target_escapes(int depth, const char *t)
+{
+	if (t[0] == '/')
+		return 1;
+	for (const char *p = t; *p;) {
+		const char *e = strchrnul(p, '/');
+		size_t len = (size_t)(e - p);
+
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			if (--depth < 0)
+				return 1;
+		} else if (len && !(len == 1 && p[0] == '.')) {
+			depth++;
+		}
+		p = *e ? e + 1 : e;
+	}
+	return 0;
+}
+
+/* ---- replies ---- */
+
+void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret)
+{
+	if (ret < 0) {
+		if (r->buf) {
+			if (r->pooled)
+				dl_fs_buf_put(fs, r->buf);
+			else
+				free(r->buf);
+			r->buf = NULL;
+		}
+		r->kind = DL_R_ERR;
+		r->err = -ret;
+		r->on_abort = NULL;
+	}
+	dl_reply_submit(fs, r);
+}
+
+void bk_reply_err(struct dl_fs *fs, fuse_req_t req, fuse_ino_t ino, enum dl_op_class cls,
+		  uint8_t top, int neg_errno)
+{
+	struct dl_reply *r = dl_reply_new(req, DL_R_ERR, cls, top);
+
+	if (!r) {
+		fuse_reply_err(req, -neg_errno);
+		return;
+	}
+	r->preq.file_id = ino;
+	r->err = -neg_errno;
+	dl_reply_submit(fs, r);
+}
+
+/* ---- the glue fs/ calls ---- */
+
+struct bk_root *bk_root_of(struct dl_fs *fs, fuse_ino_t ino)
+{
+	unsigned i = (unsigned)((ino >> 48) & 0xfff);
+
+	if (!fs->backing || (ino >> 60) != DL_NODE_BACKING || i >= fs->backing->n ||
+	    ((ino >> 44) & 0xf))
+		return NULL;
+	return &fs->backing->roots[i];
+}
+
+int dl_bk_is(const struct dl_fs *fs, fuse_ino_t ino)
+{
+	return fs->backing && ino != FUSE_ROOT_ID && (ino >> 60) == DL_NODE_BACKING;
+}
+
+const struct fuse_lowlevel_ops *dl_bk_ops(struct dl_fs *fs, fuse_ino_t ino)
+{
+	struct bk_root *r = bk_root_of(fs, ino);
+
+	return r && r->sink ? &dl_bk_sink_ops : &dl_bk_real_ops;
+}
+
+int dl_bk_same_root(fuse_ino_t a, fuse_ino_t b)
+{
+	return (a >> 48) == (b >> 48);
+}
+
+void dl_bk_forget(struct dl_fs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct bk_root *r = bk_root_of(fs, ino);
+
+	if (!r)
+		return;
+	if (r->sink)
+		dl_sink_forget(r->sink, bk_id(ino), nlookup);
+	else
+		bk_node_forget(r, bk_id(ino), nlookup);
+}
+
+int dl_bk_root_stat(struct dl_fs *fs, unsigned root, struct stat *st)
+{
+	struct bk_root *r;
+
+	if (!fs->backing || root >= fs->backing->n)
+		return -ENOENT;
+	r = &fs->backing->roots[root];
+	if (r->sink)
+		return dl_sink_stat(r->sink, 0, bk_ino(r, 0), st);
+	if (fstatat(r->top.fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	st->st_ino = bk_ino(r, 0);
+	return 0;
+}
+
+int dl_bk_path(struct dl_fs *fs, fuse_ino_t ino, char *buf, size_t len)
+{
+	struct bk_root *r = bk_root_of(fs, ino);
+	struct bk_node *n;
+	char rel[PATH_MAX];
+	int ret, k;
+
+	if (!r)
+		return -ENOENT;
+	if (r->sink) {
+		ret = dl_sink_path(r->sink, bk_id(ino), rel, sizeof(rel));
+	} else {
+		ret = bk_node_get(r, bk_id(ino), &n);
+		if (!ret)
+			ret = rel_path(r, n->fd, rel, sizeof(rel));
+	}
+	if (ret)
+		return ret;
+	k = snprintf(buf, len, "%s%s%s", r->cfg->at, rel[0] ? "/" : "", rel);
+	return k < 0 || (size_t)k >= len ? -ENAMETOOLONG : k;
+}
+
+int dl_bk_add_stats(struct dl_fs *fs, char **buf, size_t *len)
+{
+	char *end, *out, *obj = NULL, extra[256];
+	size_t olen = 0;
+	FILE *m;
+	int n;
+
+	if (!fs->backing || !fs->backing->n)
+		return 0;
+	end = *len ? memrchr(*buf, '}', *len) : NULL;
+	if (!end)
+		return 0;
+	m = open_memstream(&obj, &olen);
+	if (!m)
+		return -ENOMEM;
+	for (unsigned i = 0; i < fs->backing->n; i++) {
+		struct bk_root *r = &fs->backing->roots[i];
+
+		extra[0] = 0;
+		if (r->sink)
+			dl_sink_stats(r->sink, extra, sizeof(extra));
+		/* Names are [A-Za-z0-9._-]: nothing to escape. */
+		fprintf(m,
+			"%s\"%s\": {\"kind\": \"%s\", \"read_bytes\": %llu, \"reads\": %llu, "
+			"\"write_bytes\": %llu, \"writes\": %llu%s%s}",
+			i ? ", " : "", r->cfg->at,
+			r->sink ? "sink" : r->writable ? "writable" : "read-only",
+			(unsigned long long)atomic_load(&r->rd_bytes),
+			(unsigned long long)atomic_load(&r->rd_ops),
+			(unsigned long long)atomic_load(&r->wr_bytes),
+			(unsigned long long)atomic_load(&r->wr_ops), extra[0] ? ", " : "", extra);
+	}
+	if (fclose(m)) {
+		free(obj);
+		return -ENOMEM;
+	}
+	n = asprintf(&out, "%.*s, \"backing\": {%s}}\n", (int)(end - *buf), *buf, obj);
+	free(obj);
+	if (n < 0)
+		return -ENOMEM;
+	free(*buf);
+	*buf = out;
+	*len = (size_t)n;
+	return 0;
+}
+
+void dl_bk_stats_reset(struct dl_fs *fs)
+{
+	for (unsigned i = 0; fs->backing && i < fs->backing->n; i++) {
+		struct bk_root *r = &fs->backing->roots[i];
+
+		atomic_store(&r->rd_bytes, 0);
+		atomic_store(&r->rd_ops, 0);
+		atomic_store(&r->wr_bytes, 0);
+		atomic_store(&r->wr_ops, 0);
+	}
+}
+
+/* ---- setup ---- */
+
+/* Every looked-up inode holds a descriptor: allow as many as we may. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int open_root(struct bk_root *r, const char *mnt_real)
+{
+	const char *path = r->cfg->path;
+	char proc[64];
+	struct stat st;
+	ssize_t n;
+
+	r->top.fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (r->top.fd < 0 || fstat(r->top.fd, &st)) {
+		fprintf(stderr, "dliofs: backing %s: %s: %s\n", r->cfg->at, path, strerror(errno));
+		return -errno;
+	}
+	r->top.dev = st.st_dev;
+	r->top.ino = st.st_ino;
+	r->top.type = S_IFDIR;
+	r->top.nlookup = 1;
+	bk_proc_path(r->top.fd, proc, sizeof(proc));
+	n = readlink(proc, r->real, sizeof(r->real) - 1);
+	if (n <= 0) {
+		fprintf(stderr, "dliofs: backing %s: %s: cannot tell its path: %s\n", r->cfg->at,
+			path, strerror(errno));
+		return -EIO;
+	}
+	r->real[n] = 0;
+	r->real_len = (size_t)n;
+	if (mnt_real && !strncmp(mnt_real, r->real, r->real_len) &&
+	    (r->real_len == 1 || mnt_real[r->real_len] == 0 || mnt_real[r->real_len] == '/')) {
+		fprintf(stderr,
+			"dliofs: backing %s: %s contains the mountpoint %s; the daemon would "
+			"serve its own requests\n",
+			r->cfg->at, path, mnt_real);
+		return -ELOOP;
+	}
+	return 0;
+}
+
+int dl_backing_new(const struct dl_config *cfg, const char *mountpoint, struct dl_backing **out)
+{
+	struct dl_backing *b;
+	char *mnt_real;
+	int ret = 0, real_dirs = 0;
+
+	*out = NULL;
+	if (!cfg->nbacking)
+		return 0;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->roots = calloc(cfg->nbacking, sizeof(*b->roots));
+	if (!b->roots) {
+		free(b);
+		return -ENOMEM;
+	}
+	mnt_real = mountpoint ? realpath(mountpoint, NULL) : NULL;
+	for (unsigned i = 0; i < cfg->nbacking; i++) {
+		struct bk_root *r = &b->roots[i];
+
+		r->index = i;
+		r->cfg = &cfg->backing[i];
+		r->writable = r->cfg->writable || r->cfg->sink;
+		r->top.fd = -1;
+		r->next_id = 1;
+		r->open.prev = r->open.next = &r->open;
+		pthread_mutex_init(&r->lock, NULL);
+		b->n = i + 1;
+		ret = r->cfg->sink ? dl_sink_new(r, &r->sink) : open_root(r, mnt_real);
+		if (ret)
+			break;
+		real_dirs += !r->cfg->sink;
+	}
+	free(mnt_real);
+	if (ret) {
+		dl_backing_free(b);
+		return ret;
+	}
+	if (real_dirs)
+		raise_fd_limit();
+	*out = b;
+	return 0;
+}
+
+void dl_backing_free(struct dl_backing *b)
+{
+	if (!b)
+		return;
+	for (unsigned i = 0; i < b->n; i++) {
+		struct bk_root *r = &b->roots[i];
+
+		/* Files the kernel never released (the daemon is stopping). */
+		while (r->open.next && r->open.next != &r->open) {
+			struct bk_open *o = r->open.next;
+
+			bk_open_del(r, o);
+			o->close(o);
+		}
+		for (size_t k = 0; k < r->nbuckets; k++) {
+			for (struct bk_node *n = r->by_id[k], *next; n; n = next) {
+				next = n->next_id;
+				close(n->fd);
+				free(n);
+			}
+		}
+		free(r->by_id);
+		free(r->by_key);
+		if (r->top.fd >= 0)
+			close(r->top.fd);
+		dl_sink_free(r->sink);
+		pthread_mutex_destroy(&r->lock);
+	}
+	free(b->roots);
+	free(b);
+}

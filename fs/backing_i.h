@@ -1,0 +1,110 @@
+/* Private to fs/backing*.c and fs/sink.c. */
+#ifndef DLIOFS_FS_BACKING_I_H
+#define DLIOFS_FS_BACKING_I_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "backing.h"
+#include "fs_i.h"
+#include "reply.h"
+
+/* Real directories can change behind our back: the kernel rechecks often. */
+#define BK_TIMEOUT 1.0
+
+/* One looked-up inode of a real directory: the daemon holds an O_PATH fd to
+ * it, so every later operation works on that inode, never on a path. Kept
+ * while the kernel holds a reference (lookup count), dropped on forget. */
+struct bk_node {
+	uint64_t id;
+	dev_t dev;
+	ino_t ino;
+	int fd;			/* O_PATH | O_NOFOLLOW */
+	mode_t type;		/* S_IFMT bits */
+	uint64_t nlookup;
+	struct bk_node *next_id, *next_key;
+};
+
+struct dl_sink;
+
+/* Open files and directories of a root are listed, so that whatever is still
+ * open when the daemon stops is closed with it. */
+struct bk_open {
+	struct bk_open *prev, *next;	/* NULL: not listed */
+	void (*close)(struct bk_open *o);	/* close and free */
+};
+
+struct bk_root {
+	unsigned index;			/* in cfg->backing (the inode's ds field) */
+	const struct dl_backing_cfg *cfg;
+	int writable;
+	pthread_mutex_t lock;		/* the table below */
+	struct bk_node top;		/* the directory itself: id 0, never forgotten */
+	char real[PATH_MAX];		/* its path as the kernel names it */
+	size_t real_len;
+	struct bk_node **by_id, **by_key;
+	size_t nbuckets, count;
+	uint64_t next_id;
+	struct bk_open open;		/* list head of open files and directories (lock) */
+	struct dl_sink *sink;		/* a sink: no directory, no table */
+	_Atomic uint64_t rd_bytes, rd_ops, wr_bytes, wr_ops;
+};
+
+struct dl_backing {
+	unsigned n;
+	struct bk_root *roots;
+};
+
+static inline uint64_t bk_id(fuse_ino_t ino)
+{
+	return ino & DL_INO_MAX_INDEX;
+}
+
+static inline fuse_ino_t bk_ino(const struct bk_root *r, uint64_t id)
+{
+	return ((uint64_t)DL_NODE_BACKING << 60) | ((uint64_t)r->index << 48) |
+	       (id & DL_INO_MAX_INDEX);
+}
+
+struct bk_root *bk_root_of(struct dl_fs *fs, fuse_ino_t ino);
+
+/* The node of id (0: the directory itself), or -ESTALE. The pointer stays
+ * valid while the kernel holds the inode, i.e. for the request's duration. */
+int bk_node_get(struct bk_root *r, uint64_t id, struct bk_node **out);
+/* Take a reference to the inode fd (O_PATH) names, whose stat is st: the
+ * existing node if the inode is known (fd is closed), else a new one. */
+int bk_node_ref(struct bk_root *r, int fd, const struct stat *st, struct bk_node **out);
+void bk_node_forget(struct bk_root *r, uint64_t id, uint64_t nlookup);
+void bk_open_add(struct bk_root *r, struct bk_open *o);
+void bk_open_del(struct bk_root *r, struct bk_open *o);
+
+/* A name a client may use: not "", ".", "..", nothing with '/'. */
+int bk_name_ok(const char *name);
+void bk_proc_path(int fd, char *buf, size_t len);
+/* Depth below the backing directory of the directory fd names (0: the
+ * directory itself), or of the directory holding fd when it is not one. */
+int bk_depth(const struct bk_root *r, int fd, int of_parent, int *depth);
+/* Would a symlink with this target, in a directory `depth` levels below the
+ * backing directory, lead out of it (resolved lexically)? */
+int bk_target_escapes(int depth, const char *target);
+
+/* Replies through the pacer. */
+void bk_reply_err(struct dl_fs *fs, fuse_req_t req, fuse_ino_t ino, enum dl_op_class cls,
+		  uint8_t top, int neg_errno);
+/* Finish r: an error reply when ret < 0, then submit. */
+void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret);
+
+extern const struct fuse_lowlevel_ops dl_bk_real_ops;
+extern const struct fuse_lowlevel_ops dl_bk_sink_ops;
+
+/* ---- sinks (sink.c) ---- */
+int dl_sink_new(const struct bk_root *r, struct dl_sink **out);
+void dl_sink_free(struct dl_sink *s);
+void dl_sink_forget(struct dl_sink *s, uint64_t id, uint64_t nlookup);
+int dl_sink_stat(struct dl_sink *s, uint64_t id, fuse_ino_t ino, struct stat *st);
+int dl_sink_path(struct dl_sink *s, uint64_t id, char *buf, size_t len);
+/* "entries": N, "discarded_bytes": N, "reads_refused": N */
+int dl_sink_stats(struct dl_sink *s, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,53 @@
+/* Private to fs/sink*.c: a sink's in-memory tree. Every function here
+ * expects s->lock held. */
+#ifndef DLIOFS_FS_SINK_I_H
+#define DLIOFS_FS_SINK_I_H
+
+#include <time.h>
+
+#include "backing_i.h"
+
+struct sk_node {
+	uint64_t id;
+	struct sk_node *parent;	/* NULL: the root, or unlinked */
+	char *name;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	uint64_t size;
+	struct timespec atime, mtime, ctime;
+	uint64_t nlookup;
+	int warned;		/* the read refusal was logged */
+	struct sk_node **kids;	/* directories: children sorted by id */
+	size_t nkids, kcap;
+	uint32_t nsubdirs;
+	struct sk_node *next_id, *next_name;
+};
+
+struct dl_sink {
+	pthread_mutex_t lock;
+	const char *at;
+	struct sk_node root;
+	struct sk_node **by_id, **by_name;	/* by_name: (parent id, name) */
+	size_t nbuckets, count;
+	size_t max;		/* entries at most (the root not counted): ENOSPC beyond */
+	uint64_t next_id;
+	_Atomic uint64_t discarded, refused;
+};
+
+struct sk_node *sk_find_id(struct dl_sink *s, uint64_t id);
+struct sk_node *sk_find_name(struct dl_sink *s, const struct sk_node *dir, const char *name);
+/* First child of dir with an id >= id (children are sorted by id). */
+size_t sk_kid_pos(const struct sk_node *dir, uint64_t id);
+/* A new file or directory in dir, owned by the caller c; -ENOSPC past s->max. */
+int sk_add(struct dl_sink *s, struct sk_node *dir, const char *name, mode_t mode,
+	   const struct fuse_ctx *c, struct sk_node **out);
+int sk_remove_locked(struct dl_sink *s, struct sk_node *d, const char *name, int dir);
+int sk_rename_locked(struct dl_sink *s, struct sk_node *d, const char *name,
+		     struct sk_node *nd, const char *newname, unsigned flags);
+void sk_fill_stat(const struct sk_node *n, fuse_ino_t ino, struct stat *st);
+/* Path below the sink ("a/b"); -ENOENT once unlinked. */
+int sk_path_locked(struct dl_sink *s, const struct sk_node *n, char *buf, size_t len);
+void sk_now(struct timespec *t);
+
+#endif

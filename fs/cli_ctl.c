@@ -52,6 +52,20 @@ static int read_file(const char *path, char **out, size_t *len)
 	return 0;
 }
 
+/* One write of a whole command to a control file: the daemon applies it
+ * all or nothing and answers the write with its errno. */
+static int write_ctl(const char *path, const char *text, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, len) != (ssize_t)len)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 /* ---- a small JSON walker that prints "path = value" lines ---- */
 struct jw {
 	const char *p;
@@ -158,15 +172,10 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int reset)
 	if (ret)
 		return 1;
 	if (reset) {
-		int fd = open(path, O_WRONLY | O_TRUNC);
-		if (fd < 0 || write(fd, "reset\n", 6) != 6) {
-			fprintf(stderr, "dliofs stat --reset: %s\n", strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			return 1;
-		}
-		close(fd);
-		return 0;
+		ret = write_ctl(path, "reset\n", 6);
+		if (ret)
+			fprintf(stderr, "dliofs stat --reset: %s\n", strerror(-ret));
+		return ret ? 1 : 0;
 	}
 	for (;;) {
 		ret = read_file(path, &buf, &len);
@@ -203,7 +212,7 @@ int dl_cli_set(const char *mnt, int npairs, char **pairs)
 	struct dl_pacer_cfg probe;
 	size_t total = 0;
 	char *text;
-	int fd, bad = 0;
+	int ret, bad = 0;
 
 	if (ctl_path(mnt, "pacer", path, sizeof(path)))
 		return 1;
@@ -235,17 +244,13 @@ int dl_cli_set(const char *mnt, int npairs, char **pairs)
 		strcat(text, pairs[i]);
 		strcat(text, "\n");
 	}
-	fd = open(path, O_WRONLY | O_TRUNC);
-	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+	ret = write_ctl(path, text, strlen(text));
+	free(text);
+	if (ret) {
 		fprintf(stderr, "dliofs set: %s: %s (the daemon's log says which key)\n", path,
-			strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		free(text);
+			strerror(-ret));
 		return 1;
 	}
-	close(fd);
-	free(text);
 	return 0;
 }
 
@@ -253,7 +258,7 @@ int dl_cli_cache(const char *mnt, const char *cmd, const char *arg)
 {
 	char path[4096], text[4200];
 	size_t mlen = strlen(mnt);
-	int fd, n;
+	int ret, n;
 
 	if (ctl_path(mnt, "cache", path, sizeof(path)))
 		return 1;
@@ -270,21 +275,16 @@ int dl_cli_cache(const char *mnt, const char *cmd, const char *arg)
 		fprintf(stderr, "usage: dliofs cache drop MOUNT | dliofs cache warm MOUNT PATH\n");
 		return 2;
 	}
-	fd = open(path, O_WRONLY | O_TRUNC);
-	if (fd < 0 || write(fd, text, (size_t)n) != n) {
-		fprintf(stderr, "dliofs cache %s: %s\n", cmd, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return 1;
-	}
-	close(fd);
-	return 0;
+	ret = write_ctl(path, text, (size_t)n);
+	if (ret)
+		fprintf(stderr, "dliofs cache %s: %s\n", cmd, strerror(-ret));
+	return ret ? 1 : 0;
 }
 
 int dl_cli_trace(const char *mnt, const char *cmd, const char *file, const char *ops)
 {
 	char path[4096], text[8400], abs[4096];
-	int fd, n;
+	int ret, n;
 
 	if (ctl_path(mnt, "trace", path, sizeof(path)))
 		return 1;
@@ -303,13 +303,8 @@ int dl_cli_trace(const char *mnt, const char *cmd, const char *file, const char 
 		fprintf(stderr, "usage: dliofs trace start MOUNT FILE [OPS] | dliofs trace stop MOUNT\n");
 		return 2;
 	}
-	fd = open(path, O_WRONLY | O_TRUNC);
-	if (fd < 0 || write(fd, text, (size_t)n) != n) {
-		fprintf(stderr, "dliofs trace %s: %s\n", cmd, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return 1;
-	}
-	close(fd);
-	return 0;
+	ret = write_ctl(path, text, (size_t)n);
+	if (ret)
+		fprintf(stderr, "dliofs trace %s: %s\n", cmd, strerror(-ret));
+	return ret ? 1 : 0;
 }

@@ -21,7 +21,10 @@ struct dl_reply *dl_reply_new(fuse_req_t req, enum dl_reply_kind kind, enum dl_o
 	r->preq.cls = cls;
 	c = fuse_req_ctx(req);
 	r->preq.pid = c ? (uint32_t)c->pid : 0;
-	r->tid = (uint32_t)gettid();
+	/* gettid() is a system call: only the trace wants the worker's id. */
+	if (atomic_load_explicit(&((struct dl_fs *)fuse_req_userdata(req))->trace,
+				 memory_order_relaxed))
+		r->tid = (uint32_t)gettid();
 	r->submit_ns = dl_now_ns();
 	return r;
 }

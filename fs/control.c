@@ -317,7 +317,6 @@ static int trace_line(struct dl_fs *fs, char *line, void *arg)
 			return ret;
 		}
 	}
-	snprintf(fs->trace_path, sizeof(fs->trace_path), "%s", file);
 	ret = dl_fs_trace_start(fs, file, mask);
 	if (ret)
 		fprintf(stderr, "dliofs: .dliofs/trace: cannot start %s: %s\n", file,

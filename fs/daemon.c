@@ -148,7 +148,6 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	if (ret)
 		goto out;
 	if (cfg->trace.enabled) {
-		snprintf(fs.trace_path, sizeof(fs.trace_path), "%s", cfg->trace.file);
 		if (dl_fs_trace_start(&fs, cfg->trace.file,
 				      cfg->trace.ops_mask ? cfg->trace.ops_mask : ~0u))
 			fprintf(stderr, "dliofs: cannot trace to %s\n", cfg->trace.file);

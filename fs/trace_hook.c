@@ -67,6 +67,7 @@ int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask)
 	if (ret)
 		goto out;
 	fs->trace_ops = ops_mask;
+	snprintf(fs->trace_path, sizeof(fs->trace_path), "%s", path);
 	atomic_store(&fs->trace, t);
 	fprintf(stderr, "dliofs: tracing to %s\n", path);
 out:

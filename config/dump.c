@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "config_i.h"
+#include "dliofs/trace.h"
 
 /* The exact size with the unit that gives the shortest number
  * ("140MB", "4KiB", "1536"): never a rounded value. */

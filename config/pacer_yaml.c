@@ -178,13 +178,17 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
 		goto out_parser;
 	}
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
-	yaml_node_t *sect = NULL;
+	yaml_node_t *sect = NULL, *cache = NULL;
 	if (root && root->type == YAML_MAPPING_NODE) {
 		for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
 		     p < root->data.mapping.pairs.top; p++) {
 			yaml_node_t *k = yaml_document_get_node(&doc, p->key);
-			if (k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, "pacer"))
+			if (k->type != YAML_SCALAR_NODE)
+				continue;
+			if (!strcmp((char *)k->data.scalar.value, "pacer"))
 				sect = yaml_document_get_node(&doc, p->value);
+			else if (!strcmp((char *)k->data.scalar.value, "cache"))
+				cache = yaml_document_get_node(&doc, p->value);
 		}
 	}
 	if (!sect || sect->type != YAML_MAPPING_NODE) {
@@ -199,6 +203,22 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
 		sub.nerr = 0;
 		sub.depth = w->depth + 1;
 		walk(&sub, sect, "", NULL);
+		/* The storage's client cache, where it has one, with its size
+		 * stated: it applies unless the config has a cache: section. */
+		if (cache) {
+			char msg[256];
+
+			if (cache->type == YAML_SCALAR_NODE) {
+				if (dl_pacer_cfg_set(w->pc, "cache.policy",
+						     (const char *)cache->data.scalar.value, msg,
+						     sizeof(msg)))
+					perr(&sub, cache, "cache", msg);
+			} else {
+				walk(&sub, cache, "cache", NULL);
+			}
+			snprintf(w->pc->cache.origin, sizeof(w->pc->cache.origin),
+				 "profile %s: the storage's client cache", name);
+		}
 		w->nerr += sub.nerr;
 		snprintf(w->pc->profile, sizeof(w->pc->profile), "%s", name);
 		ret = sub.nerr ? -EINVAL : 0;
@@ -222,13 +242,33 @@ unsigned dl_cfg_parse_pacer(const char *file, yaml_document_t *doc, yaml_node_t 
 			if (dl_pacer_cfg_set(pc, "cache.policy", (const char *)node->data.scalar.value,
 					     msg, sizeof(msg)))
 				perr(&w, node, "cache", msg);
+			else if (dl_pacer_cfg_check(pc, msg, sizeof(msg)) && !strncmp(msg, "cache", 5))
+				perr(&w, node, "cache", msg);
 			return w.nerr;
 		}
 		if (node->type != YAML_MAPPING_NODE) {
 			perr(&w, node, "cache", "expected kernel, or a mapping {size, block, policy}");
 			return w.nerr;
 		}
+		{
+			int has_policy = 0, has_size = 0;
+
+			for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
+			     p < node->data.mapping.pairs.top; p++) {
+				yaml_node_t *k = yaml_document_get_node(doc, p->key);
+
+				if (k && k->type == YAML_SCALAR_NODE) {
+					has_policy |= !strcmp((char *)k->data.scalar.value, "policy");
+					has_size |= !strcmp((char *)k->data.scalar.value, "size");
+				}
+			}
+			/* A size alone means an emulated cache of that size. */
+			if (has_size && !has_policy)
+				dl_pacer_cfg_set(pc, "cache.policy", "lru", msg, sizeof(msg));
+		}
 		walk(&w, node, "cache", NULL);
+		if (!w.nerr && dl_pacer_cfg_check(pc, msg, sizeof(msg)) && !strncmp(msg, "cache", 5))
+			perr(&w, node, "cache", msg);
 		return w.nerr;
 	}
 	if (node->type != YAML_MAPPING_NODE) {

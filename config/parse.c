@@ -842,10 +842,22 @@ int cfg_parse(struct cfg_ctx *c, yaml_document_t *doc, struct dl_config *cfg,
 	}
 	src->root = root;
 	walk_mapping(&w, root, "", top_keys, TK__COUNT, vals, keys, 0);
-	if (vals[TK_PACER])
+	if (vals[TK_PACER]) {
 		c->nerr += dl_cfg_parse_pacer(c->name, doc, vals[TK_PACER], 0, &cfg->pacer, c->err);
-	if (vals[TK_CACHE])
+		/* A storage model with no client cache stated: every read reaches
+		 * it, so a second epoch costs what the first did. The kernel's
+		 * page cache (this machine's RAM, whatever its size) would hide
+		 * repeated reads from the model. */
+		if (cfg->pacer.enabled && strncmp(cfg->pacer.cache.origin, "profile", 7)) {
+			cfg->pacer.cache.policy = DL_CACHE_NONE;
+			snprintf(cfg->pacer.cache.origin, sizeof(cfg->pacer.cache.origin),
+				 "default with a storage model: no client cache");
+		}
+	}
+	if (vals[TK_CACHE]) {
 		c->nerr += dl_cfg_parse_pacer(c->name, doc, vals[TK_CACHE], 1, &cfg->pacer, c->err);
+		snprintf(cfg->pacer.cache.origin, sizeof(cfg->pacer.cache.origin), "config");
+	}
 	if (vals[TK_TRACE])
 		c->nerr += dl_cfg_parse_trace(c->name, doc, vals[TK_TRACE], &cfg->trace, c->err);
 	if (vals[TK_SEED])

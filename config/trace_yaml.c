@@ -8,56 +8,6 @@
 #include "dliofs/trace.h"
 #include "pacer_yaml.h"
 
-static const char *const op_names[DL_TOP__COUNT] = {
-	[DL_TOP_LOOKUP] = "lookup", [DL_TOP_GETATTR] = "getattr", [DL_TOP_OPEN] = "open",
-	[DL_TOP_READ] = "read",	    [DL_TOP_WRITE] = "write",	  [DL_TOP_READDIR] = "readdir",
-	[DL_TOP_OPENDIR] = "opendir", [DL_TOP_RELEASE] = "release", [DL_TOP_STATFS] = "statfs",
-	[DL_TOP_CREATE] = "create", [DL_TOP_FSYNC] = "fsync",	  [DL_TOP_OTHER] = "other",
-};
-
-int dl_trace_op_bit(const char *name, uint32_t *bit)
-{
-	if (!strcmp(name, "all")) {
-		*bit = ~0u;
-		return 0;
-	}
-	for (unsigned i = 1; i < DL_TOP__COUNT; i++) {
-		if (!strcmp(name, op_names[i])) {
-			*bit = 1u << i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-const char *dl_trace_op_name(unsigned op)
-{
-	return op < DL_TOP__COUNT && op_names[op] ? op_names[op] : "other";
-}
-
-int dl_trace_ops_parse(const char *s, uint32_t *mask, char *err, size_t errlen)
-{
-	char buf[512], *save = NULL;
-	uint32_t m = 0, bit;
-
-	if (!s || !*s) {
-		*mask = ~0u;
-		return 0;
-	}
-	snprintf(buf, sizeof(buf), "%s", s);
-	for (char *t = strtok_r(buf, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
-		if (dl_trace_op_bit(t, &bit)) {
-			snprintf(err, errlen,
-				 "unknown op '%s' (expected lookup, getattr, open, read, write, readdir, "
-				 "opendir, release, statfs, create, fsync, other or all)",
-				 t);
-			return -EINVAL;
-		}
-		m |= bit;
-	}
-	*mask = m;
-	return 0;
-}
 
 static unsigned terr(FILE *err, const char *file, const yaml_node_t *n, const char *key,
 		     const char *msg)

@@ -304,15 +304,7 @@ void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret)
 void bk_reply_err(struct dl_fs *fs, fuse_req_t req, fuse_ino_t ino, enum dl_op_class cls,
 		  uint8_t top, int neg_errno)
 {
-	struct dl_reply *r = dl_reply_new(req, DL_R_ERR, cls, top);
-
-	if (!r) {
-		fuse_reply_err(req, -neg_errno);
-		return;
-	}
-	r->preq.file_id = ino;
-	r->err = -neg_errno;
-	dl_reply_submit(fs, r);
+	dl_reply_err(fs, req, cls, top, ino, -neg_errno, 0);
 }
 
 /* ---- the glue fs/ calls ---- */

@@ -21,6 +21,7 @@ struct bk_file {
 	struct bk_open link;	/* first: the list holds &f->link == f */
 	struct bk_root *root;
 	int fd;
+	struct dl_client who;	/* who opened it (the close is theirs) */
 };
 
 struct bk_dir {
@@ -50,7 +51,7 @@ static struct dl_reply *new_reply(fuse_req_t req, enum dl_reply_kind kind, enum 
 	struct dl_reply *r = dl_reply_new(req, kind, cls, top);
 
 	if (!r) {
-		fuse_reply_err(req, ENOMEM);
+		dl_reply_enomem(req);
 		return NULL;
 	}
 	r->preq.file_id = ino;
@@ -508,7 +509,7 @@ static void set_open_flags(struct dl_fs *fs, struct fuse_file_info *fi)
 {
 	/* The real file can change behind us: no page cache kept across opens. */
 	fi->keep_cache = 0;
-	fi->direct_io = fs->direct_io ? 1 : 0;
+	fi->direct_io = dl_fs_direct_io(fs) ? 1 : 0;
 }
 
 static void bk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -546,6 +547,7 @@ static void bk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		goto out;
 	}
 	set_open_flags(fs, fi);
+	f->who = r->client;
 	fi->fh = (uint64_t)(uintptr_t)f;
 	r->fi = *fi;
 	r->on_abort = abort_open;
@@ -608,6 +610,7 @@ static void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (ret)
 		goto fail;
 	set_open_flags(fs, fi);
+	f->who = r->client;
 	fi->fh = (uint64_t)(uintptr_t)f;
 	r->fi = *fi;
 	r->on_abort = abort_create;
@@ -726,9 +729,11 @@ static void bk_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 static void bk_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
-	free_file((struct bk_file *)(uintptr_t)fi->fh);
-	fuse_reply_err(req, 0);
+	struct bk_file *f = (struct bk_file *)(uintptr_t)fi->fh;
+	struct dl_client who = f ? f->who : (struct dl_client){0};
+
+	free_file(f);
+	dl_reply_close(fs_of(req), req, DL_TOP_RELEASE, ino, &who);
 }
 
 static void close_dir(struct bk_open *o)
@@ -861,9 +866,8 @@ out:
 
 static void bk_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
 	free_dir((struct bk_dir *)(uintptr_t)fi->fh);
-	fuse_reply_err(req, 0);
+	dl_reply_err(fs_of(req), req, DL_OP_META, DL_TOP_RELEASEDIR, ino, 0, 1);
 }
 
 static void bk_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)

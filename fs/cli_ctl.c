@@ -1,6 +1,10 @@
-/* `dliofs stat | set | cache`: talk to a running mount through `.dliofs/`. */
+/* `dliofs stat | set | cache | trace`: talk to a running mount through
+ * `.dliofs/`. A command is one transaction (control.h): written whole,
+ * committed by fsync, and on refusal the daemon's reason is read back from
+ * the same open file. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,24 +56,55 @@ static int read_file(const char *path, char **out, size_t *len)
 	return 0;
 }
 
-/* One write of a whole command to a control file: the daemon applies it
- * all or nothing and answers the write with its errno. */
-static int write_ctl(const char *path, const char *text, size_t len)
+/* Write a whole command to a control file and commit it. On refusal the
+ * reason (the daemon's words) is printed after `who`. */
+static int write_ctl(const char *path, const char *text, size_t len, const char *who)
 {
-	int fd = open(path, O_WRONLY | O_TRUNC), ret = 0;
+	int fd = open(path, O_RDWR), ret = 0;
+	size_t done = 0;
+	char reason[2048];
+	ssize_t n;
 
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, len) != (ssize_t)len)
+	if (fd < 0) {
 		ret = -errno;
-	close(fd);
+		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
+		return ret;
+	}
+	while (done < len) {
+		n = write(fd, text + done, len - done);
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			break;
+		}
+		/* A short count: the daemon refused the write's last piece. */
+		if ((size_t)n < len - done) {
+			ret = -EINVAL;
+			break;
+		}
+		done += (size_t)n;
+	}
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (ret) {
+		n = pread(fd, reason, sizeof(reason) - 1, 0);
+		reason[n > 0 ? n : 0] = 0;
+		if (!strncmp(reason, "error: ", 7)) {
+			reason[strcspn(reason, "\n")] = 0;
+			fprintf(stderr, "%s: refused, nothing applied: %s\n", who, reason + 7);
+		} else {
+			fprintf(stderr, "%s: %s\n", who, strerror(-ret));
+		}
+	}
+	if (close(fd) && !ret)
+		ret = -errno;
 	return ret;
 }
 
 /* ---- a small JSON walker that prints "path = value" lines ---- */
 struct jw {
 	const char *p;
-	FILE *out;
+	int (*fn)(void *arg, const char *key, const char *val);
+	void *arg;
 };
 
 static void skip_ws(struct jw *j)
@@ -148,20 +183,169 @@ static int json_value(struct jw *j, char *path, size_t plen)
 		char val[512];
 		if (json_string(j, val, sizeof(val)))
 			return -EINVAL;
-		fprintf(j->out, "%-48s %s\n", path, val);
-		return 0;
+		return j->fn(j->arg, path, val);
 	}
 	const char *start = j->p;
+	char val[64];
 	while (*j->p && *j->p != ',' && *j->p != '}' && *j->p != ']' &&
 	       !isspace((unsigned char)*j->p))
 		j->p++;
 	if (j->p == start)
 		return -EINVAL;
-	fprintf(j->out, "%-48s %.*s\n", path, (int)(j->p - start), start);
+	snprintf(val, sizeof(val), "%.*s", (int)(j->p - start), start);
+	return j->fn(j->arg, path, val);
+}
+
+/* ---- stats.json flattened: "classes.read.ops" -> "12" ---- */
+struct flat {
+	char **key, **val;
+	size_t n, cap;
+};
+
+static int flat_add(void *arg, const char *key, const char *val)
+{
+	struct flat *f = arg;
+
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? 2 * f->cap : 256;
+		char **k = realloc(f->key, cap * sizeof(*k)), **v;
+
+		if (!k)
+			return -ENOMEM;
+		f->key = k;
+		v = realloc(f->val, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		f->val = v;
+		f->cap = cap;
+	}
+	f->key[f->n] = strdup(key);
+	f->val[f->n] = strdup(val);
+	if (!f->key[f->n] || !f->val[f->n])
+		return -ENOMEM;
+	f->n++;
 	return 0;
 }
 
-int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int reset)
+static void flat_free(struct flat *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		free(f->key[i]);
+		free(f->val[i]);
+	}
+	free(f->key);
+	free(f->val);
+}
+
+static const char *flat_get(const struct flat *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static const char *flat_get(const struct flat *f, const char *fmt, ...)
+{
+	char key[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(key, sizeof(key), fmt, ap);
+	va_end(ap);
+	for (size_t i = 0; i < f->n; i++)
+		if (!strcmp(f->key[i], key))
+			return f->val[i];
+	return NULL;
+}
+
+static double num(const char *v) { return v ? strtod(v, NULL) : 0; }
+
+/* A job's name for a column: path-like words shortened to their last
+ * component ("/usr/bin/python3 /data/train.py" -> "python3 train.py"). */
+static void short_name(const char *name, char *out, size_t len)
+{
+	size_t j = 0;
+
+	while (*name && j + 1 < len) {
+		const char *end = name + strcspn(name, " "), *base = name;
+
+		for (const char *p = name; p < end; p++)
+			if (*p == '/' && p + 1 < end)
+				base = p + 1;
+		while (base < end && j + 1 < len)
+			out[j++] = *base++;
+		while (*end == ' ' && j + 1 < len) {
+			out[j++] = ' ';
+			end++;
+		}
+		name = end;
+	}
+	out[j] = 0;
+}
+
+/* The compact view: per class, per job, the cache and the trace. */
+static void print_table(const struct flat *f, FILE *o)
+{
+	static const char *const cls[] = {"read", "write", "meta"};
+	const char *prof = flat_get(f, "profile");
+
+	fprintf(o, "elapsed %.1f s   storage model: %s%s%s   share: %s\n",
+		num(flat_get(f, "elapsed_s")),
+		!strcmp(flat_get(f, "enabled") ? flat_get(f, "enabled") : "", "true")
+		    ? "on"
+		    : "off",
+		prof && *prof ? ", profile " : "", prof && *prof ? prof : "",
+		flat_get(f, "share.policy") ? flat_get(f, "share.policy") : "?");
+	fprintf(o, "cache   %s (%s): %s\n", flat_get(f, "cache.policy") ?: "?",
+		flat_get(f, "cache.origin") ?: "", flat_get(f, "cache.meaning") ?: "");
+	if (strcmp(flat_get(f, "cache.policy") ?: "", "kernel") &&
+	    strcmp(flat_get(f, "cache.policy") ?: "", "none"))
+		fprintf(o, "        %.1f of %.1f MB resident\n",
+			num(flat_get(f, "cache.resident_bytes")) / 1e6,
+			num(flat_get(f, "cache.capacity_bytes")) / 1e6);
+	fprintf(o, "\n%-6s %10s %10s %9s %9s %9s %9s %9s %6s %8s\n", "class", "ops", "MB", "MB/s",
+		"IOPS", "p50 us", "p99 us", "p99.9 us", "queue", "cache hit");
+	for (int c = 0; c < 3; c++) {
+		double hb = num(flat_get(f, "classes.%s.cache.hit_bytes", cls[c]));
+		double mb = num(flat_get(f, "classes.%s.cache.miss_bytes", cls[c]));
+		char hit[16] = "-";
+
+		if (hb + mb > 0)
+			snprintf(hit, sizeof(hit), "%.1f%%", 100 * hb / (hb + mb));
+		fprintf(o, "%-6s %10.0f %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.0f %8s\n", cls[c],
+			num(flat_get(f, "classes.%s.ops", cls[c])),
+			num(flat_get(f, "classes.%s.bytes", cls[c])) / 1e6,
+			num(flat_get(f, "classes.%s.bandwidth_Bps", cls[c])) / 1e6,
+			num(flat_get(f, "classes.%s.iops", cls[c])),
+			num(flat_get(f, "classes.%s.latency_us.p50", cls[c])),
+			num(flat_get(f, "classes.%s.latency_us.p99", cls[c])),
+			num(flat_get(f, "classes.%s.latency_us.p99.9", cls[c])),
+			num(flat_get(f, "classes.%s.in_flight", cls[c])), hit);
+	}
+	fprintf(o, "\n%-40s %5s %5s %10s %9s %9s %9s %9s %8s\n", "job", "procs", "thr",
+		"read MB", "MB/s", "p50 us", "p99 us", "meta ops", "cache hit");
+	for (int j = 0; flat_get(f, "jobs.%d.id", j); j++) {
+		double hb = num(flat_get(f, "jobs.%d.classes.read.cache.hit_bytes", j));
+		double mb = num(flat_get(f, "jobs.%d.classes.read.cache.miss_bytes", j));
+		char name[64], hit[16] = "-";
+
+		short_name(flat_get(f, "jobs.%d.name", j) ?: "?", name, sizeof(name));
+		if (hb + mb > 0)
+			snprintf(hit, sizeof(hit), "%.1f%%", 100 * hb / (hb + mb));
+		fprintf(o, "%-40.40s %5.0f %5.0f %10.1f %9.1f %9.1f %9.1f %9.0f %8s\n", name,
+			num(flat_get(f, "jobs.%d.processes", j)),
+			num(flat_get(f, "jobs.%d.threads", j)),
+			num(flat_get(f, "jobs.%d.classes.read.bytes", j)) / 1e6,
+			num(flat_get(f, "jobs.%d.classes.read.bandwidth_Bps", j)) / 1e6,
+			num(flat_get(f, "jobs.%d.classes.read.latency_us.p50", j)),
+			num(flat_get(f, "jobs.%d.classes.read.latency_us.p99", j)),
+			num(flat_get(f, "jobs.%d.classes.meta.ops", j)) +
+			    num(flat_get(f, "jobs.%d.classes.meta.nodev_ops", j)),
+			hit);
+	}
+	if (flat_get(f, "trace.active"))
+		fprintf(o, "\ntrace   %s, %.0f records, %.0f dropped\n",
+			!strcmp(flat_get(f, "trace.active"), "true") ? "on" : "off",
+			num(flat_get(f, "trace.records")), num(flat_get(f, "trace.dropped")));
+}
+
+int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int all, int reset)
 {
 	char path[4096], jpath[1024];
 	char *buf = NULL;
@@ -171,13 +355,11 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int reset)
 	ret = ctl_path(mnt, "stats.json", path, sizeof(path));
 	if (ret)
 		return 1;
-	if (reset) {
-		ret = write_ctl(path, "reset\n", 6);
-		if (ret)
-			fprintf(stderr, "dliofs stat --reset: %s\n", strerror(-ret));
-		return ret ? 1 : 0;
-	}
+	if (reset)
+		return write_ctl(path, "reset\n", 6, "dliofs stat --reset") ? 1 : 0;
 	for (;;) {
+		struct flat f = {0};
+
 		ret = read_file(path, &buf, &len);
 		if (ret) {
 			fprintf(stderr, "dliofs stat: %s: %s\n", path, strerror(-ret));
@@ -188,14 +370,22 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int reset)
 		if (raw) {
 			fwrite(buf, 1, len, stdout);
 		} else {
-			struct jw j = {.p = buf, .out = stdout};
+			struct jw j = {.p = buf, .fn = flat_add, .arg = &f};
+
 			jpath[0] = 0;
 			if (json_value(&j, jpath, sizeof(jpath))) {
 				fprintf(stderr, "dliofs stat: malformed stats.json\n");
+				flat_free(&f);
 				free(buf);
 				return 1;
 			}
+			if (all)
+				for (size_t i = 0; i < f.n; i++)
+					printf("%-48s %s\n", f.key[i], f.val[i]);
+			else
+				print_table(&f, stdout);
 		}
+		flat_free(&f);
 		free(buf);
 		fflush(stdout);
 		if (!watch)
@@ -206,23 +396,38 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int reset)
 	}
 }
 
+/* The cache policy in force (first line of .dliofs/cache: "policy X"). */
+static void cache_policy(const char *mnt, char *out, size_t len)
+{
+	char path[4096], *buf = NULL;
+	size_t n;
+
+	out[0] = 0;
+	if (ctl_path(mnt, "cache", path, sizeof(path)) || read_file(path, &buf, &n))
+		return;
+	if (!strncmp(buf, "policy ", 7))
+		snprintf(out, len, "%.*s", (int)strcspn(buf + 7, "\n"), buf + 7);
+	free(buf);
+}
+
 int dl_cli_set(const char *mnt, int npairs, char **pairs)
 {
-	char path[4096], err[256];
+	char path[4096], err[512], pol[32];
 	struct dl_pacer_cfg probe;
-	size_t total = 0;
+	size_t total = 0, off = 0;
 	char *text;
-	int ret, bad = 0;
+	int ret, bad = 0, model = 0;
 
 	if (ctl_path(mnt, "pacer", path, sizeof(path)))
 		return 1;
 	/* Check syntax here, where the user sees the message; the daemon checks
-	 * again against its live settings and refuses the whole write if needed. */
+	 * the whole change against its live settings and refuses all of it if
+	 * needed. */
 	dl_pacer_cfg_init(&probe);
 	for (int i = 0; i < npairs; i++) {
 		char *eq = strchr(pairs[i], '=');
 		total += strlen(pairs[i]) + 1;
-		if (!eq) {
+		if (!eq || strchr(pairs[i], '\n') || strchr(pairs[i], ';')) {
 			fprintf(stderr, "dliofs set: '%s': expected key=value\n", pairs[i]);
 			bad = 1;
 			continue;
@@ -232,25 +437,28 @@ int dl_cli_set(const char *mnt, int npairs, char **pairs)
 			fprintf(stderr, "dliofs set: %s\n", err);
 			bad = 1;
 		}
+		model |= strncmp(pairs[i], "cache.", 6) != 0;
 		*eq = '=';
 	}
 	dl_pacer_cfg_free(&probe);
 	if (bad)
 		return 2;
-	text = calloc(1, total + 1);
+	text = malloc(total + 1);
 	if (!text)
 		return 1;
-	for (int i = 0; i < npairs; i++) {
-		strcat(text, pairs[i]);
-		strcat(text, "\n");
-	}
-	ret = write_ctl(path, text, strlen(text));
+	for (int i = 0; i < npairs; i++)
+		off += (size_t)sprintf(text + off, "%s\n", pairs[i]);
+	ret = write_ctl(path, text, off, "dliofs set");
 	free(text);
-	if (ret) {
-		fprintf(stderr, "dliofs set: %s: %s (the daemon's log says which key)\n", path,
-			strerror(-ret));
+	if (ret)
 		return 1;
-	}
+	cache_policy(mnt, pol, sizeof(pol));
+	if (model && !strcmp(pol, "kernel"))
+		fprintf(stderr,
+			"dliofs set: note: cache policy kernel: pages read before this change are "
+			"still served from the page cache without the model; `dliofs cache drop "
+			"%s` makes the next run cold\n",
+			mnt);
 	return 0;
 }
 
@@ -258,7 +466,7 @@ int dl_cli_cache(const char *mnt, const char *cmd, const char *arg)
 {
 	char path[4096], text[4200];
 	size_t mlen = strlen(mnt);
-	int ret, n;
+	int n;
 
 	if (ctl_path(mnt, "cache", path, sizeof(path)))
 		return 1;
@@ -270,41 +478,57 @@ int dl_cli_cache(const char *mnt, const char *cmd, const char *arg)
 			arg += mlen;
 		while (*arg == '/')
 			arg++;
+		if (strchr(arg, '\n')) {
+			fprintf(stderr, "dliofs cache warm: a path with a newline\n");
+			return 2;
+		}
 		n = snprintf(text, sizeof(text), "warm %s\n", arg);
 	} else {
 		fprintf(stderr, "usage: dliofs cache drop MOUNT | dliofs cache warm MOUNT PATH\n");
 		return 2;
 	}
-	ret = write_ctl(path, text, (size_t)n);
-	if (ret)
-		fprintf(stderr, "dliofs cache %s: %s\n", cmd, strerror(-ret));
-	return ret ? 1 : 0;
+	if (n < 0 || (size_t)n >= sizeof(text)) {
+		fprintf(stderr, "dliofs cache %s: path too long\n", cmd);
+		return 2;
+	}
+	return write_ctl(path, text, (size_t)n, cmd[0] == 'd' ? "dliofs cache drop"
+							      : "dliofs cache warm")
+		   ? 1
+		   : 0;
 }
 
 int dl_cli_trace(const char *mnt, const char *cmd, const char *file, const char *ops)
 {
 	char path[4096], text[8400], abs[4096];
-	int ret, n;
+	int n;
 
 	if (ctl_path(mnt, "trace", path, sizeof(path)))
 		return 1;
 	if (!strcmp(cmd, "stop")) {
 		n = snprintf(text, sizeof(text), "stop\n");
 	} else if (!strcmp(cmd, "start") && file) {
-		/* The daemon runs in /: hand it an absolute path. */
-		if (file[0] != '/') {
-			if (!getcwd(abs, sizeof(abs)))
-				return 1;
-			n = snprintf(text, sizeof(text), "start %s/%s %s\n", abs, file, ops ? ops : "all");
-		} else {
-			n = snprintf(text, sizeof(text), "start %s %s\n", file, ops ? ops : "all");
+		if (strchr(file, '\n') || (ops && (strchr(ops, '\n') || strchr(ops, ' ')))) {
+			fprintf(stderr, "dliofs trace start: a newline in the path or a blank in "
+					"OPS\n");
+			return 2;
 		}
+		/* The daemon runs in /: hand it an absolute path (the rest of the
+		 * line, blanks included). */
+		abs[0] = 0;
+		if (file[0] != '/' && !getcwd(abs, sizeof(abs)))
+			return 1;
+		n = snprintf(text, sizeof(text), "start ops=%s %s%s%s\n", ops ? ops : "all", abs,
+			     abs[0] ? "/" : "", file);
 	} else {
 		fprintf(stderr, "usage: dliofs trace start MOUNT FILE [OPS] | dliofs trace stop MOUNT\n");
 		return 2;
 	}
-	ret = write_ctl(path, text, (size_t)n);
-	if (ret)
-		fprintf(stderr, "dliofs trace %s: %s\n", cmd, strerror(-ret));
-	return ret ? 1 : 0;
+	if (n < 0 || (size_t)n >= sizeof(text)) {
+		fprintf(stderr, "dliofs trace: path too long\n");
+		return 2;
+	}
+	return write_ctl(path, text, (size_t)n,
+			 !strcmp(cmd, "stop") ? "dliofs trace stop" : "dliofs trace start")
+		   ? 1
+		   : 0;
 }

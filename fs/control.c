@@ -1,9 +1,14 @@
-/* `.dliofs/`: statistics, effective config, live pacer settings, cache control. */
+/* `.dliofs/`: statistics, effective config, live pacer settings, cache and
+ * trace control. Writes are transactions (control.h): a command is parsed
+ * and checked whole before anything of it is applied. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <unistd.h>
 
 #include "backing.h"
 #include "control.h"
@@ -82,6 +87,54 @@ static int add_trace_stats(struct dl_fs *fs, char **buf, size_t *len)
 	return 0;
 }
 
+static int warm_node(struct dl_fs *fs, const struct dl_node *n, unsigned depth)
+{
+	struct dl_node c;
+	struct dl_file f;
+	char name[256];
+	int ret;
+
+	if (n->type == DL_NODE_FILE) {
+		ret = dl_node_file(fs, n, &f);
+		if (!ret)
+			ret = dl_pacer_cache_warm(fs->pacer, dl_node_ino(n), f.size);
+		return ret;
+	}
+	if (n->type == DL_NODE_CTL || depth > 8)
+		return 0;
+	for (uint64_t k = 0; dl_node_child(fs, n, k, &c, name, sizeof(name)) == 0; k++) {
+		ret = warm_node(fs, &c, depth + 1);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static const char *policy_name(enum dl_cache_policy p)
+{
+	static const char *const names[] = {"kernel", "none", "lru", "minio"};
+
+	return (unsigned)p < 4 ? names[p] : "?";
+}
+
+/* The effective config with the storage model in force now (live changes
+ * included), not the one the mount started with. */
+static int dump_config(struct dl_fs *fs, FILE *m)
+{
+	struct dl_config live = *fs->cfg;
+	int ret;
+
+	if (!fs->pacer)
+		return dl_config_dump(fs->cfg, m);
+	ret = dl_pacer_get_cfg(fs->pacer, &live.pacer);
+	if (ret)
+		return ret;
+	fprintf(m, "# the storage model below is the one in force now (`dliofs set` included)\n");
+	ret = dl_config_dump(&live, m);
+	dl_pacer_cfg_free(&live.pacer);
+	return ret;
+}
+
 int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
 {
 	struct dl_pacer_cfg pc;
@@ -109,7 +162,7 @@ int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
 		if (!m)
 			return -ENOMEM;
 		if (id == DL_CTL_CONFIG) {
-			ret = dl_config_dump(fs->cfg, m);
+			ret = dump_config(fs, m);
 		} else {
 			ret = dl_pacer_get_cfg(fs->pacer, &pc);
 			if (!ret) {
@@ -125,10 +178,23 @@ int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
 			*len = 0;
 		}
 		return ret;
-	case DL_CTL_CACHE:
-		*buf = strdup("commands: drop | warm <path inside the mount>\n");
-		*len = *buf ? strlen(*buf) : 0;
-		return *buf ? 0 : -ENOMEM;
+	case DL_CTL_CACHE: {
+		enum dl_cache_policy pol = fs->pacer ? dl_pacer_cache_policy(fs->pacer)
+						     : fs->cfg->pacer.cache.policy;
+		int n = asprintf(buf,
+				 "policy %s\n"
+				 "page cache %s\n"
+				 "commands: drop | warm <path inside the mount>\n",
+				 policy_name(pol),
+				 dl_fs_direct_io(fs) ? "bypassed (files open with direct_io)"
+						     : "in use (dropped by `drop`)");
+		if (n < 0) {
+			*buf = NULL;
+			return -ENOMEM;
+		}
+		*len = (size_t)n;
+		return 0;
+	}
 	case DL_CTL_TRACE: {
 		struct dl_trace *t;
 		int n;
@@ -152,17 +218,47 @@ int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
 	}
 }
 
-/* Split text into non-empty trimmed lines; calls fn on each until it fails. */
-static int each_line(const char *text, size_t len, int (*fn)(struct dl_fs *, char *, void *),
-		     struct dl_fs *fs, void *arg)
-{
-	char *copy = strndup(text, len), *save = NULL;
-	int ret = 0;
+/* ---- writes: transactions ---- */
 
-	if (!copy)
+/* Text from a client, fit for one log line. */
+static void escape(const char *s, size_t n, char *out, size_t outlen)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < n && j + 5 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c >= 0x7f || c == '\\')
+			j += (size_t)snprintf(out + j, outlen - j, "\\x%02x", c);
+		else
+			out[j++] = (char)c;
+	}
+	if (j + 5 >= outlen && j >= 3)
+		memcpy(out + j - 3, "...", 3);
+	out[j] = 0;
+}
+
+/* The lines of a command: trimmed, blank and # lines skipped; ';' also
+ * separates pacer settings. Returns the count, or -ENOMEM. */
+struct lines {
+	char *text;
+	char **v;
+	unsigned n;
+};
+
+static int split_lines(const char *text, size_t len, const char *seps, struct lines *l)
+{
+	char *save = NULL, *line;
+	size_t cap = 16;
+
+	memset(l, 0, sizeof(*l));
+	l->text = strndup(text, len);
+	l->v = malloc(cap * sizeof(*l->v));
+	if (!l->text || !l->v)
 		return -ENOMEM;
-	for (char *line = strtok_r(copy, "\n;", &save); line; line = strtok_r(NULL, "\n;", &save)) {
+	for (line = strtok_r(l->text, seps, &save); line; line = strtok_r(NULL, seps, &save)) {
 		char *end;
+
 		while (isspace((unsigned char)*line))
 			line++;
 		end = line + strlen(line);
@@ -170,12 +266,48 @@ static int each_line(const char *text, size_t len, int (*fn)(struct dl_fs *, cha
 			*--end = 0;
 		if (!*line || *line == '#')
 			continue;
-		ret = fn(fs, line, arg);
-		if (ret)
-			break;
+		if (l->n == cap) {
+			char **nv = realloc(l->v, (cap *= 2) * sizeof(*nv));
+
+			if (!nv)
+				return -ENOMEM;
+			l->v = nv;
+		}
+		l->v[l->n++] = line;
 	}
-	free(copy);
-	return ret;
+	return (int)l->n;
+}
+
+static void free_lines(struct lines *l)
+{
+	free(l->text);
+	free(l->v);
+}
+
+/* Files a setting names (empirical latency tables) are opened with the
+ * rights of whoever opened the control file, not the daemon's (root). */
+struct creds {
+	int switched;
+	uid_t uid;
+	gid_t gid;
+};
+
+static void as_opener(const struct dl_ctl_handle *h, struct creds *c)
+{
+	c->switched = geteuid() == 0 && h->uid != 0;
+	if (!c->switched)
+		return;
+	/* fsuid is per thread: only this worker's file accesses change. */
+	c->gid = (gid_t)setfsgid(h->gid);
+	c->uid = (uid_t)setfsuid(h->uid);
+}
+
+static void restore(const struct creds *c)
+{
+	if (!c->switched)
+		return;
+	setfsuid(c->uid);
+	setfsgid(c->gid);
 }
 
 static int split_kv(char *line, char **key, char **val)
@@ -196,167 +328,375 @@ static int split_kv(char *line, char **key, char **val)
 	return 0;
 }
 
-/* First pass: apply to a copy, so a bad line changes nothing. */
-static int pacer_check_line(struct dl_fs *fs, char *line, void *arg)
+/* Every setting applied to a copy of the model in force, checked together,
+ * then installed at once: cache.policy=lru cache.size=8GiB in one write is
+ * one change, and a bad line changes nothing. */
+static int tx_pacer(struct dl_fs *fs, struct dl_ctl_handle *h, const char *text, size_t len,
+		    char *why, size_t wl)
 {
-	struct dl_pacer_cfg *copy = arg;
-	char err[256], *key, *val, *l = strdup(line);
-	int ret;
+	struct dl_pacer_cfg copy;
+	enum dl_cache_policy before;
+	struct creds cr;
+	struct lines l;
+	char *key, *val, esc[256];
+	int ret, n;
 
-	if (!l)
-		return -ENOMEM;
-	if (split_kv(l, &key, &val)) {
-		fprintf(stderr, "dliofs: .dliofs/pacer: '%s': expected key=value\n", line);
-		free(l);
+	n = split_lines(text, len, "\n;", &l);
+	if (n < 0) {
+		free_lines(&l);
+		return n;
+	}
+	if (n == 0) {
+		free_lines(&l);
+		snprintf(why, wl, "expected key=value lines");
 		return -EINVAL;
 	}
-	ret = dl_pacer_cfg_set(copy, key, val, err, sizeof(err));
-	if (!ret)
-		ret = dl_pacer_cfg_check(copy, err, sizeof(err));
-	if (ret)
-		fprintf(stderr, "dliofs: .dliofs/pacer: %s\n", err);
-	(void)fs;
-	free(l);
-	return ret;
-}
-
-static int pacer_apply_line(struct dl_fs *fs, char *line, void *arg)
-{
-	char err[256], *key, *val;
-	int ret;
-
-	(void)arg;
-	if (split_kv(line, &key, &val))
-		return -EINVAL;
-	ret = dl_pacer_set(fs->pacer, key, val, err, sizeof(err));
-	if (ret)
-		fprintf(stderr, "dliofs: .dliofs/pacer: %s\n", err);
-	else
-		fprintf(stderr, "dliofs: pacer: %s=%s\n", key, val);
-	return ret;
-}
-
-static int warm_node(struct dl_fs *fs, const struct dl_node *n, unsigned depth)
-{
-	struct dl_node c;
-	struct dl_file f;
-	char name[256];
-	int ret;
-
-	if (n->type == DL_NODE_FILE) {
-		ret = dl_node_file(fs, n, &f);
-		if (!ret)
-			dl_pacer_cache_warm(fs->pacer, dl_node_ino(n), f.size);
+	ret = dl_pacer_get_cfg(fs->pacer, &copy);
+	if (ret) {
+		free_lines(&l);
 		return ret;
 	}
-	if (n->type == DL_NODE_CTL || depth > 8)
-		return 0;
-	for (uint64_t k = 0; dl_node_child(fs, n, k, &c, name, sizeof(name)) == 0; k++) {
-		ret = warm_node(fs, &c, depth + 1);
-		if (ret)
-			return ret;
+	before = copy.cache.policy;
+	as_opener(h, &cr);
+	for (int i = 0; i < n && !ret; i++) {
+		char msg[512], *line = strdup(l.v[i]);
+
+		if (!line) {
+			ret = -ENOMEM;
+			break;
+		}
+		escape(line, strlen(line), esc, sizeof(esc));
+		if (split_kv(line, &key, &val)) {
+			snprintf(why, wl, "setting %d: '%s': expected key=value", i + 1, esc);
+			ret = -EINVAL;
+		} else if ((ret = dl_pacer_cfg_set(&copy, key, val, msg, sizeof(msg)))) {
+			snprintf(why, wl, "setting %d of %d: %s", i + 1, n, msg);
+		}
+		free(line);
 	}
+	restore(&cr);
+	if (!ret)
+		ret = dl_pacer_set_cfg(fs->pacer, &copy, why, wl);
+	if (!ret) {
+		fprintf(stderr, "dliofs: pacer: %d setting%s applied:", n, n == 1 ? "" : "s");
+		for (int i = 0; i < n && i < 8; i++) {
+			escape(l.v[i], strlen(l.v[i]), esc, sizeof(esc));
+			fprintf(stderr, " %s%s", esc, i + 1 < n ? "" : "\n");
+		}
+		if (n > 8)
+			fprintf(stderr, " ... (%d in all)\n", n);
+		if (copy.cache.policy != before) {
+			char origin[96];
+			uint64_t k;
+
+			snprintf(origin, sizeof(origin), "dliofs set (was %s)", policy_name(before));
+			dl_pacer_cache_origin(fs->pacer, origin);
+			/* The next open decides the page cache from the new policy;
+			 * what the kernel cached under the old one must not answer. */
+			k = dl_fs_drop_kernel_cache(fs);
+			fprintf(stderr,
+				"dliofs: cache.policy %s -> %s: takes effect for files opened from "
+				"now on; kernel pages of %llu files invalidated\n",
+				policy_name(before), policy_name(copy.cache.policy),
+				(unsigned long long)k);
+		}
+	}
+	dl_pacer_cfg_free(&copy);
+	free_lines(&l);
+	return ret;
+}
+
+#define MAX_WARM 4096
+
+/* Lines "drop" and "warm <path>": all checked (paths exist, the policy can
+ * hold something), then done in order. */
+static int tx_cache(struct dl_fs *fs, const char *text, size_t len, char *why, size_t wl)
+{
+	struct dl_node *nodes = NULL;
+	char *is_drop = NULL, esc[256];
+	struct lines l;
+	int ret = 0, n;
+
+	n = split_lines(text, len, "\n", &l);
+	if (n <= 0) {
+		free_lines(&l);
+		if (n < 0)
+			return n;
+		snprintf(why, wl, "expected 'drop' or 'warm <path>'");
+		return -EINVAL;
+	}
+	if (n > MAX_WARM) {
+		snprintf(why, wl, "at most %d commands in one write", MAX_WARM);
+		free_lines(&l);
+		return -EINVAL;
+	}
+	nodes = calloc((size_t)n, sizeof(*nodes));
+	is_drop = calloc((size_t)n, 1);
+	if (!nodes || !is_drop) {
+		free(nodes);
+		free(is_drop);
+		free_lines(&l);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n && !ret; i++) {
+		char *line = l.v[i], *path, *save = NULL;
+		struct dl_node cur = {.type = DL_NODE_ROOT}, c;
+
+		escape(line, strlen(line), esc, sizeof(esc));
+		if (!strcmp(line, "drop")) {
+			is_drop[i] = 1;
+			continue;
+		}
+		if (strncmp(line, "warm", 4) || !isspace((unsigned char)line[4])) {
+			snprintf(why, wl, "'%s': expected 'drop' or 'warm <path>'", esc);
+			ret = -EINVAL;
+			break;
+		}
+		if (!fs->pacer) {
+			snprintf(why, wl, "warm: the mount runs with --no-pacer");
+			ret = -EINVAL;
+			break;
+		}
+		if (dl_pacer_cache_policy(fs->pacer) == DL_CACHE_KERNEL ||
+		    dl_pacer_cache_policy(fs->pacer) == DL_CACHE_NONE) {
+			snprintf(why, wl,
+				 "warm: the cache policy is %s: no emulated cache to warm (set "
+				 "cache.policy=lru or minio and cache.size)",
+				 policy_name(dl_pacer_cache_policy(fs->pacer)));
+			ret = -EINVAL;
+			break;
+		}
+		path = line + 5;
+		for (char *comp = strtok_r(path, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+			while (isspace((unsigned char)*comp))
+				comp++;
+			if (dl_node_lookup(fs, &cur, comp, &c)) {
+				escape(comp, strlen(comp), esc, sizeof(esc));
+				snprintf(why, wl, "warm: no '%s' in the mount", esc);
+				ret = -ENOENT;
+				break;
+			}
+			cur = c;
+		}
+		nodes[i] = cur;
+	}
+	for (int i = 0; i < n && !ret; i++) {
+		if (is_drop[i]) {
+			uint64_t k;
+
+			if (fs->pacer)
+				dl_pacer_cache_drop(fs->pacer);
+			k = dl_fs_drop_kernel_cache(fs);
+			fprintf(stderr,
+				"dliofs: cache dropped: emulated cache emptied, kernel pages of %llu "
+				"files invalidated\n",
+				(unsigned long long)k);
+		} else {
+			ret = warm_node(fs, &nodes[i], 0);
+			if (!ret)
+				fprintf(stderr, "dliofs: emulated cache warmed\n");
+		}
+	}
+	free(nodes);
+	free(is_drop);
+	free_lines(&l);
+	return ret;
+}
+
+/* One command: "stop", or "start [ops=LIST] /abs/path" (the path is the
+ * rest of the line, blanks included). */
+static int tx_trace(struct dl_fs *fs, const char *text, size_t len, char *why, size_t wl)
+{
+	char *line, *path, esc[256];
+	uint32_t mask = ~0u;
+	struct lines l;
+	int ret, n;
+
+	n = split_lines(text, len, "\n", &l);
+	if (n != 1) {
+		free_lines(&l);
+		if (n < 0)
+			return n;
+		snprintf(why, wl, "expected one command per write: 'start [ops=LIST] /abs/file' or "
+				  "'stop' (got %d)", n);
+		return -EINVAL;
+	}
+	line = l.v[0];
+	if (!strcmp(line, "stop")) {
+		ret = dl_fs_trace_stop(fs);
+		if (ret == -ENOENT)
+			snprintf(why, wl, "stop: no trace is running");
+		free_lines(&l);
+		return ret;
+	}
+	if (strncmp(line, "start", 5) || !isspace((unsigned char)line[5])) {
+		escape(line, strlen(line), esc, sizeof(esc));
+		snprintf(why, wl, "'%s': expected 'start [ops=LIST] /abs/file' or 'stop'", esc);
+		free_lines(&l);
+		return -EINVAL;
+	}
+	path = line + 6;
+	while (isspace((unsigned char)*path))
+		path++;
+	if (!strncmp(path, "ops=", 4)) {
+		char *ops = path + 4, *end = ops;
+
+		while (*end && !isspace((unsigned char)*end))
+			end++;
+		path = *end ? end + 1 : end;
+		*end = 0;
+		ret = dl_trace_ops_parse(strcmp(ops, "all") ? ops : NULL, &mask, why, wl);
+		if (ret) {
+			free_lines(&l);
+			return ret;
+		}
+		while (isspace((unsigned char)*path))
+			path++;
+	}
+	if (path[0] != '/') {
+		snprintf(why, wl, "start: the trace file must be an absolute path");
+		free_lines(&l);
+		return -EINVAL;
+	}
+	ret = dl_fs_trace_start(fs, path, mask);
+	if (ret) {
+		escape(path, strlen(path), esc, sizeof(esc));
+		snprintf(why, wl, "start: cannot trace to %s: %s%s", esc, strerror(-ret),
+			 ret == -EBUSY ? " (a trace is running: stop it first)" : "");
+	}
+	free_lines(&l);
+	return ret;
+}
+
+static int tx_stats(struct dl_fs *fs, const char *text, size_t len, char *why, size_t wl)
+{
+	struct lines l;
+	int n = split_lines(text, len, "\n", &l), ok;
+
+	ok = n == 1 && !strcmp(l.v[0], "reset");
+	free_lines(&l);
+	if (n < 0)
+		return n;
+	if (!ok) {
+		snprintf(why, wl, "the only command is 'reset'");
+		return -EINVAL;
+	}
+	dl_pacer_stats_reset(fs->pacer);
+	dl_bk_stats_reset(fs);
 	return 0;
 }
 
-static int cache_line(struct dl_fs *fs, char *line, void *arg)
+static int apply(struct dl_fs *fs, struct dl_ctl_handle *h, const char *text, size_t len,
+		 char *why, size_t wl)
 {
-	struct dl_node n = {.type = DL_NODE_ROOT}, c;
-	char *path, *save = NULL;
-	int ret;
+	const char *nul = memchr(text, 0, len);
 
-	(void)arg;
-	if (strcmp(line, "drop") == 0) {
-		dl_pacer_cache_drop(fs->pacer);
-		fprintf(stderr, "dliofs: emulated cache dropped\n");
-		return 0;
-	}
-	if (strncmp(line, "warm", 4) != 0 || !isspace((unsigned char)line[4])) {
-		fprintf(stderr, "dliofs: .dliofs/cache: '%s': expected 'drop' or 'warm <path>'\n",
-			line);
+	if (nul) {
+		snprintf(why, wl, "a NUL byte at offset %zu: control files take text",
+			 (size_t)(nul - text));
 		return -EINVAL;
 	}
-	path = line + 5;
-	while (isspace((unsigned char)*path))
-		path++;
-	for (char *comp = strtok_r(path, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
-		ret = dl_node_lookup(fs, &n, comp, &c);
-		if (ret) {
-			fprintf(stderr, "dliofs: .dliofs/cache: warm: no '%s' in the mount\n", comp);
-			return -ENOENT;
-		}
-		n = c;
-	}
-	ret = warm_node(fs, &n, 0);
-	if (!ret)
-		fprintf(stderr, "dliofs: emulated cache warmed\n");
-	return ret;
-}
-
-/* "start <file> [ops]" or "stop". */
-static int trace_line(struct dl_fs *fs, char *line, void *arg)
-{
-	char *save = NULL, *cmd = strtok_r(line, " \t", &save);
-	char *file = strtok_r(NULL, " \t", &save), *ops = strtok_r(NULL, " \t", &save);
-	uint32_t mask;
-	int ret;
-
-	(void)arg;
-	if (cmd && !strcmp(cmd, "stop"))
-		return dl_fs_trace_stop(fs);
-	if (!cmd || strcmp(cmd, "start") || !file || file[0] != '/') {
-		fprintf(stderr, "dliofs: .dliofs/trace: expected 'start /abs/file [ops]' or 'stop'\n");
+	if (!fs->pacer && (h->id == DL_CTL_PACER || h->id == DL_CTL_STATS)) {
+		snprintf(why, wl, "the mount runs with --no-pacer");
 		return -EINVAL;
 	}
-	{
-		char err[256];
-		ret = dl_trace_ops_parse(ops && strcmp(ops, "all") ? ops : NULL, &mask, err,
-					 sizeof(err));
-		if (ret) {
-			fprintf(stderr, "dliofs: .dliofs/trace: %s\n", err);
-			return ret;
-		}
-	}
-	ret = dl_fs_trace_start(fs, file, mask);
-	if (ret)
-		fprintf(stderr, "dliofs: .dliofs/trace: cannot start %s: %s\n", file,
-			strerror(-ret));
-	return ret;
-}
-
-int dl_ctl_write(struct dl_fs *fs, unsigned id, const char *text, size_t len)
-{
-	struct dl_pacer_cfg copy;
-	int ret;
-
-	if (!fs->pacer && (id == DL_CTL_PACER || id == DL_CTL_CACHE || id == DL_CTL_STATS)) {
-		fprintf(stderr, "dliofs: %s: the mount runs with --no-pacer\n", dl_ctl_names[id]);
-		return -EINVAL;
-	}
-	switch (id) {
+	switch (h->id) {
 	case DL_CTL_PACER:
-		ret = dl_pacer_get_cfg(fs->pacer, &copy);
-		if (ret)
-			return ret;
-		ret = each_line(text, len, pacer_check_line, fs, &copy);
-		dl_pacer_cfg_free(&copy);
-		if (ret)
-			return ret;
-		return each_line(text, len, pacer_apply_line, fs, NULL);
+		return tx_pacer(fs, h, text, len, why, wl);
 	case DL_CTL_CACHE:
-		return each_line(text, len, cache_line, fs, NULL);
+		return tx_cache(fs, text, len, why, wl);
 	case DL_CTL_TRACE:
-		return each_line(text, len, trace_line, fs, NULL);
+		return tx_trace(fs, text, len, why, wl);
 	case DL_CTL_STATS:
-		/* "reset": start every counter and histogram afresh (per-run figures). */
-		if (len >= 5 && !strncmp(text, "reset", 5)) {
-			dl_pacer_stats_reset(fs->pacer);
-			dl_bk_stats_reset(fs);
-			return 0;
-		}
-		fprintf(stderr, "dliofs: .dliofs/stats.json: the only command is 'reset'\n");
-		return -EINVAL;
+		return tx_stats(fs, text, len, why, wl);
 	default:
+		snprintf(why, wl, "read-only");
 		return -EACCES;
 	}
+}
+
+int dl_ctl_commit(struct dl_fs *fs, struct dl_ctl_handle *h)
+{
+	char why[1024] = "";
+	int ret;
+
+	if (!h->pending_len)
+		return 0;
+	ret = apply(fs, h, h->pending, h->pending_len, why, sizeof(why));
+	h->pending_len = 0;
+	free(h->reason);
+	h->reason = NULL;
+	if (ret) {
+		if (!why[0])
+			snprintf(why, sizeof(why), "%s", strerror(-ret));
+		fprintf(stderr, "dliofs: .dliofs/%s: refused, nothing applied: %s\n",
+			dl_ctl_names[h->id], why);
+		if (asprintf(&h->reason, "error: %s\n", why) < 0)
+			h->reason = NULL;
+	}
+	return ret;
+}
+
+int dl_ctl_write(struct dl_fs *fs, struct dl_ctl_handle *h, const char *buf, size_t len)
+{
+	if (h->id == DL_CTL_CONFIG || h->id == DL_CTL_DIR)
+		return -EACCES;
+	if (h->pending_len + len > DL_CTL_MAX_WRITE) {
+		h->pending_len = 0;
+		free(h->reason);
+		if (asprintf(&h->reason, "error: a command of more than %u bytes\n",
+			     DL_CTL_MAX_WRITE) < 0)
+			h->reason = NULL;
+		return -EFBIG;
+	}
+	if (h->pending_len + len > h->pending_cap) {
+		size_t cap = h->pending_cap ? h->pending_cap : 4096;
+		char *nb;
+
+		while (cap < h->pending_len + len)
+			cap *= 2;
+		nb = realloc(h->pending, cap);
+		if (!nb)
+			return -ENOMEM;
+		h->pending = nb;
+		h->pending_cap = cap;
+	}
+	memcpy(h->pending + h->pending_len, buf, len);
+	h->pending_len += len;
+	/* The kernel cuts a long write into full requests (less at most a
+	 * page when the buffer is not aligned): a shorter piece is the last
+	 * one, so the write is whole. */
+	if (len + 4096 < fs->max_read)
+		return dl_ctl_commit(fs, h);
+	return 0;
+}
+
+int dl_ctl_open(struct dl_fs *fs, unsigned id, int flags, uid_t uid, gid_t gid,
+		struct dl_ctl_handle *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->id = id;
+	h->uid = uid;
+	h->gid = gid;
+	if ((flags & O_ACCMODE) != O_WRONLY)
+		return dl_ctl_read_all(fs, id, &h->snap, &h->snap_len);
+	return 0;
+}
+
+void dl_ctl_handle_free(struct dl_ctl_handle *h)
+{
+	free(h->snap);
+	free(h->pending);
+	free(h->reason);
+	memset(h, 0, sizeof(*h));
+}
+
+size_t dl_ctl_handle_view(const struct dl_ctl_handle *h, const char **out)
+{
+	if (h->reason) {
+		*out = h->reason;
+		return strlen(h->reason);
+	}
+	*out = h->snap;
+	return h->snap ? h->snap_len : 0;
 }

@@ -1,35 +1,65 @@
 /* The control directory `.dliofs/` in the mount root: live statistics, the
- * effective config, live pacer settings, cache control. Hidden from listings. */
+ * effective config, live pacer settings, cache and trace control. Hidden
+ * from listings; its traffic is neither shaped, counted nor traced.
+ *
+ * A write is a transaction: all of it applies or none of it, whatever its
+ * size. The kernel splits a write larger than a FUSE request into pieces, so
+ * pieces are gathered per open file and applied when the write ends (a
+ * piece shorter than a full request), at fsync, or at close (flush). A
+ * refused transaction answers EINVAL (or the real errno) and a read of the
+ * same open file then gives the reason. */
 #ifndef DLIOFS_FS_CONTROL_H
 #define DLIOFS_FS_CONTROL_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 struct dl_fs;
 struct dl_node;
 
 #define DL_CTL_DIRNAME ".dliofs"
+/* A transaction holds at most this much text. */
+#define DL_CTL_MAX_WRITE (64u << 20)
 
 enum dl_ctl_file {
 	DL_CTL_DIR = 0,
 	DL_CTL_STATS,	/* stats.json (read; write "reset") */
-	DL_CTL_CONFIG,	/* config.yaml (read) */
+	DL_CTL_CONFIG,	/* config.yaml (read: the effective config, live changes included) */
 	DL_CTL_PACER,	/* pacer (read: settings; write: key=value lines) */
 	DL_CTL_CACHE,	/* cache (write: "drop", "warm <path>") */
-	DL_CTL_TRACE,	/* trace (write: "start <file> [ops]", "stop"; read: status) */
+	DL_CTL_TRACE,	/* trace (write: "start [ops=LIST] <file>", "stop"; read: status) */
 	DL_CTL__COUNT
 };
 
 extern const char *const dl_ctl_names[DL_CTL__COUNT];
 
+/* One open control file. */
+struct dl_ctl_handle {
+	unsigned id;
+	uid_t uid;		/* who opened it: files a write names are opened as them */
+	gid_t gid;
+	char *snap;		/* content at open (readable files) */
+	size_t snap_len;
+	char *pending;		/* pieces of a write not yet applied */
+	size_t pending_len, pending_cap;
+	char *reason;		/* why the last transaction was refused */
+};
+
 int dl_ctl_lookup(const char *name, unsigned *id);
 void dl_ctl_stat(struct dl_fs *fs, unsigned id, struct stat *st);
+int dl_ctl_open(struct dl_fs *fs, unsigned id, int flags, uid_t uid, gid_t gid,
+		struct dl_ctl_handle *h);
+void dl_ctl_handle_free(struct dl_ctl_handle *h);
+/* What a read of the handle shows: the reason of its last refused
+ * transaction, else the content at open. Returns the length. */
+size_t dl_ctl_handle_view(const struct dl_ctl_handle *h, const char **out);
+/* A piece of a write: gathered, and applied when it ends a write. */
+int dl_ctl_write(struct dl_fs *fs, struct dl_ctl_handle *h, const char *buf, size_t len);
+/* Apply what is pending (fsync, flush, close); 0 when nothing is. */
+int dl_ctl_commit(struct dl_fs *fs, struct dl_ctl_handle *h);
 /* Snapshot of a readable control file's content (malloc'd). */
 int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len);
-/* Apply a write (whole text); -EINVAL with a log line on a bad command. */
-int dl_ctl_write(struct dl_fs *fs, unsigned id, const char *text, size_t len);
-
 
 #endif

@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include "backing.h"
+#include "clients.h"
 #include "fs_i.h"
 #include "reply.h"
+#include "served.h"
 
 #define DL_MAX_READ (1u << 20)
 
@@ -41,10 +43,12 @@ static int fs_init(struct dl_fs *fs, struct dl_config *cfg, int no_pacer)
 	}
 	pthread_mutex_init(&fs->buf_lock, NULL);
 	pthread_mutex_init(&fs->trace_lock, NULL);
-	fs->direct_io = cfg->io_mode == DL_IO_DIRECT || cfg->pacer.cache.policy != DL_CACHE_KERNEL;
-	if (no_pacer)
-		return 0;
-	ret = dl_pacer_new(&cfg->pacer, dl_now_ns(), cfg->seed, &fs->pacer);
+	fs->io_direct = cfg->io_mode == DL_IO_DIRECT;
+	ret = dl_clients_new(&fs->clients);
+	if (!ret)
+		ret = dl_served_new(&fs->served);
+	if (!ret && !no_pacer)
+		ret = dl_pacer_new(&cfg->pacer, dl_now_ns(), cfg->seed, &fs->pacer);
 	if (ret) {
 		fs_fini(fs);
 		return ret;
@@ -60,6 +64,10 @@ static void fs_fini(struct dl_fs *fs)
 	fs->pacer = NULL;
 	dl_backing_free(fs->backing);
 	fs->backing = NULL;
+	dl_clients_free(fs->clients);
+	fs->clients = NULL;
+	dl_served_free(fs->served);
+	fs->served = NULL;
 	for (unsigned i = 0; i < fs->nbufs; i++)
 		free(fs->bufs[i]);
 	free(fs->bufs);
@@ -82,7 +90,7 @@ static void notify(int fd, const char *msg)
 static int redirect_stdio(const char *log_path);
 
 static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int ready_fd,
-		       int detach)
+		       pid_t launcher)
 {
 	char optbuf[1024];
 	char *argv[8];
@@ -94,6 +102,8 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 
 	ret = fs_init(&fs, cfg, o->no_pacer);
 	fs.fuse_overhead_ns = o->fuse_overhead_ns;
+	fs.launcher = launcher;
+	fs.self = getpid();
 	if (ret) {
 		notify(ready_fd, "cannot allocate the daemon's state\n");
 		return ret;
@@ -126,6 +136,7 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 		ret = -EINVAL;
 		goto out;
 	}
+	fs.se = se;
 	if (fuse_set_signal_handlers(se)) {
 		notify(ready_fd, "cannot install signal handlers\n");
 		ret = -EIO;
@@ -139,7 +150,7 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	mounted = 1;
 	notify(ready_fd, "ok");
 	ready_fd = -1;
-	if (detach && redirect_stdio(o->log_path)) {
+	if (launcher && redirect_stdio(o->log_path)) {
 		/* Logging is lost, the mount still works. */
 	}
 
@@ -172,6 +183,7 @@ out:
 	fs.timer = NULL;
 	if (atomic_load(&fs.trace))
 		dl_fs_trace_stop(&fs);
+	fs.se = NULL;
 	if (se) {
 		if (mounted)
 			fuse_session_unmount(se);
@@ -234,7 +246,7 @@ int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 {
 	struct stat st;
 	int pfd[2], ret;
-	pid_t pid;
+	pid_t pid, launcher;
 
 	if (o->mountpoint[0] != '/') {
 		fprintf(stderr, "dliofs: %s: mountpoint must be an absolute path\n", o->mountpoint);
@@ -255,6 +267,7 @@ int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 	}
 	if (o->foreground)
 		return run_session(cfg, o, -1, 0);
+	launcher = getpid();
 
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
@@ -276,6 +289,6 @@ int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 	if (chdir("/")) {
 		/* Relative paths are resolved already; keep going. */
 	}
-	ret = run_session(cfg, o, pfd[1], 1);
+	ret = run_session(cfg, o, pfd[1], launcher);
 	_exit(ret ? 1 : 0);
 }

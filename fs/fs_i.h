@@ -17,6 +17,8 @@
 struct dl_timer;
 struct dl_reply;
 struct dl_backing;
+struct dl_clients;
+struct dl_served;
 
 /* Everything the daemon mutates lives here (no other global state). */
 struct dl_fs {
@@ -35,7 +37,12 @@ struct dl_fs {
 	struct dl_pacer *pacer;		/* storage model and statistics (always present) */
 	struct dl_timer *timer;		/* sends parked replies at their due time */
 	struct dl_backing *backing;	/* real directories and sinks (NULL: none) */
-	int direct_io;			/* open files with direct_io (io: direct, or emulated cache) */
+	struct fuse_session *se;	/* for invalidating the kernel's caches */
+	struct dl_clients *clients;	/* requests' threads to processes and jobs */
+	struct dl_served *served;	/* synthetic files the kernel may hold pages of */
+	pid_t launcher;			/* the `dliofs mount` that started us (its stat is ours) */
+	pid_t self;			/* the daemon (its own lookups of the mount are ours) */
+	int io_direct;			/* io: direct: never the page cache */
 	uint64_t fuse_overhead_ns;	/* the kernel's part of a request's round trip */
 	/* tracing (trace_hook.c): recorder, ops traced, recorders in flight */
 	struct dl_trace *_Atomic trace;
@@ -47,6 +54,12 @@ struct dl_fs {
 };
 
 void dl_fs_trace_reply(struct dl_fs *fs, const struct dl_reply *r, uint64_t now);
+/* Open data files with direct_io now? (io: direct, or an emulated cache:
+ * then no page the kernel keeps may answer a read the model does not see.) */
+int dl_fs_direct_io(struct dl_fs *fs);
+/* Invalidate the kernel's pages of every synthetic file served so far;
+ * returns how many files were invalidated. */
+uint64_t dl_fs_drop_kernel_cache(struct dl_fs *fs);
 int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask);
 int dl_fs_trace_stop(struct dl_fs *fs);
 /* Path of an inode relative to the mount root ("unet3d/train/img_1_of_8.npz"). */

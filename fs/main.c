@@ -30,7 +30,7 @@ static void usage(FILE *o)
 		"                    [--readahead SIZE] [--no-pacer] [--fuse-overhead TIME]\n"
 		"       dliofs umount MOUNTPOINT\n"
 		"       dliofs check CONFIG.yaml\n"
-		"       dliofs stat MOUNTPOINT [--watch [SECONDS]] [--json] [--reset]\n"
+		"       dliofs stat MOUNTPOINT [--watch [SECONDS]] [--all | --json] [--reset]\n"
 		"       dliofs set MOUNTPOINT key=value ...\n"
 		"       dliofs cache drop MOUNTPOINT | dliofs cache warm MOUNTPOINT PATH\n"
 		"       dliofs trace start MOUNTPOINT FILE [OPS] | dliofs trace stop MOUNTPOINT\n"
@@ -46,7 +46,8 @@ static void usage(FILE *o)
 		"        SIGINT/SIGTERM unmount cleanly.\n"
 		"umount  unmount MOUNTPOINT (the daemon then exits)\n"
 		"check   validate CONFIG.yaml and print every dataset: files, sizes, total bytes\n"
-		"stat    print the mount's live statistics (.dliofs/stats.json) readably\n"
+		"stat    the mount's live statistics: a table per class and per job (--all:\n"
+		"        every figure of .dliofs/stats.json; --json: the file; --watch redraws)\n"
 		"set     change storage-model settings live, e.g. read.bandwidth=500MB/s\n"
 		"cache   drop the emulated cache, or warm it with a file or directory\n"
 		"trace   record every request to FILE (OPS: read,open,... or all) until stopped\n"
@@ -142,6 +143,11 @@ static int cmd_check(const char *path)
 	}
 	printf("total: %s%s (%.0Lf bytes)\n", estimated ? "~" : "",
 	       dl_format_size((uint64_t)grand, a, sizeof(a)), grand);
+	/* The storage model the mount will use, as .dliofs/pacer will show it. */
+	printf("storage model (pacer):\n");
+	dl_pacer_cfg_dump(&cfg->pacer, stdout, 2);
+	if (cfg->trace.enabled)
+		printf("trace: %s from mount time on\n", cfg->trace.file);
 out:
 	if (ret)
 		fprintf(stderr, "dliofs: check: %s\n", strerror(-ret));
@@ -293,7 +299,7 @@ int main(int argc, char **argv)
 		return dl_fs_umount(argv[2]) ? 1 : 0;
 	}
 	if (!strcmp(argv[1], "stat")) {
-		int watch = 0, raw = 0, reset = 0;
+		int watch = 0, raw = 0, reset = 0, all = 0;
 		double interval = 1.0;
 		const char *mnt = NULL;
 		for (int i = 2; i < argc; i++) {
@@ -303,6 +309,8 @@ int main(int argc, char **argv)
 					interval = atof(argv[++i]);
 			} else if (!strcmp(argv[i], "--json")) {
 				raw = 1;
+			} else if (!strcmp(argv[i], "--all")) {
+				all = 1;
 			} else if (!strcmp(argv[i], "--reset")) {
 				reset = 1;
 			} else if (!mnt) {
@@ -316,7 +324,7 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
-		return dl_cli_stat(mnt, watch, interval, raw, reset);
+		return dl_cli_stat(mnt, watch, interval, raw, all, reset);
 	}
 	if (!strcmp(argv[1], "set")) {
 		if (argc < 4) {

@@ -1,6 +1,8 @@
 /* FUSE glue: turn namespace/format results into replies. Errors are negative
- * errno inside the daemon and become positive only here. Every reply goes
- * through the pacer (dl_reply_submit), which may delay it; workers never wait. */
+ * errno inside the daemon and become positive only here. Every answer, the
+ * refusals, closes and control files included, goes through one reply path
+ * (reply.c): the pacer may delay it, statistics and the trace see it (control
+ * traffic excepted, by its flag), workers never wait. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include "control.h"
 #include "fs_i.h"
 #include "reply.h"
+#include "served.h"
 
 /* Content and names never change while mounted: let the kernel keep them. */
 #define DL_TIMEOUT 86400.0
@@ -18,9 +21,8 @@
 /* What an open file carries in fi->fh. */
 struct dl_handle {
 	int ctl;		/* a control file */
-	unsigned ctl_id;
-	char *snap;		/* control file content at open */
-	size_t snap_len;
+	struct dl_client who;	/* who opened it (the close is theirs) */
+	struct dl_ctl_handle c;	/* its snapshot and pending write */
 	struct dl_file f;	/* a synthetic file */
 };
 
@@ -39,17 +41,37 @@ static struct dl_fs *fs_of(fuse_req_t req)
 		}                                                        \
 	} while (0)
 
-/* Answer with an error, through the pacer as a metadata (or given) class op. */
-static void pace_err(struct dl_fs *fs, fuse_req_t req, enum dl_op_class cls, int neg_errno)
+/* A control inode (.dliofs/ and its files): not storage traffic. */
+static int is_ctl(struct dl_fs *fs, fuse_ino_t ino)
 {
-	struct dl_reply *r = dl_reply_new(req, DL_R_ERR, cls, DL_TOP_OTHER);
+	struct dl_node n;
+
+	return dl_node_from_ino(fs, ino, &n) == 0 && n.type == DL_NODE_CTL;
+}
+
+/* Answer a control request with an error (or 0). */
+static void ctl_err(fuse_req_t req, int err)
+{
+	struct dl_reply *r = dl_reply_ctl(req, DL_R_ERR);
 
 	if (!r) {
-		fuse_reply_err(req, -neg_errno);
+		dl_reply_enomem(req);
 		return;
 	}
-	r->err = -neg_errno;
-	dl_reply_submit(fs, r);
+	r->err = err;
+	dl_reply_submit(fuse_req_userdata(req), r);
+}
+
+/* A call the synthetic tree refuses (or answers with nothing to do): counted
+ * and traced as what it is, but no device is involved. */
+static void refuse(fuse_req_t req, uint8_t top, fuse_ino_t ino, int err)
+{
+	struct dl_fs *fs = fs_of(req);
+
+	if (is_ctl(fs, ino))
+		ctl_err(req, err);
+	else
+		dl_reply_err(fs, req, DL_OP_META, top, ino, err, 1);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -97,15 +119,18 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int ret;
 
 	SERVE_BACKING(fs, parent, lookup, req, parent, name);
-	r = dl_reply_new(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP);
-	if (!r) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	r->preq.file_id = parent;
 	ret = dl_node_from_ino(fs, parent, &p);
 	if (!ret)
 		ret = dl_node_lookup(fs, &p, name, &c);
+	if ((!ret && c.type == DL_NODE_CTL) || p.type == DL_NODE_CTL)
+		r = dl_reply_ctl(req, DL_R_ENTRY);
+	else
+		r = dl_reply_new(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP);
+	if (!r) {
+		dl_reply_enomem(req);
+		return;
+	}
+	r->preq.file_id = parent;
 	if (ret == -ENOENT) {
 		/* Cache the miss too: loaders probe names that never exist. */
 		memset(&r->e, 0, sizeof(r->e));
@@ -129,13 +154,16 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int ret;
 
 	SERVE_BACKING(fs, ino, getattr, req, ino, fi);
-	r = dl_reply_new(req, DL_R_ATTR, DL_OP_META, DL_TOP_GETATTR);
+	ret = dl_node_from_ino(fs, ino, &n);
+	if (!ret && n.type == DL_NODE_CTL)
+		r = dl_reply_ctl(req, DL_R_ATTR);
+	else
+		r = dl_reply_new(req, DL_R_ATTR, DL_OP_META, DL_TOP_GETATTR);
 	if (!r) {
-		fuse_reply_err(req, ENOMEM);
+		dl_reply_enomem(req);
 		return;
 	}
 	r->preq.file_id = ino;
-	ret = dl_node_from_ino(fs, ino, &n);
 	if (!ret)
 		ret = dl_node_stat(fs, &n, &r->st);
 	r->attr_timeout = n.type == DL_NODE_CTL ? 0 : DL_TIMEOUT;
@@ -158,18 +186,22 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (!ret && (n.type == DL_NODE_FILE || (n.type == DL_NODE_CTL && n.index != DL_CTL_DIR)))
 		ret = -ENOTDIR;
 	if (ret) {
-		pace_err(fs, req, DL_OP_META, ret);
+		refuse(req, DL_TOP_OPENDIR, ino, -ret);
 		return;
 	}
-	r = dl_reply_new(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPENDIR);
+	if (n.type == DL_NODE_CTL)
+		r = dl_reply_ctl(req, DL_R_OPEN);
+	else
+		r = dl_reply_new(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPENDIR);
 	if (!r) {
-		fuse_reply_err(req, ENOMEM);
+		dl_reply_enomem(req);
 		return;
 	}
 	r->preq.file_id = ino;
 	r->fi = *fi;
 	r->fi.cache_readdir = 1;
 	r->fi.keep_cache = 1;
+	r->fi.fh = dl_client_pack(&r->client); /* who opened it: the close is theirs */
 	dl_reply_submit(fs, r);
 }
 
@@ -192,13 +224,16 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	int ret;
 
 	SERVE_BACKING(fs, ino, readdir, req, ino, size, off, fi);
-	r = dl_reply_new(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR);
+	ret = dl_node_from_ino(fs, ino, &dir);
+	if (!ret && dir.type == DL_NODE_CTL)
+		r = dl_reply_ctl(req, DL_R_BUF);
+	else
+		r = dl_reply_new(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR);
 	if (!r) {
-		fuse_reply_err(req, ENOMEM);
+		dl_reply_enomem(req);
 		return;
 	}
 	r->preq.file_id = ino;
-	ret = dl_node_from_ino(fs, ino, &dir);
 	if (ret)
 		goto out;
 	r->buf = malloc(size);
@@ -247,7 +282,8 @@ static void free_handle(struct dl_handle *h)
 {
 	if (!h)
 		return;
-	free(h->snap);
+	if (h->ctl)
+		dl_ctl_handle_free(&h->c);
 	free(h);
 }
 
@@ -256,15 +292,15 @@ static void abort_open(struct dl_reply *r)
 	free_handle((struct dl_handle *)(uintptr_t)r->fi.fh);
 }
 
-static int open_ctl(struct dl_fs *fs, const struct dl_node *n, struct fuse_file_info *fi,
+static int open_ctl(fuse_req_t req, const struct dl_node *n, struct fuse_file_info *fi,
 		    struct dl_handle *h)
 {
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+
 	h->ctl = 1;
-	h->ctl_id = (unsigned)n->index;
 	fi->direct_io = 1; /* content changes; no page cache, no size needed */
-	if ((fi->flags & O_ACCMODE) != O_WRONLY)
-		return dl_ctl_read_all(fs, h->ctl_id, &h->snap, &h->snap_len);
-	return 0;
+	return dl_ctl_open(fs_of(req), (unsigned)n->index, fi->flags, c ? c->uid : 0,
+			   c ? c->gid : 0, &h->c);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -277,33 +313,49 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	SERVE_BACKING(fs, ino, open, req, ino, fi);
 	ret = dl_node_from_ino(fs, ino, &n);
-	if (ret)
-		goto out;
+	if (!ret && n.type == DL_NODE_CTL)
+		r = dl_reply_ctl(req, DL_R_OPEN);
+	else
+		r = dl_reply_new(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPEN);
 	h = calloc(1, sizeof(*h));
-	r = dl_reply_new(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPEN);
 	if (!h || !r) {
-		ret = -ENOMEM;
-		goto out;
+		free(h);
+		free(r);
+		dl_reply_enomem(req);
+		return;
 	}
 	r->preq.file_id = ino;
+	if (ret)
+		goto out;
 	if (n.type == DL_NODE_CTL) {
-		ret = open_ctl(fs, &n, fi, h);
+		ret = open_ctl(req, &n, fi, h);
 		if (ret)
 			goto out;
 	} else {
 		if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+			/* A refusal costs no device time: the storage answers at once. */
+			r->preq.flags |= DL_PREQ_NODEV;
 			ret = -EROFS;
 			goto out;
 		}
 		ret = dl_node_file(fs, &n, &h->f);
 		if (ret)
 			goto out;
-		if (fs->direct_io)
+		/* Decided per open from the policy in force now, so a live
+		 * change of cache.policy takes effect for the next open. */
+		if (dl_fs_direct_io(fs)) {
 			fi->direct_io = 1;
-		else
+		} else {
 			fi->keep_cache = 1; /* bytes never change: reuse cached pages */
+			/* Its pages may now stay in the kernel: remember it, so a
+			 * cache drop can invalidate them. */
+			dl_served_mark(fs->served, &n);
+		}
 	}
-	fi->noflush = 1;
+	/* Data files need no flush (nothing is ever dirty); a control file's
+	 * close commits what was written and reports it. */
+	fi->noflush = !h->ctl;
+	h->who = r->client;
 	fi->fh = (uint64_t)(uintptr_t)h;
 	r->fi = *fi;
 	r->on_abort = abort_open;
@@ -311,13 +363,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	return;
 out:
 	free_handle(h);
-	if (r) {
-		r->kind = DL_R_ERR;
-		r->err = -ret;
-		dl_reply_submit(fs, r);
-	} else {
-		fuse_reply_err(req, -ret);
-	}
+	r->kind = DL_R_ERR;
+	r->err = -ret;
+	dl_reply_submit(fs, r);
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -326,19 +374,27 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct dl_fs *fs = fs_of(req);
 	struct dl_handle *h = (struct dl_handle *)(uintptr_t)fi->fh;
 	struct dl_reply *r;
+	const char *src = NULL;
 	uint64_t fsize;
 	size_t len;
 	int ret = 0;
 
 	SERVE_BACKING(fs, ino, read, req, ino, size, off, fi);
-	fsize = h->ctl ? h->snap_len : h->f.size;
-	r = dl_reply_new(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ);
+	if (h->ctl) {
+		/* Control files are not storage traffic: answered at once. */
+		r = dl_reply_ctl(req, DL_R_BUF);
+		fsize = dl_ctl_handle_view(&h->c, &src);
+	} else {
+		r = dl_reply_new(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ);
+		fsize = h->f.size;
+	}
 	if (!r) {
-		fuse_reply_err(req, ENOMEM);
+		dl_reply_enomem(req);
 		return;
 	}
 	r->preq.file_id = ino;
 	r->preq.off = (uint64_t)off;
+	r->preq.file_size = fsize;
 	if (off < 0) {
 		ret = -EINVAL;
 		goto out;
@@ -349,10 +405,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (len > fsize - (uint64_t)off)
 		len = (size_t)(fsize - (uint64_t)off);
 	if (h->ctl) {
-		/* Control files are not storage traffic: answer at once. */
-		fuse_reply_buf(req, h->snap + off, len);
-		free(r);
-		return;
+		r->buf = (void *)(uintptr_t)(src + off);
+		r->borrowed = 1;
+		r->len = len;
+		goto out;
 	}
 	if (len > fs->max_read) {
 		ret = -EINVAL;
@@ -380,25 +436,47 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
 	struct dl_fs *fs = fs_of(req);
 	struct dl_handle *h = (struct dl_handle *)(uintptr_t)fi->fh;
+	struct dl_reply *r;
 	int ret;
 
 	SERVE_BACKING(fs, ino, write, req, ino, buf, size, off, fi);
 	if (!h || !h->ctl) {
-		fuse_reply_err(req, EROFS);
+		dl_reply_err(fs, req, DL_OP_WRITE, DL_TOP_WRITE, ino, EROFS, 1);
 		return;
 	}
-	ret = dl_ctl_write(fs, h->ctl_id, buf, size);
-	if (ret)
-		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_write(req, size);
+	r = dl_reply_ctl(req, DL_R_WRITE);
+	if (!r) {
+		dl_reply_enomem(req);
+		return;
+	}
+	ret = dl_ctl_write(fs, &h->c, buf, size);
+	if (ret) {
+		r->kind = DL_R_ERR;
+		r->err = -ret;
+	}
+	r->count = size;
+	dl_reply_submit(fs, r);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	SERVE_BACKING(fs_of(req), ino, release, req, ino, fi);
-	free_handle((struct dl_handle *)(uintptr_t)fi->fh);
-	fuse_reply_err(req, 0);
+	struct dl_fs *fs = fs_of(req);
+	struct dl_handle *h = (struct dl_handle *)(uintptr_t)fi->fh;
+
+	SERVE_BACKING(fs, ino, release, req, ino, fi);
+	if (h && h->ctl) {
+		/* A write the kernel split and nobody committed: apply it now. */
+		dl_ctl_commit(fs, &h->c);
+		free_handle(h);
+		ctl_err(req, 0);
+		return;
+	}
+	{
+		struct dl_client who = h ? h->who : (struct dl_client){0};
+
+		free_handle(h);
+		dl_reply_close(fs, req, DL_TOP_RELEASE, ino, &who);
+	}
 }
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -410,7 +488,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	SERVE_BACKING(fs, ino, statfs, req, ino);
 	r = dl_reply_new(req, DL_R_STATFS, DL_OP_META, DL_TOP_STATFS);
 	if (!r) {
-		fuse_reply_err(req, ENOMEM);
+		dl_reply_enomem(req);
 		return;
 	}
 	r->preq.file_id = ino;
@@ -430,49 +508,54 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		       struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = fs_of(req);
+	struct dl_reply *r;
 	struct dl_node n;
-	struct stat st;
 
 	SERVE_BACKING(fs, ino, setattr, req, ino, attr, to_set, fi);
 	if (dl_node_from_ino(fs, ino, &n) == 0 && n.type == DL_NODE_CTL && n.index != DL_CTL_DIR &&
 	    (to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 			FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME)) ==
 		    0) {
-		dl_node_stat(fs, &n, &st);
-		fuse_reply_attr(req, &st, 0);
+		r = dl_reply_ctl(req, DL_R_ATTR);
+		if (!r) {
+			dl_reply_enomem(req);
+			return;
+		}
+		dl_node_stat(fs, &n, &r->st);
+		dl_reply_submit(fs, r);
 		return;
 	}
-	fuse_reply_err(req, EROFS);
+	refuse(req, DL_TOP_SETATTR, ino, EROFS);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	SERVE_BACKING(fs_of(req), parent, mknod, req, parent, name, mode, rdev);
-	fuse_reply_err(req, EROFS);
+	refuse(req, DL_TOP_MKNOD, parent, EROFS);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	SERVE_BACKING(fs_of(req), parent, mkdir, req, parent, name, mode);
-	fuse_reply_err(req, EROFS);
+	refuse(req, DL_TOP_MKNOD, parent, EROFS);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	SERVE_BACKING(fs_of(req), parent, unlink, req, parent, name);
-	fuse_reply_err(req, EROFS);
+	refuse(req, DL_TOP_UNLINK, parent, EROFS);
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	SERVE_BACKING(fs_of(req), parent, rmdir, req, parent, name);
-	fuse_reply_err(req, EROFS);
+	refuse(req, DL_TOP_UNLINK, parent, EROFS);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	SERVE_BACKING(fs_of(req), parent, symlink, req, link, parent, name);
-	fuse_reply_err(req, EROFS);
+	refuse(req, DL_TOP_MKNOD, parent, EROFS);
 }
 
 /* Renames and links stay inside one backing directory; between it and
@@ -487,7 +570,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		dl_bk_ops(fs, parent)->rename(req, parent, name, newparent, newname, flags);
 		return;
 	}
-	fuse_reply_err(req, a || b ? EXDEV : EROFS);
+	refuse(req, DL_TOP_RENAME, parent, a || b ? EXDEV : EROFS);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -499,17 +582,18 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		dl_bk_ops(fs, ino)->link(req, ino, newparent, newname);
 		return;
 	}
-	fuse_reply_err(req, a || b ? EXDEV : EROFS);
+	refuse(req, DL_TOP_MKNOD, newparent, a || b ? EXDEV : EROFS);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
 	SERVE_BACKING(fs_of(req), parent, create, req, parent, name, mode, fi);
-	fuse_reply_err(req, EROFS);
+	refuse(req, DL_TOP_CREATE, parent, EROFS);
 }
 
-/* Synthetic inodes are computed, so there is nothing to forget. */
+/* Synthetic inodes are computed, so there is nothing to forget. A forget
+ * has no answer. */
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct dl_fs *fs = fs_of(req);
@@ -532,34 +616,54 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	SERVE_BACKING(fs_of(req), ino, readlink, req, ino);
-	fuse_reply_err(req, EINVAL); /* no synthetic symlinks */
+	refuse(req, DL_TOP_READLINK, ino, EINVAL); /* no synthetic symlinks */
 }
 
 /* flush, fsync, fsyncdir and releasedir must be answered for synthetic
  * inodes too: an ENOSYS would make the kernel stop sending them for the
- * whole mount, and backing files need their fsync to reach us. */
+ * whole mount, and backing files need their fsync to reach us. A control
+ * file's fsync commits its pending write and answers with the result. */
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	SERVE_BACKING(fs_of(req), ino, flush, req, ino, fi);
-	fuse_reply_err(req, 0);
+	struct dl_fs *fs = fs_of(req);
+	struct dl_handle *h = (struct dl_handle *)(uintptr_t)fi->fh;
+
+	SERVE_BACKING(fs, ino, flush, req, ino, fi);
+	if (h && h->ctl) {
+		ctl_err(req, -dl_ctl_commit(fs, &h->c));
+		return;
+	}
+	refuse(req, DL_TOP_FLUSH, ino, 0);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	SERVE_BACKING(fs_of(req), ino, fsync, req, ino, datasync, fi);
-	fuse_reply_err(req, 0); /* nothing synthetic is ever dirty */
+	struct dl_fs *fs = fs_of(req);
+	struct dl_handle *h = (struct dl_handle *)(uintptr_t)fi->fh;
+
+	SERVE_BACKING(fs, ino, fsync, req, ino, datasync, fi);
+	if (h && h->ctl) {
+		ctl_err(req, -dl_ctl_commit(fs, &h->c));
+		return;
+	}
+	refuse(req, DL_TOP_FSYNC, ino, 0); /* nothing synthetic is ever dirty */
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct dl_client who = dl_client_unpack(fi->fh);
+
 	SERVE_BACKING(fs_of(req), ino, releasedir, req, ino, fi);
-	fuse_reply_err(req, 0);
+	if (is_ctl(fs_of(req), ino))
+		ctl_err(req, 0);
+	else
+		dl_reply_close(fs_of(req), req, DL_TOP_RELEASEDIR, ino, &who);
 }
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	SERVE_BACKING(fs_of(req), ino, fsyncdir, req, ino, datasync, fi);
-	fuse_reply_err(req, 0);
+	refuse(req, DL_TOP_FSYNCDIR, ino, 0);
 }
 
 const struct fuse_lowlevel_ops dl_fs_ops = {

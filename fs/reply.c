@@ -11,27 +11,87 @@ struct dl_reply *dl_reply_new(fuse_req_t req, enum dl_reply_kind kind, enum dl_o
 			      uint8_t trace_op)
 {
 	struct dl_reply *r = calloc(1, sizeof(*r));
+	struct dl_fs *fs = fuse_req_userdata(req);
 	const struct fuse_ctx *c;
 
 	if (!r)
 		return NULL;
+	/* Before anything is done for the request, resolving its client too. */
+	r->submit_ns = dl_now_ns();
 	r->kind = kind;
 	r->top = trace_op;
 	r->req = req;
 	r->preq.cls = cls;
 	c = fuse_req_ctx(req);
-	r->preq.pid = c ? (uint32_t)c->pid : 0;
-	/* gettid() is a system call: only the trace wants the worker's id. */
-	if (atomic_load_explicit(&((struct dl_fs *)fuse_req_userdata(req))->trace,
-				 memory_order_relaxed))
-		r->tid = (uint32_t)gettid();
-	r->submit_ns = dl_now_ns();
+	if (c && fs->clients)
+		r->client_new = dl_clients_resolve(fs->clients, (uint32_t)c->pid, r->submit_ns,
+						   &r->client);
+	else if (c)
+		r->client.tid = r->client.pid = (uint32_t)c->pid;
+	r->preq.job = r->client.job;
+	/* `dliofs mount` waits for the mount with a stat, and the daemon looks
+	 * up its own mount to set its readahead: neither is a job's. */
+	if ((fs->launcher && r->client.pid == (uint32_t)fs->launcher) ||
+	    r->client.pid == (uint32_t)fs->self)
+		r->ctl = 1;
 	return r;
+}
+
+struct dl_reply *dl_reply_ctl(fuse_req_t req, enum dl_reply_kind kind)
+{
+	struct dl_reply *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->submit_ns = dl_now_ns();
+	r->kind = kind;
+	r->req = req;
+	r->ctl = 1;
+	return r;
+}
+
+void dl_reply_enomem(fuse_req_t req)
+{
+	fuse_reply_err(req, ENOMEM);
+}
+
+void dl_reply_close(struct dl_fs *fs, fuse_req_t req, uint8_t trace_op, uint64_t file_id,
+		    const struct dl_client *opener)
+{
+	struct dl_reply *r = dl_reply_new(req, DL_R_ERR, DL_OP_META, trace_op);
+
+	if (!r) {
+		dl_reply_enomem(req);
+		return;
+	}
+	if (!r->client.pid && opener) {
+		r->client = *opener;
+		r->preq.job = opener->job;
+	}
+	r->preq.file_id = file_id;
+	r->preq.flags |= DL_PREQ_NODEV;
+	dl_reply_submit(fs, r);
+}
+
+void dl_reply_err(struct dl_fs *fs, fuse_req_t req, enum dl_op_class cls, uint8_t trace_op,
+		  uint64_t file_id, int err, int nodev)
+{
+	struct dl_reply *r = dl_reply_new(req, DL_R_ERR, cls, trace_op);
+
+	if (!r) {
+		dl_reply_enomem(req);
+		return;
+	}
+	r->preq.file_id = file_id;
+	r->err = err;
+	if (nodev)
+		r->preq.flags |= DL_PREQ_NODEV;
+	dl_reply_submit(fs, r);
 }
 
 static void release_buf(struct dl_fs *fs, struct dl_reply *r)
 {
-	if (!r->buf)
+	if (!r->buf || r->borrowed)
 		return;
 	if (r->pooled)
 		dl_fs_buf_put(fs, r->buf);
@@ -82,15 +142,31 @@ void dl_reply_send(struct dl_fs *fs, struct dl_reply *r)
 	if (r->paced)
 		dl_pacer_complete(fs->pacer, &r->preq, &r->pres,
 				  r->send_ns < r->pres.due_ns ? now + fs->fuse_overhead_ns : now);
-	dl_fs_trace_reply(fs, r, now);
+	if (!r->ctl)
+		dl_fs_trace_reply(fs, r, now);
 	release_buf(fs, r);
 	free(r);
 }
 
+/* The pacer knows a job by its id; it learns the name (and the counts of
+ * processes and threads) from the client table. */
+static void tell_job(struct dl_fs *fs, uint32_t job)
+{
+	char name[192];
+	uint32_t procs = 0, threads = 0;
+
+	if (job && fs->clients &&
+	    dl_clients_job(fs->clients, job, name, sizeof(name), &procs, &threads) == 0)
+		dl_pacer_job_info(fs->pacer, job, name, procs, threads);
+}
+
 void dl_reply_submit(struct dl_fs *fs, struct dl_reply *r)
 {
-	if (fs->pacer && dl_pacer_submit(fs->pacer, &r->preq, r->submit_ns, &r->pres) == 0) {
+	if (!r->ctl && fs->pacer &&
+	    dl_pacer_submit(fs->pacer, &r->preq, r->submit_ns, &r->pres) == 0) {
 		r->paced = 1;
+		if ((r->pres.flags & DL_PRES_NEW_JOB) || r->client_new)
+			tell_job(fs, r->preq.job);
 		/* A reply takes the kernel fuse_overhead_ns to reach the application
 		 * (request delivery plus reply copy): send that much early so the job
 		 * sees the configured latency. Only delays longer than that move. */

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include "clients.h"
 #include "dliofs/pacer.h"
 
 struct dl_fs;
@@ -31,6 +32,7 @@ struct dl_reply {
 	void *buf;
 	size_t len;
 	int pooled;		/* buf came from the daemon's read-buffer pool */
+	int borrowed;		/* buf belongs to someone else: not freed */
 	struct fuse_entry_param e;
 	struct stat st;
 	double attr_timeout;
@@ -44,13 +46,40 @@ struct dl_reply {
 	int paced;		/* the pacer accepted it: dl_pacer_complete is owed */
 	uint64_t send_ns;	/* when to reply: the pacer's due time less the kernel's share */
 	uint8_t top;		/* enum dl_trace_op, for the trace */
-	uint32_t tid;		/* FUSE worker that took the request */
+	struct dl_client client;/* who asked */
+	int client_new;		/* the client was resolved afresh (a new thread or process) */
+	int ctl;		/* control traffic (.dliofs/, the mount command): not
+				 * storage traffic, so neither shaped, counted nor traced */
 	void (*on_abort)(struct dl_reply *r); /* open/create: free fh if the reply fails */
 };
 
-/* Allocate a reply for req; the pacer request is filled by the caller. */
+/* Allocate a reply for req; the pacer request is filled by the caller.
+ * NULL when out of memory: answer with dl_reply_enomem. */
 struct dl_reply *dl_reply_new(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
 			      uint8_t trace_op);
+/* The same for control traffic (r->ctl set, no client resolved). */
+struct dl_reply *dl_reply_ctl(fuse_req_t req, enum dl_reply_kind kind);
+/* A close (release, releasedir): the kernel sends it on its own (no client),
+ * so it is counted for whoever opened the file. */
+void dl_reply_close(struct dl_fs *fs, fuse_req_t req, uint8_t trace_op, uint64_t file_id,
+		    const struct dl_client *opener);
+/* A client packed in 64 bits (a handle field), and back. */
+static inline uint64_t dl_client_pack(const struct dl_client *c)
+{
+	return ((uint64_t)c->job << 32) | c->pid;
+}
+static inline struct dl_client dl_client_unpack(uint64_t v)
+{
+	struct dl_client c = {.tid = (uint32_t)v, .pid = (uint32_t)v, .job = (uint32_t)(v >> 32)};
+
+	return c;
+}
+/* The one answer that cannot go through the path: no memory for a reply. */
+void dl_reply_enomem(fuse_req_t req);
+/* An error (or, with err 0, a success without data) through the path; nodev:
+ * the request reaches no device (a refusal, a close), so it costs no time. */
+void dl_reply_err(struct dl_fs *fs, fuse_req_t req, enum dl_op_class cls, uint8_t trace_op,
+		  uint64_t file_id, int err, int nodev);
 /* Ask the pacer when r is due (r->submit_ns must be set before the work that
  * the reply carries was done: dl_reply_new sets it), then reply now or park it
  * for the timer thread. Takes ownership of r. */

@@ -24,7 +24,7 @@ static struct dl_reply *new_reply(fuse_req_t req, enum dl_reply_kind kind, enum 
 	struct dl_reply *r = dl_reply_new(req, kind, cls, top);
 
 	if (!r) {
-		fuse_reply_err(req, ENOMEM);
+		dl_reply_enomem(req);
 		return NULL;
 	}
 	r->preq.file_id = ino;
@@ -232,7 +232,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	entry_locked(root, n, &r->e);
 	if (fi) {
 		fi->direct_io = 1; /* every read must reach us (and fail) */
-		fi->fh = 0;
+		fi->fh = dl_client_pack(&r->client); /* no handle: who opened it */
 		r->fi = *fi;
 	}
 out:
@@ -344,7 +344,7 @@ static void sk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		n->size = 0;
 	pthread_mutex_unlock(&s->lock);
 	fi->direct_io = 1; /* every read must reach us (and fail) */
-	fi->fh = 0;
+	fi->fh = dl_client_pack(&r->client); /* no handle: who opened it */
 	r->fi = *fi;
 	bk_finish(fs, r, ret);
 }
@@ -446,8 +446,9 @@ static void sk_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 static void sk_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino, (void)fi;
-	fuse_reply_err(req, 0);
+	struct dl_client who = dl_client_unpack(fi->fh);
+
+	dl_reply_close(fs_of(req), req, DL_TOP_RELEASE, ino, &who);
 }
 
 static void sk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -537,8 +538,8 @@ out:
 
 static void sk_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino, (void)fi;
-	fuse_reply_err(req, 0);
+	(void)fi;
+	dl_reply_err(fs_of(req), req, DL_OP_META, DL_TOP_RELEASEDIR, ino, 0, 1);
 }
 
 static void sk_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dliofs/naming.h"
+#include "clients.h"
 #include "fs_i.h"
 #include "reply.h"
 
@@ -28,8 +29,9 @@ void dl_fs_trace_reply(struct dl_fs *fs, const struct dl_reply *r, uint64_t now)
 		rec.dur_ns_hi = (uint16_t)(dur >> 32);
 		rec.op = r->top;
 		rec.queue_ns = r->pres.queue_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)r->pres.queue_ns;
-		rec.pid = r->preq.pid;
-		rec.tid = r->tid;
+		rec.pid = r->client.pid;
+		rec.tid = r->client.tid;
+		rec.job = r->client.job;
 		rec.file_id = r->preq.file_id;
 		rec.offset = r->preq.off;
 		rec.size = r->preq.len > UINT32_MAX ? UINT32_MAX : (uint32_t)r->preq.len;
@@ -48,9 +50,16 @@ void dl_fs_trace_reply(struct dl_fs *fs, const struct dl_reply *r, uint64_t now)
 	atomic_fetch_sub(&fs->trace_users, 1);
 }
 
+/* Names for the trace's table: a file's path, or a job's name. */
 static int path_of(void *arg, uint64_t file_id, char *buf, size_t len)
 {
-	return dl_node_path(arg, file_id, buf, len);
+	struct dl_fs *fs = arg;
+
+	if (file_id & DL_TRACE_JOB_BIT)
+		return fs->clients ? dl_clients_job(fs->clients, (uint32_t)(file_id & 0xffffffffu),
+						    buf, len, NULL, NULL)
+				   : -ENOENT;
+	return dl_node_path(fs, file_id, buf, len);
 }
 
 int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask)

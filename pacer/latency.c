@@ -3,11 +3,14 @@
  * same seed and the same request order reproduces every latency. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dliofs/prng.h"
 #include "dliofs/units.h"
@@ -289,19 +292,45 @@ static int load_empirical(const char *path, struct dl_lat_model *m, char *why, s
 	double total = 0, cum = 0;
 	const char *w = NULL;
 	int ret = -EINVAL;
+	ssize_t len;
 	char resolved[PATH_MAX];
 
 	if (strlen(path) >= sizeof(m->source)) {
 		snprintf(why, whylen, "path too long (at most %zu bytes)", sizeof(m->source) - 1);
 		return -EINVAL;
 	}
-	f = fopen(path, "r");
-	if (!f) {
-		snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
-		return -EINVAL;
+	/* A regular file of bounded size, opened without blocking: a FIFO, a
+	 * device (/dev/zero) or a huge file named by a live write must neither
+	 * hang the worker that applies it nor grow the daemon. */
+	{
+		struct stat st;
+		int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+		if (fd < 0) {
+			snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
+			return -EINVAL;
+		}
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+		    (uint64_t)st.st_size > PACER_MAX_EMPIRICAL_BYTES) {
+			snprintf(why, whylen, "%s: %s", path,
+				 !S_ISREG(st.st_mode) ? "not a regular file"
+						      : "larger than 256 MiB");
+			close(fd);
+			return -EINVAL;
+		}
+		f = fdopen(fd, "r");
+		if (!f) {
+			snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
+			close(fd);
+			return -EINVAL;
+		}
 	}
-	while (getline(&line, &cap, f) >= 0) {
+	while ((len = getline(&line, &cap, f)) >= 0) {
 		lineno++;
+		if (len > 4096) {
+			snprintf(why, whylen, "%s:%zu: a line of more than 4096 bytes", path, lineno);
+			goto out;
+		}
 		if ((s = strchr(line, '#')))
 			*s = '\0';
 		s = trim(line);

@@ -12,6 +12,7 @@
 
 const char *const pacer_class_names[DL_OP__COUNT] = {"read", "write", "meta"};
 const char *const pacer_policy_names[4] = {"kernel", "none", "lru", "minio"};
+const char *const pacer_share_names[2] = {"fcfs", "fair"};
 
 enum opt_type {
 	T_BOOL,
@@ -24,6 +25,8 @@ enum opt_type {
 	T_LAT,	   /* struct dl_lat_model */
 	T_POLICY,  /* enum dl_cache_policy */
 	T_NPHASES, /* unsigned */
+	T_SHARE,   /* enum dl_share_policy */
+	T_NRULES,  /* unsigned */
 };
 
 enum opt_scope {
@@ -31,6 +34,7 @@ enum opt_scope {
 	S_DEV,	 /* offset into struct dl_dev_model; key {read,write,meta}.NAME
 		  * and phases.N.{read,write,meta}.NAME */
 	S_PHASE, /* offset into struct dl_phase; key phases.N.NAME */
+	S_RULE,	 /* offset into struct dl_share_rule; key share.jobs.N.NAME */
 };
 
 struct opt {
@@ -45,6 +49,7 @@ struct opt {
 #define TOP(f) S_TOP, offsetof(struct dl_pacer_cfg, f)
 #define DEV(f) S_DEV, offsetof(struct dl_dev_model, f)
 #define PHASE(f) S_PHASE, offsetof(struct dl_phase, f)
+#define RULE(f) S_RULE, offsetof(struct dl_share_rule, f)
 
 static const struct opt opts[] = {
     {"enabled", T_BOOL, TOP(enabled), 0,
@@ -77,6 +82,19 @@ static const struct opt opts[] = {
     {"cache.block", T_SIZE, TOP(cache.block), 0, "cache block size (default 1MiB)"},
     {"cache.hit_bandwidth", T_RATE, TOP(cache.hit_bandwidth), 0,
      "bytes/s at which a hit is served (memory-copy speed, default 10GB/s; 0: instant)"},
+    {"share.policy", T_SHARE, TOP(share.policy), 0,
+     "fcfs (default: jobs queue for one device, as on a real one) | fair (each active job "
+     "gets its weighted share of bandwidth, IOPS and queue depth; unused shares go to the "
+     "others)"},
+    {"share.window", T_TIME, TOP(share.window_ns), 0,
+     "fair: demand and activity are measured over this window (default 200ms)"},
+    {"share.jobs.count", T_NRULES, TOP(share.nrules), 1,
+     "number of per-job rules (at most 16); setting share.jobs.N.* with N = count appends one"},
+    {"match", T_STR, RULE(match), 0,
+     "the rule applies to jobs whose name (command line, or DLIOFS_JOB) contains this text"},
+    {"weight", T_COUNT, RULE(weight), 0, "the job's relative share (1 .. 1000000, default 1)"},
+    {"bandwidth", T_RATE, RULE(bandwidth), 0, "cap on the job's bytes/s, per class"},
+    {"iops", T_COUNT, RULE(iops), 0, "cap on the job's requests/s, per class"},
 };
 
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -114,7 +132,10 @@ static const char *expected(enum opt_type t)
 	case T_POLICY:
 		return "kernel, none, lru or minio";
 	case T_NPHASES:
+	case T_NRULES:
 		return "a count from 0 to 16";
+	case T_SHARE:
+		return "fcfs or fair";
 	case T_LAT:
 		break;
 	}
@@ -170,9 +191,19 @@ static int parse_val(const struct opt *o, const char *s, struct val *v, char *wh
 		}
 		break;
 	case T_NPHASES:
+	case T_NRULES:
 		ret = dl_parse_count(s, &v->u, &w);
 		if (!ret && v->u > DL_PACER_MAX_PHASES)
 			ret = -EINVAL;
+		break;
+	case T_SHARE:
+		ret = -EINVAL;
+		for (unsigned i = 0; i < 2; i++) {
+			if (!strcmp(s, pacer_share_names[i])) {
+				v->u = i;
+				ret = 0;
+			}
+		}
 		break;
 	case T_LAT:
 		return pacer_lat_parse(s, &v->lat, why, whylen);
@@ -291,7 +322,12 @@ static void fmt_val(const struct opt *o, const void *field, char *buf, size_t le
 		snprintf(buf, len, "%s", u < 4 ? pacer_policy_names[u] : "?");
 		break;
 	case T_NPHASES:
+	case T_NRULES:
 		snprintf(buf, len, "%u", *(const unsigned *)field);
+		break;
+	case T_SHARE:
+		u = (uint64_t) * (const enum dl_share_policy *)field;
+		snprintf(buf, len, "%s", u < 2 ? pacer_share_names[u] : "?");
 		break;
 	}
 }
@@ -325,7 +361,11 @@ static void store(const struct opt *o, void *field, struct val *v)
 		*(enum dl_cache_policy *)field = (enum dl_cache_policy)v->u;
 		break;
 	case T_NPHASES:
+	case T_NRULES:
 		*(unsigned *)field = (unsigned)v->u;
+		break;
+	case T_SHARE:
+		*(enum dl_share_policy *)field = (enum dl_share_policy)v->u;
 		break;
 	case T_LAT:
 		pacer_lat_free(field);
@@ -361,17 +401,28 @@ static int class_prefix(const char *key, const char **rest)
 	return -1;
 }
 
+static const char *scope_prefix(enum opt_scope s)
+{
+	switch (s) {
+	case S_DEV:
+		return "{read,write,meta}.";
+	case S_PHASE:
+		return "phases.N.";
+	case S_RULE:
+		return "share.jobs.N.";
+	default:
+		return "";
+	}
+}
+
 static void key_list(char *buf, size_t len)
 {
 	size_t j = 0;
 
 	j += (size_t)snprintf(buf + j, len - j, "keys:");
 	for (unsigned i = 0; i < NOPTS && j < len; i++) {
-		const char *pre = opts[i].scope == S_DEV     ? "{read,write,meta}."
-				  : opts[i].scope == S_PHASE ? "phases.N."
-							     : "";
-
-		j += (size_t)snprintf(buf + j, len - j, " %s%s", pre, opts[i].name);
+		j += (size_t)snprintf(buf + j, len - j, " %s%s", scope_prefix(opts[i].scope),
+				      opts[i].name);
 	}
 	if (j < len)
 		snprintf(buf + j, len - j, " phases.N.{read,write,meta}.*");
@@ -381,6 +432,7 @@ struct target {
 	const struct opt *o;
 	int phase; /* -1: not in a phase */
 	int cls;   /* -1: not a device key */
+	int rule;  /* -1: not a share rule key */
 };
 
 static int resolve(const char *key, struct target *t, char *err, size_t errlen)
@@ -393,7 +445,17 @@ static int resolve(const char *key, struct target *t, char *err, size_t errlen)
 	t->o = NULL;
 	t->phase = -1;
 	t->cls = -1;
-	if (!strncmp(key, "phases.", 7) && key[7] >= '0' && key[7] <= '9') {
+	t->rule = -1;
+	if (!strncmp(key, "share.jobs.", 11) && key[11] >= '0' && key[11] <= '9') {
+		n = strtoul(key + 11, &end, 10);
+		if (*end != '.' || n >= DL_PACER_MAX_RULES) {
+			snprintf(err, errlen, "%s: share rules are numbered 0 to %d", key,
+				 DL_PACER_MAX_RULES - 1);
+			return -EINVAL;
+		}
+		t->rule = (int)n;
+		t->o = find_opt(S_RULE, end + 1);
+	} else if (!strncmp(key, "phases.", 7) && key[7] >= '0' && key[7] <= '9') {
 		n = strtoul(key + 7, &end, 10);
 		if (*end != '.' || n >= DL_PACER_MAX_PHASES) {
 			snprintf(err, errlen, "%s: phases are numbered 0 to %d", key,
@@ -425,6 +487,8 @@ static void *field_of(struct dl_pacer_cfg *cfg, const struct target *t)
 
 	if (t->o->scope == S_TOP)
 		base = (char *)cfg;
+	else if (t->o->scope == S_RULE)
+		base = (char *)&cfg->share.rules[t->rule >= 0 ? t->rule : 0];
 	else if (t->o->scope == S_PHASE)
 		base = (char *)&cfg->phases[t->phase];
 	else if (t->phase >= 0)
@@ -507,6 +571,12 @@ int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *valu
 			 key, cfg->nphases);
 		return -EINVAL;
 	}
+	if (t.rule > (int)cfg->share.nrules) {
+		snprintf(err, errlen,
+			 "%s: share rules are added in order: the next one is share.jobs.%u", key,
+			 cfg->share.nrules);
+		return -EINVAL;
+	}
 	ret = parse_val(t.o, value, &v, why, sizeof(why));
 	if (ret) {
 		snprintf(err, errlen, "%s: %s; got \"%s\"", key, why, value);
@@ -518,6 +588,18 @@ int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *valu
 			return 0;
 		goto out;
 	}
+	if (t.o->type == T_NRULES) {
+		/* Rules beyond the count are forgotten; new ones start empty. */
+		for (unsigned r = (unsigned)v.u; r < DL_PACER_MAX_RULES; r++)
+			memset(&cfg->share.rules[r], 0, sizeof(cfg->share.rules[r]));
+		cfg->share.nrules = (unsigned)v.u;
+		return 0;
+	}
+	if (t.rule >= 0 && t.rule == (int)cfg->share.nrules) {
+		memset(&cfg->share.rules[t.rule], 0, sizeof(cfg->share.rules[t.rule]));
+		cfg->share.rules[t.rule].weight = 1;
+		cfg->share.nrules++;
+	}
 	if (t.phase == (int)cfg->nphases) {
 		ret = set_nphases(cfg, cfg->nphases + 1);
 		if (ret)
@@ -528,7 +610,7 @@ int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *valu
 	 * not changed it themselves: phases inherit what they do not name. */
 	if (t.o->scope == S_DEV && t.phase < 0) {
 		for (p = 0; p < cfg->nphases; p++) {
-			struct target pt = {t.o, (int)p, t.cls};
+			struct target pt = {t.o, (int)p, t.cls, -1};
 
 			inherit[p] = field_equal(t.o, field_of(cfg, &pt), field);
 		}
@@ -542,7 +624,7 @@ int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *valu
 			}
 		}
 		for (p = 0; p < cfg->nphases; p++) {
-			struct target pt = {t.o, (int)p, t.cls};
+			struct target pt = {t.o, (int)p, t.cls, -1};
 			void *pf = field_of(cfg, &pt);
 
 			if (!inherit[p])
@@ -574,6 +656,9 @@ void dl_pacer_cfg_init(struct dl_pacer_cfg *cfg)
 	cfg->cache.policy = DL_CACHE_KERNEL;
 	cfg->cache.block = PACER_DEFAULT_BLOCK;
 	cfg->cache.hit_bandwidth = PACER_DEFAULT_HIT_BW;
+	snprintf(cfg->cache.origin, sizeof(cfg->cache.origin), "default (no storage model)");
+	cfg->share.policy = DL_SHARE_FCFS;
+	cfg->share.window_ns = PACER_DEFAULT_SHARE_WINDOW;
 }
 
 void dl_pacer_cfg_free(struct dl_pacer_cfg *cfg)
@@ -666,6 +751,14 @@ int dl_pacer_cfg_check(const struct dl_pacer_cfg *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "cache.block: must be above 0 (e.g. 1MiB)");
 		return -EINVAL;
 	}
+	if ((c->policy == DL_CACHE_LRU || c->policy == DL_CACHE_MINIO) &&
+	    c->size < DL_CACHE_UNIT) {
+		snprintf(err, errlen,
+			 "cache.size: policy %s needs the cache's size (e.g. cache.size=32GiB); "
+			 "a cache of %llu bytes would never hit",
+			 pacer_policy_names[c->policy], (unsigned long long)c->size);
+		return -EINVAL;
+	}
 	blocks = pacer_cache_blocks(c);
 	if ((c->policy == DL_CACHE_LRU || c->policy == DL_CACHE_MINIO) &&
 	    blocks > PACER_MAX_CACHE_BLOCKS) {
@@ -677,6 +770,38 @@ int dl_pacer_cfg_check(const struct dl_pacer_cfg *cfg, char *err, size_t errlen)
 			 a, b, (unsigned long long)blocks,
 			 (unsigned long long)PACER_MAX_CACHE_BLOCKS);
 		return -EINVAL;
+	}
+	if ((unsigned)cfg->share.policy > DL_SHARE_FAIR) {
+		snprintf(err, errlen, "share.policy: expected fcfs or fair");
+		return -EINVAL;
+	}
+	if (cfg->share.nrules > DL_PACER_MAX_RULES) {
+		snprintf(err, errlen, "share.jobs: at most %d rules", DL_PACER_MAX_RULES);
+		return -EINVAL;
+	}
+	if (cfg->share.nrules && cfg->share.policy != DL_SHARE_FAIR) {
+		snprintf(err, errlen,
+			 "share.jobs: per-job weights and caps apply with share.policy fair "
+			 "(fcfs has one queue for every job)");
+		return -EINVAL;
+	}
+	if (cfg->share.window_ns < 1000000 || cfg->share.window_ns > 60 * PACER_NS) {
+		snprintf(err, errlen, "share.window: expected 1ms to 60s");
+		return -EINVAL;
+	}
+	for (unsigned r = 0; r < cfg->share.nrules; r++) {
+		const struct dl_share_rule *ru = &cfg->share.rules[r];
+
+		if (!ru->match[0]) {
+			snprintf(err, errlen,
+				 "share.jobs.%u.match: every rule needs the text a job name contains",
+				 r);
+			return -EINVAL;
+		}
+		if (ru->weight < 1 || ru->weight > 1000000) {
+			snprintf(err, errlen, "share.jobs.%u.weight: expected 1 to 1000000", r);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
@@ -696,6 +821,15 @@ static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
 			fprintf(out, "%*s%s: %s\n", indent + 2, "", opts[i].name, buf);
 		}
 	}
+}
+
+/* Where the cache policy came from, as a YAML comment (the dump reads back). */
+static void dump_cache_note(const struct dl_cache_cfg *c, FILE *out, int indent)
+{
+	fprintf(out, "%*s# ", indent, "");
+	for (const char *s = c->origin[0] ? c->origin : "?"; *s; s++)
+		fputc((unsigned char)*s < 0x20 ? '?' : *s, out);
+	fputc('\n', out);
 }
 
 void dl_pacer_cfg_dump(const struct dl_pacer_cfg *cfg, FILE *out, int indent)
@@ -738,9 +872,25 @@ void dl_pacer_cfg_dump(const struct dl_pacer_cfg *cfg, FILE *out, int indent)
 			section = opts[i].name;
 			fprintf(out, "%*s%.*s:\n", indent, "", (int)(dot - opts[i].name),
 				opts[i].name);
+			if (!strncmp(section, "cache.", 6))
+				dump_cache_note(&cfg->cache, out, indent + 2);
 		}
 		fmt_val(&opts[i], (const char *)cfg + opts[i].off, buf, sizeof(buf));
 		fprintf(out, "%*s%s: %s\n", indent + 2, "", dot + 1, buf);
+	}
+	fprintf(out, "%*sjobs:%s\n", indent + 2, "", cfg->share.nrules ? "" : " []");
+	for (p = 0; p < cfg->share.nrules && p < DL_PACER_MAX_RULES; p++) {
+		int first = 1;
+
+		for (i = 0; i < NOPTS; i++) {
+			if (opts[i].scope != S_RULE)
+				continue;
+			fmt_val(&opts[i], (const char *)&cfg->share.rules[p] + opts[i].off, buf,
+				sizeof(buf));
+			fprintf(out, "%*s%s%s: %s\n", indent + 4, "", first ? "- " : "  ",
+				opts[i].name, buf);
+			first = 0;
+		}
 	}
 }
 
@@ -749,11 +899,8 @@ void dl_pacer_cfg_help(FILE *out)
 	fprintf(out,
 		"pacer keys (the YAML pacer: section, flattened with dots, and live changes):\n");
 	for (unsigned i = 0; i < NOPTS; i++) {
-		const char *pre = opts[i].scope == S_DEV     ? "{read,write,meta}."
-				  : opts[i].scope == S_PHASE ? "phases.N."
-							     : "";
-
-		fprintf(out, "  %s%s\n      %s\n", pre, opts[i].name, opts[i].help);
+		fprintf(out, "  %s%s\n      %s\n", scope_prefix(opts[i].scope), opts[i].name,
+			opts[i].help);
 	}
 	fprintf(out,
 		"  phases.N.{read,write,meta}.KEY\n"

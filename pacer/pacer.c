@@ -23,11 +23,17 @@
  * Phases: the model of the phase current at arrival (phases cycle from the
  * pacer's creation). A change of queue depth between phases keeps the
  * longest-running requests in the slots (or adds free slots).
+ * Sharing: with share.policy fcfs (default) every job queues for the one
+ * device above, as on a real one; with fair each active job goes through its
+ * own copy of steps 1, 2 and 4, with its share of the queue depth, IOPS and
+ * bandwidth (share.c), and the same latency draws.
+ * A request flagged DL_PREQ_NODEV (a close, a refused call) reaches no
+ * device: it is counted and answered at once.
  *
- * Locking: one mutex per class (the model state and the class statistics),
- * one for the cache, one for the per-client table; each is held for a few
- * arithmetic steps only. A configuration change holds them all (cfg_lock,
- * cache, then classes in order) for a pointer swap. */
+ * Locking: the jobs table first, then the cache, then one mutex per class
+ * (the model state, the class and per-job statistics); each is held for a
+ * few arithmetic steps only. A configuration change holds them all
+ * (cfg_lock, jobs, cache, then classes in order) for a pointer swap. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,31 +42,6 @@
 #include "pacer_i.h"
 
 typedef unsigned __int128 u128;
-
-struct pacer_class {
-	pthread_mutex_t lock;
-	uint64_t key; /* latency stream */
-	uint64_t draws;
-	uint64_t *slots; /* min-heap of due times, nslots <= slots_cap */
-	uint32_t nslots, slots_cap;
-	uint64_t iops_next, iops_frac;
-	uint64_t pipe_x, pipe_frac; /* token bucket: the time it is empty, + frac/B ns */
-	int restart;		    /* bandwidth or iops changed: start empty at next request */
-	struct pacer_cls_stats st;
-};
-
-struct dl_pacer {
-	pthread_mutex_t cfg_lock; /* serializes changes and reads of cfg */
-	pthread_mutex_t cache_lock;
-	struct pacer_class cls[DL_OP__COUNT];
-	/* Written only with every lock held; read under any class lock (the
-	 * model) or the cache lock (cfg.cache). */
-	struct dl_pacer_cfg cfg;
-	uint64_t t0, cycle_ns;
-	struct pacer_cache *cache; /* NULL: policy kernel, nothing emulated */
-	struct pacer_pids pids;	   /* and since_ns, under pids.lock */
-	uint64_t since_ns;	   /* statistics start; UINT64_MAX: at next event */
-};
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
@@ -111,15 +92,15 @@ static void heap_up(uint64_t *h, uint32_t i)
 
 /* Make the heap hold q slots: new slots are free (0); dropped slots are
  * the ones that free first. */
-static void slots_resize(struct pacer_class *k, uint32_t q)
+void pacer_slots_resize(struct pacer_dev *d, uint32_t q)
 {
-	while (k->nslots > q) {
-		k->slots[0] = k->slots[--k->nslots];
-		heap_down(k->slots, k->nslots, 0);
+	while (d->nslots > q) {
+		d->slots[0] = d->slots[--d->nslots];
+		heap_down(d->slots, d->nslots, 0);
 	}
-	while (k->nslots < q && k->nslots < k->slots_cap) {
-		k->slots[k->nslots] = 0;
-		heap_up(k->slots, k->nslots++);
+	while (d->nslots < q && d->nslots < d->slots_cap) {
+		d->slots[d->nslots] = 0;
+		heap_up(d->slots, d->nslots++);
 	}
 }
 
@@ -165,60 +146,111 @@ static const struct dl_dev_model *model_at(const struct dl_pacer *p, int c, uint
 	return &p->cfg.phases[phase_at(p, t)].m[c];
 }
 
-/* Steps 1-4 of the model for the bytes that reach the device. Returns the
- * due time; *start is when the request left the queue. Class lock held. */
-static uint64_t device(struct pacer_class *k, const struct dl_dev_model *m, uint64_t t,
-		       uint64_t len, uint64_t *start)
+uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t, uint64_t lat,
+		      uint64_t len, uint64_t *start, unsigned *held)
 {
 	uint64_t s = t, ready, due, step, rem, burst, credit;
 
-	if (k->restart) {
-		k->restart = 0;
-		k->iops_next = 0;
-		k->iops_frac = 0;
-		if (k->pipe_x < t) {
-			k->pipe_x = t;
-			k->pipe_frac = 0;
+	*held = 0;
+	if (d->restart) {
+		d->restart = 0;
+		d->iops_next = 0;
+		d->iops_frac = 0;
+		if (d->pipe_x < t) {
+			d->pipe_x = t;
+			d->pipe_frac = 0;
 		}
 	}
-	if (m->queue_depth) {
-		slots_resize(k, m->queue_depth);
-		if (k->nslots && k->slots[0] > s)
-			s = k->slots[0];
+	if (rt->queue_depth) {
+		pacer_slots_resize(d, rt->queue_depth);
+		if (d->nslots && d->slots[0] > s) {
+			s = d->slots[0];
+			*held |= PACER_HELD_QUEUE;
+		}
 	} else {
-		k->nslots = 0;
+		d->nslots = 0;
 	}
-	if (m->iops) {
-		if (k->iops_next > s)
-			s = k->iops_next;
-		step = PACER_NS / m->iops;
-		k->iops_frac += PACER_NS % m->iops;
-		if (k->iops_frac >= m->iops) {
-			k->iops_frac -= m->iops;
+	if (rt->iops) {
+		if (d->iops_next > s) {
+			s = d->iops_next;
+			*held |= PACER_HELD_IOPS;
+		}
+		step = PACER_NS / rt->iops;
+		d->iops_frac += PACER_NS % rt->iops;
+		if (d->iops_frac >= rt->iops) {
+			d->iops_frac -= rt->iops;
 			step++;
 		}
-		k->iops_next = sat_add(s, step);
+		d->iops_next = sat_add(s, step);
 	}
-	ready = sat_add(s, pacer_lat_sample(&m->latency, k->key, k->draws++));
+	ready = sat_add(s, lat);
 	due = ready;
-	if (len && m->bandwidth) {
-		burst = m->burst ? m->burst : PACER_DEFAULT_BURST;
-		credit = div_rem((u128)burst * PACER_NS, m->bandwidth, &rem);
-		if (ready > credit && k->pipe_x < ready - credit) {
-			k->pipe_x = ready - credit;
-			k->pipe_frac = 0;
+	if (len && rt->bandwidth) {
+		burst = rt->burst ? rt->burst : PACER_DEFAULT_BURST;
+		credit = div_rem((u128)burst * PACER_NS, rt->bandwidth, &rem);
+		if (ready > credit && d->pipe_x < ready - credit) {
+			d->pipe_x = ready - credit;
+			d->pipe_frac = 0;
 		}
-		step = div_rem((u128)len * PACER_NS + k->pipe_frac, m->bandwidth, &k->pipe_frac);
-		k->pipe_x = sat_add(k->pipe_x, step);
-		if (k->pipe_x > due)
-			due = k->pipe_x;
+		step = div_rem((u128)len * PACER_NS + d->pipe_frac, rt->bandwidth, &d->pipe_frac);
+		d->pipe_x = sat_add(d->pipe_x, step);
+		if (d->pipe_x > due) {
+			due = d->pipe_x;
+			*held |= PACER_HELD_BW;
+		}
 	}
-	if (m->queue_depth && k->nslots) {
-		k->slots[0] = due;
-		heap_down(k->slots, k->nslots, 0);
+	if (rt->queue_depth && d->nslots) {
+		d->slots[0] = due;
+		heap_down(d->slots, d->nslots, 0);
 	}
 	*start = s;
 	return due;
+}
+
+/* The device a request of job slot js goes through, and its limits. Under
+ * the class lock. */
+static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
+				    const struct dl_dev_model *m, uint32_t js, uint64_t now,
+				    struct pacer_rates *rt)
+{
+	struct pacer_job_cls *jc = &k->jobs[js];
+
+	if (p->cfg.share.policy != DL_SHARE_FAIR) {
+		*rt = (struct pacer_rates){m->bandwidth, m->burst, m->iops, m->queue_depth};
+		return &k->dev;
+	}
+	/* A job's own heap has room for the whole queue depth: its share may
+	 * grow to all of it. Without memory it queues unlimited. */
+	if (!jc->dev.slots && k->dev.slots_cap) {
+		jc->dev.slots = calloc(k->dev.slots_cap, sizeof(uint64_t));
+		if (jc->dev.slots)
+			jc->dev.slots_cap = k->dev.slots_cap;
+	}
+	pacer_share_update(k->jobs, &k->win_start, &k->next_share, m, &p->cfg.share, now,
+			   !jc->active_since);
+	*rt = jc->rates;
+	if (rt->queue_depth > jc->dev.slots_cap)
+		rt->queue_depth = jc->dev.slots_cap;
+	return &jc->dev;
+}
+
+static void count_cache(struct pacer_cls_stats *st, struct pacer_job_cls *jc, uint64_t hit,
+			uint64_t len)
+{
+	if (hit == len) {
+		st->cache_hits++;
+		jc->hits++;
+	} else if (hit) {
+		st->cache_partial++;
+		jc->partial++;
+	} else {
+		st->cache_misses++;
+		jc->misses++;
+	}
+	st->hit_bytes += hit;
+	st->miss_bytes += len - hit;
+	jc->hit_bytes += hit;
+	jc->miss_bytes += len - hit;
 }
 
 int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t now_ns,
@@ -226,16 +258,33 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 {
 	struct pacer_class *k;
 	struct pacer_cls_stats *st;
+	struct pacer_job_cls *jc;
 	uint64_t hit = 0, hit_due = now_ns, due = now_ns, start = now_ns, rem, hbw;
-	int emulated = 0;
+	int emulated = 0, is_new = 0;
+	uint32_t js;
 
 	if (!p || !r || !res || (unsigned)r->cls >= DL_OP__COUNT)
 		return -EINVAL;
+	memset(res, 0, sizeof(*res));
+	js = pacer_job_get(p, r->job, now_ns, &is_new);
+	res->slot = js;
+	res->flags = is_new ? DL_PRES_NEW_JOB : 0;
+	k = &p->cls[r->cls];
+	st = &k->st;
+	if (r->flags & DL_PREQ_NODEV) {
+		pthread_mutex_lock(&k->lock);
+		st->nodev++;
+		k->jobs[js].nodev++;
+		k->jobs[js].last_ns = now_ns;
+		pthread_mutex_unlock(&k->lock);
+		res->due_ns = now_ns;
+		return 0;
+	}
 	if (r->cls == DL_OP_READ && r->len) {
 		pthread_mutex_lock(&p->cache_lock);
 		if (p->cache) {
 			emulated = 1;
-			hit = pacer_cache_access(p->cache, r->file_id, r->off, r->len);
+			hit = pacer_cache_access(p->cache, r->file_id, r->file_size, r->off, r->len);
 			hbw = p->cfg.cache.hit_bandwidth;
 			if (hit && hbw)
 				hit_due = sat_add(now_ns,
@@ -243,12 +292,22 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 		}
 		pthread_mutex_unlock(&p->cache_lock);
 	}
-	k = &p->cls[r->cls];
-	st = &k->st;
 	pthread_mutex_lock(&k->lock);
+	jc = &k->jobs[js];
+	/* Before the model: a job's first request makes it active for the
+	 * share it is then allocated. */
+	pacer_share_begin(jc, now_ns);
 	if (p->cfg.enabled) {
-		if (!emulated || hit < r->len)
-			due = device(k, model_at(p, r->cls, now_ns), now_ns, r->len - hit, &start);
+		if (!emulated || hit < r->len) {
+			const struct dl_dev_model *m = model_at(p, r->cls, now_ns);
+			uint64_t lat = pacer_lat_sample(&m->latency, k->key, k->draws++);
+			struct pacer_rates rt;
+			struct pacer_dev *d = device_for(p, k, m, js, now_ns, &rt);
+			unsigned held;
+
+			due = pacer_device(d, &rt, now_ns, lat, r->len - hit, &start, &held);
+			pacer_share_account(jc, r->len, held);
+		}
 		if (hit_due > due)
 			due = hit_due;
 	}
@@ -263,23 +322,12 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 		st->in_flight_max = st->in_flight;
 	dl_hist_add(&st->queue, res->queue_ns);
 	dl_hist_add(&st->service, res->service_ns);
-	if (emulated) {
-		if (hit == r->len)
-			st->cache_hits++;
-		else if (hit)
-			st->cache_partial++;
-		else
-			st->cache_misses++;
-		st->hit_bytes += hit;
-		st->miss_bytes += r->len - hit;
-	}
+	jc->ops++;
+	jc->bytes += r->len;
+	jc->queue_ns += res->queue_ns;
+	if (emulated)
+		count_cache(st, jc, hit, r->len);
 	pthread_mutex_unlock(&k->lock);
-
-	pthread_mutex_lock(&p->pids.lock);
-	if (p->since_ns == UINT64_MAX)
-		p->since_ns = now_ns;
-	pacer_pids_account(&p->pids, r->pid, r->cls, r->len);
-	pthread_mutex_unlock(&p->pids.lock);
 	return 0;
 }
 
@@ -291,17 +339,28 @@ void dl_pacer_complete(struct dl_pacer *p, const struct dl_pacer_req *r,
 
 	if (!p || !r || !res || (unsigned)r->cls >= DL_OP__COUNT)
 		return;
+	if (r->flags & DL_PREQ_NODEV) {
+		pacer_job_put(p, res->slot);
+		return;
+	}
 	k = &p->cls[r->cls];
 	pthread_mutex_lock(&k->lock);
 	if (k->st.in_flight)
 		k->st.in_flight--;
 	k->st.completed++;
 	dl_hist_add(&k->st.lat, replied_ns > submitted ? replied_ns - submitted : 0);
+	if (res->slot < PACER_JOB_SLOTS) {
+		struct pacer_job_cls *jc = &k->jobs[res->slot];
+
+		dl_hist_add(&jc->lat, replied_ns > submitted ? replied_ns - submitted : 0);
+		pacer_share_end(jc);
+	}
 	if (replied_ns >= res->due_ns)
 		dl_hist_add(&k->st.late, replied_ns - res->due_ns);
 	else
 		k->st.early++;
 	pthread_mutex_unlock(&k->lock);
+	pacer_job_put(p, res->slot);
 }
 
 /* ---- life cycle and configuration ---- */
@@ -344,7 +403,7 @@ static int swap_prepare(struct dl_pacer *p, struct swap *s, int first)
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		uint32_t q = max_queue_depth(&s->cfg, c);
 
-		if (!first && q == p->cls[c].slots_cap)
+		if (!first && q == p->cls[c].dev.slots_cap)
 			continue;
 		s->slots_cap[c] = q;
 		if (q && !(s->slots[c] = calloc(q, sizeof(uint64_t))))
@@ -358,11 +417,46 @@ static int model_changed(const struct dl_dev_model *a, const struct dl_dev_model
 	return a->bandwidth != b->bandwidth || a->burst != b->burst || a->iops != b->iops;
 }
 
+static int share_changed(const struct dl_share_cfg *a, const struct dl_share_cfg *b)
+{
+	return a->policy != b->policy || a->window_ns != b->window_ns || a->nrules != b->nrules ||
+	       memcmp(a->rules, b->rules, sizeof(a->rules));
+}
+
+/* The rule a job's name matches (first wins), -1: none. */
+static int rule_of(const struct dl_share_cfg *sc, const char *name)
+{
+	for (unsigned i = 0; i < sc->nrules; i++)
+		if (sc->rules[i].match[0] && strstr(name, sc->rules[i].match))
+			return (int)i;
+	return -1;
+}
+
+/* A job's weight and caps in every class (jobs lock and class locks held). */
+static void apply_rule(struct dl_pacer *p, uint32_t slot)
+{
+	struct pacer_job *j = &p->jobs.slot[slot];
+	const struct dl_share_rule *r;
+
+	j->rule = j->named ? rule_of(&p->cfg.share, j->name) : -1;
+	r = j->rule >= 0 ? &p->cfg.share.rules[j->rule] : NULL;
+	for (int c = 0; c < DL_OP__COUNT; c++) {
+		struct pacer_job_cls *jc = &p->cls[c].jobs[slot];
+
+		jc->weight = r && r->weight ? r->weight : 1;
+		jc->cap_bw = r ? r->bandwidth : 0;
+		jc->cap_iops = r ? r->iops : 0;
+		/* The next request recomputes the allocation. */
+		p->cls[c].next_share = 0;
+	}
+}
+
 /* Install s (all locks held by the caller); s is left with what to free. */
 static void swap_apply(struct dl_pacer *p, struct swap *s, int first)
 {
 	struct dl_pacer_cfg old = p->cfg;
 	struct pacer_cache *oc = p->cache;
+	int shared = first || share_changed(&old.share, &s->cfg.share);
 
 	p->cfg = s->cfg;
 	s->cfg = old;
@@ -374,30 +468,46 @@ static void swap_apply(struct dl_pacer *p, struct swap *s, int first)
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		struct pacer_class *k = &p->cls[c];
 		int changed = first || model_changed(&old.m[c], &p->cfg.m[c]) ||
-			      old.nphases != p->cfg.nphases;
+			      old.nphases != p->cfg.nphases || shared;
 
 		for (unsigned ph = 0; !changed && ph < p->cfg.nphases; ph++)
 			changed = model_changed(&old.phases[ph].m[c], &p->cfg.phases[ph].m[c]);
-		if (changed && !first)
-			k->restart = 1;
-		if (first || s->slots[c] || s->slots_cap[c] != k->slots_cap) {
-			uint64_t *os = k->slots;
+		if (changed && !first) {
+			k->dev.restart = 1;
+			for (unsigned j = 0; j < PACER_JOB_SLOTS; j++)
+				k->jobs[j].dev.restart = 1;
+			k->next_share = 0;
+		}
+		if (first || s->slots[c] || s->slots_cap[c] != k->dev.slots_cap) {
+			uint64_t *os = k->dev.slots;
 			uint32_t keep;
 
 			/* Keep the busiest slots that fit in the new array. */
-			keep = k->nslots < s->slots_cap[c] ? k->nslots : s->slots_cap[c];
-			slots_resize(k, keep);
+			keep = k->dev.nslots < s->slots_cap[c] ? k->dev.nslots : s->slots_cap[c];
+			pacer_slots_resize(&k->dev, keep);
 			if (keep)
 				memcpy(s->slots[c], os, keep * sizeof(*os));
-			k->slots = s->slots[c];
-			k->slots_cap = s->slots_cap[c];
+			k->dev.slots = s->slots[c];
+			k->dev.slots_cap = s->slots_cap[c];
 			s->slots[c] = os;
+			/* Jobs' own heaps are sized to the old depth: new ones
+			 * come with the next request. */
+			for (unsigned j = 0; j < PACER_JOB_SLOTS; j++) {
+				free(k->jobs[j].dev.slots);
+				k->jobs[j].dev.slots = NULL;
+				k->jobs[j].dev.slots_cap = 0;
+				k->jobs[j].dev.nslots = 0;
+			}
 		}
 	}
+	if (shared)
+		for (uint32_t j = 0; j < PACER_JOB_SLOTS; j++)
+			apply_rule(p, j);
 }
 
 static void lock_all(struct dl_pacer *p)
 {
+	pthread_mutex_lock(&p->jobs.lock);
 	pthread_mutex_lock(&p->cache_lock);
 	for (int c = 0; c < DL_OP__COUNT; c++)
 		pthread_mutex_lock(&p->cls[c].lock);
@@ -408,6 +518,26 @@ static void unlock_all(struct dl_pacer *p)
 	for (int c = DL_OP__COUNT - 1; c >= 0; c--)
 		pthread_mutex_unlock(&p->cls[c].lock);
 	pthread_mutex_unlock(&p->cache_lock);
+	pthread_mutex_unlock(&p->jobs.lock);
+}
+
+void dl_pacer_free(struct dl_pacer *p)
+{
+	if (!p)
+		return;
+	for (int c = 0; c < DL_OP__COUNT; c++) {
+		pthread_mutex_destroy(&p->cls[c].lock);
+		free(p->cls[c].dev.slots);
+		for (unsigned j = 0; p->cls[c].jobs && j < PACER_JOB_SLOTS; j++)
+			free(p->cls[c].jobs[j].dev.slots);
+		free(p->cls[c].jobs);
+	}
+	pacer_cache_free(p->cache);
+	dl_pacer_cfg_free(&p->cfg);
+	pthread_mutex_destroy(&p->jobs.lock);
+	pthread_mutex_destroy(&p->cache_lock);
+	pthread_mutex_destroy(&p->cfg_lock);
+	free(p);
 }
 
 int dl_pacer_new(const struct dl_pacer_cfg *cfg, uint64_t now_ns, uint64_t seed,
@@ -425,51 +555,61 @@ int dl_pacer_new(const struct dl_pacer_cfg *cfg, uint64_t now_ns, uint64_t seed,
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	memset(&s, 0, sizeof(s));
-	ret = dl_pacer_cfg_copy(&s.cfg, cfg);
-	if (ret) {
-		free(p);
-		return ret;
-	}
-	ret = swap_prepare(p, &s, 1);
-	if (ret) {
-		swap_free(&s);
-		free(p);
-		return ret;
-	}
-	dl_pacer_cfg_init(&p->cfg);
-	swap_apply(p, &s, 1);
-	swap_free(&s);
 	pthread_mutex_init(&p->cfg_lock, NULL);
+	pthread_mutex_init(&p->jobs.lock, NULL);
 	pthread_mutex_init(&p->cache_lock, NULL);
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		struct pacer_class *k = &p->cls[c];
 
 		pthread_mutex_init(&k->lock, NULL);
 		k->key = dl_key2(seed, (uint64_t)c + 1);
-		k->pipe_x = now_ns; /* the bucket starts empty */
+		k->dev.pipe_x = now_ns; /* the bucket starts empty */
+		k->win_start = now_ns;
+		k->jobs = calloc(PACER_JOB_SLOTS, sizeof(*k->jobs));
+		if (!k->jobs) {
+			dl_pacer_free(p);
+			return -ENOMEM;
+		}
 	}
-	pacer_pids_init(&p->pids);
+	memset(&s, 0, sizeof(s));
+	ret = dl_pacer_cfg_copy(&s.cfg, cfg);
+	if (ret) {
+		dl_pacer_free(p);
+		return ret;
+	}
+	ret = swap_prepare(p, &s, 1);
+	if (ret) {
+		swap_free(&s);
+		dl_pacer_free(p);
+		return ret;
+	}
+	dl_pacer_cfg_init(&p->cfg);
+	swap_apply(p, &s, 1);
+	swap_free(&s);
 	p->t0 = now_ns;
 	p->since_ns = now_ns;
 	*out = p;
 	return 0;
 }
 
-void dl_pacer_free(struct dl_pacer *p)
+/* Check s->cfg and install it (cfg_lock held). */
+static int install(struct dl_pacer *p, struct swap *s, char *err, size_t errlen)
 {
-	if (!p)
-		return;
-	for (int c = 0; c < DL_OP__COUNT; c++) {
-		pthread_mutex_destroy(&p->cls[c].lock);
-		free(p->cls[c].slots);
+	int ret = dl_pacer_cfg_check(&s->cfg, err, errlen);
+
+	if (ret)
+		return ret;
+	for (int c = 0; c < DL_OP__COUNT; c++)
+		s->slots_cap[c] = p->cls[c].dev.slots_cap;
+	ret = swap_prepare(p, s, 0);
+	if (ret) {
+		snprintf(err, errlen, "pacer: out of memory");
+		return ret;
 	}
-	pacer_cache_free(p->cache);
-	dl_pacer_cfg_free(&p->cfg);
-	pthread_mutex_destroy(&p->pids.lock);
-	pthread_mutex_destroy(&p->cache_lock);
-	pthread_mutex_destroy(&p->cfg_lock);
-	free(p);
+	lock_all(p);
+	swap_apply(p, s, 0);
+	unlock_all(p);
+	return 0;
 }
 
 int dl_pacer_set(struct dl_pacer *p, const char *key, const char *value, char *err, size_t errlen)
@@ -487,22 +627,28 @@ int dl_pacer_set(struct dl_pacer *p, const char *key, const char *value, char *e
 		goto out;
 	}
 	ret = dl_pacer_cfg_set(&s.cfg, key, value, err, errlen);
-	if (ret)
-		goto out;
-	ret = dl_pacer_cfg_check(&s.cfg, err, errlen);
-	if (ret)
-		goto out;
-	for (int c = 0; c < DL_OP__COUNT; c++)
-		s.slots_cap[c] = p->cls[c].slots_cap;
-	ret = swap_prepare(p, &s, 0);
-	if (ret) {
-		snprintf(err, errlen, "%s: out of memory", key);
-		goto out;
-	}
-	lock_all(p);
-	swap_apply(p, &s, 0);
-	unlock_all(p);
+	if (!ret)
+		ret = install(p, &s, err, errlen);
 out:
+	pthread_mutex_unlock(&p->cfg_lock);
+	swap_free(&s);
+	return ret;
+}
+
+int dl_pacer_set_cfg(struct dl_pacer *p, const struct dl_pacer_cfg *cfg, char *err, size_t errlen)
+{
+	struct swap s;
+	int ret;
+
+	if (!p || !cfg)
+		return -EINVAL;
+	memset(&s, 0, sizeof(s));
+	pthread_mutex_lock(&p->cfg_lock);
+	ret = dl_pacer_cfg_copy(&s.cfg, cfg);
+	if (ret)
+		snprintf(err, errlen, "pacer: out of memory");
+	else
+		ret = install(p, &s, err, errlen);
 	pthread_mutex_unlock(&p->cfg_lock);
 	swap_free(&s);
 	return ret;
@@ -518,6 +664,25 @@ int dl_pacer_get_cfg(struct dl_pacer *p, struct dl_pacer_cfg *out)
 	return ret;
 }
 
+enum dl_cache_policy dl_pacer_cache_policy(struct dl_pacer *p)
+{
+	enum dl_cache_policy pol;
+
+	pthread_mutex_lock(&p->cache_lock);
+	pol = p->cfg.cache.policy;
+	pthread_mutex_unlock(&p->cache_lock);
+	return pol;
+}
+
+void dl_pacer_cache_origin(struct dl_pacer *p, const char *origin)
+{
+	pthread_mutex_lock(&p->cfg_lock);
+	lock_all(p);
+	snprintf(p->cfg.cache.origin, sizeof(p->cfg.cache.origin), "%s", origin);
+	unlock_all(p);
+	pthread_mutex_unlock(&p->cfg_lock);
+}
+
 void dl_pacer_cache_drop(struct dl_pacer *p)
 {
 	pthread_mutex_lock(&p->cache_lock);
@@ -526,12 +691,47 @@ void dl_pacer_cache_drop(struct dl_pacer *p)
 	pthread_mutex_unlock(&p->cache_lock);
 }
 
-void dl_pacer_cache_warm(struct dl_pacer *p, uint64_t file_id, uint64_t len)
+int dl_pacer_cache_warm(struct dl_pacer *p, uint64_t file_id, uint64_t len)
 {
+	int ret = 0;
+
 	pthread_mutex_lock(&p->cache_lock);
-	if (p->cache)
+	if (p->cache && pacer_cache_capacity(p->cache))
 		pacer_cache_warm(p->cache, file_id, len);
+	else
+		ret = -EINVAL;
 	pthread_mutex_unlock(&p->cache_lock);
+	return ret;
+}
+
+void dl_pacer_job_info(struct dl_pacer *p, uint32_t job, const char *name, uint32_t procs,
+		       uint32_t threads)
+{
+	uint32_t i;
+
+	if (!p || !job)
+		return;
+	pthread_mutex_lock(&p->jobs.lock);
+	for (i = 0; i < PACER_MAX_JOBS; i++)
+		if (p->jobs.slot[i].id == job)
+			break;
+	if (i < PACER_MAX_JOBS) {
+		struct pacer_job *j = &p->jobs.slot[i];
+		int renamed = !j->named || strncmp(j->name, name, sizeof(j->name));
+
+		snprintf(j->name, sizeof(j->name), "%s", name);
+		j->named = 1;
+		j->procs = procs;
+		j->threads = threads;
+		if (renamed) {
+			for (int c = 0; c < DL_OP__COUNT; c++)
+				pthread_mutex_lock(&p->cls[c].lock);
+			apply_rule(p, i);
+			for (int c = DL_OP__COUNT - 1; c >= 0; c--)
+				pthread_mutex_unlock(&p->cls[c].lock);
+		}
+	}
+	pthread_mutex_unlock(&p->jobs.lock);
 }
 
 /* ---- statistics ---- */
@@ -545,32 +745,49 @@ int dl_pacer_stats_json(struct dl_pacer *p, uint64_t now_ns, char **buf, size_t 
 	if (!s)
 		return -ENOMEM;
 	s->now_ns = now_ns;
+	pthread_mutex_lock(&p->jobs.lock);
+	s->since_ns = p->since_ns == UINT64_MAX ? now_ns : p->since_ns;
+	s->jobs_evicted = p->jobs.evicted;
+	for (unsigned j = 0; j < PACER_JOB_SLOTS; j++) {
+		const struct pacer_job *src = &p->jobs.slot[j];
+		struct pacer_job *dst = &s->job[j];
+
+		dst->id = src->id;
+		dst->named = src->named;
+		memcpy(dst->name, src->name, sizeof(dst->name));
+		dst->procs = src->procs;
+		dst->threads = src->threads;
+		dst->rule = src->rule;
+		dst->first_ns = src->first_ns;
+		dst->last_ns = src->last_ns;
+	}
 	pthread_mutex_lock(&p->cache_lock);
 	s->cache = p->cfg.cache;
 	if (p->cache) {
 		s->cache_resident = pacer_cache_resident(p->cache);
 		s->cache_capacity = pacer_cache_capacity(p->cache);
+		s->cache_entries = pacer_cache_entries(p->cache);
 	}
 	pthread_mutex_unlock(&p->cache_lock);
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		pthread_mutex_lock(&p->cls[c].lock);
 		s->cls[c] = p->cls[c].st;
+		for (unsigned j = 0; j < PACER_JOB_SLOTS; j++) {
+			s->jcls[j][c] = p->cls[c].jobs[j];
+			/* The copy must not look like it owns the heap. */
+			s->jcls[j][c].dev.slots = NULL;
+		}
 		if (c == 0) {
 			s->enabled = p->cfg.enabled;
 			memcpy(s->profile, p->cfg.profile, sizeof(s->profile));
 			s->profile[sizeof(s->profile) - 1] = '\0';
 			s->nphases = p->cfg.nphases;
 			s->phase = phase_at(p, now_ns);
+			s->share = p->cfg.share;
 		}
 		pthread_mutex_unlock(&p->cls[c].lock);
 	}
-	pthread_mutex_lock(&p->pids.lock);
-	s->since_ns = p->since_ns == UINT64_MAX ? now_ns : p->since_ns;
-	s->pids.n = p->pids.n;
-	s->pids.evicted = p->pids.evicted;
-	memcpy(s->pids.e, p->pids.e, sizeof(s->pids.e));
-	s->pids.other = p->pids.other;
-	pthread_mutex_unlock(&p->pids.lock);
+	pthread_mutex_unlock(&p->jobs.lock);
 	ret = pacer_stats_format(s, buf, len);
 	free(s);
 	return ret;
@@ -578,6 +795,7 @@ int dl_pacer_stats_json(struct dl_pacer *p, uint64_t now_ns, char **buf, size_t 
 
 void dl_pacer_stats_reset(struct dl_pacer *p)
 {
+	pthread_mutex_lock(&p->jobs.lock);
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		struct pacer_cls_stats *st = &p->cls[c].st;
 		uint64_t in_flight;
@@ -587,10 +805,24 @@ void dl_pacer_stats_reset(struct dl_pacer *p)
 		in_flight = st->in_flight;
 		memset(st, 0, sizeof(*st));
 		st->in_flight = st->in_flight_max = in_flight;
+		for (unsigned j = 0; j < PACER_JOB_SLOTS; j++)
+			pacer_job_cls_reset(&p->cls[c].jobs[j]);
 		pthread_mutex_unlock(&p->cls[c].lock);
 	}
-	pthread_mutex_lock(&p->pids.lock);
-	pacer_pids_reset(&p->pids);
+	/* Jobs with nothing in flight leave the table: a job that goes on
+	 * comes back with its next request (and is named again). */
+	for (unsigned j = 0; j < PACER_JOB_SLOTS; j++) {
+		struct pacer_job *jb = &p->jobs.slot[j];
+
+		if (j == PACER_JOB_OTHER || atomic_load(&jb->refs) == 0) {
+			memset(jb->name, 0, sizeof(jb->name));
+			jb->id = 0;
+			jb->named = 0;
+			jb->rule = -1;
+		}
+		jb->first_ns = jb->last_ns = 0;
+	}
+	p->jobs.evicted = 0;
 	p->since_ns = UINT64_MAX;
-	pthread_mutex_unlock(&p->pids.lock);
+	pthread_mutex_unlock(&p->jobs.lock);
 }

@@ -3,6 +3,7 @@
 #define DLIOFS_PACER_I_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -12,15 +13,17 @@
 #define PACER_DEFAULT_BURST (1ULL << 20)
 #define PACER_DEFAULT_BLOCK (1ULL << 20)
 #define PACER_DEFAULT_HIT_BW 10000000000ULL
+#define PACER_DEFAULT_SHARE_WINDOW (200ULL * 1000000)
 /* Residency metadata is ~32 bytes a block: 64M blocks is 2 GiB, the most
  * anyone should pay for an emulated cache. */
 #define PACER_MAX_CACHE_BLOCKS (64ULL << 20)
 #define PACER_MAX_QUEUE_DEPTH 65536U
 #define PACER_MAX_EMPIRICAL_POINTS (16U << 20)
-#define PACER_MAX_PIDS 256
+#define PACER_MAX_EMPIRICAL_BYTES (256ULL << 20)
 
 extern const char *const pacer_class_names[DL_OP__COUNT];
 extern const char *const pacer_policy_names[4];
+extern const char *const pacer_share_names[2];
 
 /* ---- latency.c ---- */
 /* Exact, in the largest unit that divides it: "30s", "150us", "1500ns". */
@@ -44,18 +47,52 @@ uint64_t pacer_cache_blocks(const struct dl_cache_cfg *c);
 struct pacer_cache;
 int pacer_cache_new(const struct dl_cache_cfg *cfg, struct pacer_cache **out);
 void pacer_cache_free(struct pacer_cache *c);
-/* Bytes of [off, off + len) of file that are resident; then the blocks of
- * the range are used (made resident, or most recent) as the policy says. */
-uint64_t pacer_cache_access(struct pacer_cache *c, uint64_t file, uint64_t off, uint64_t len);
-/* Use the blocks of [0, len) of file without counting anything. */
+/* Bytes of [off, off + len) of file (size bytes long; 0: unknown) that are
+ * resident; then the blocks of the range are used (made resident, or most
+ * recent) as the policy says. */
+uint64_t pacer_cache_access(struct pacer_cache *c, uint64_t file, uint64_t size, uint64_t off,
+			    uint64_t len);
+/* Use the blocks of a file of len bytes without counting anything. */
 void pacer_cache_warm(struct pacer_cache *c, uint64_t file, uint64_t len);
 void pacer_cache_clear(struct pacer_cache *c);
-uint64_t pacer_cache_resident(const struct pacer_cache *c);
-uint64_t pacer_cache_capacity(const struct pacer_cache *c);
+uint64_t pacer_cache_resident(const struct pacer_cache *c);	/* bytes (in units) */
+uint64_t pacer_cache_entries(const struct pacer_cache *c);	/* blocks resident */
+uint64_t pacer_cache_capacity(const struct pacer_cache *c);	/* bytes */
 
-/* ---- stats.c ---- */
+/* ---- the device state a request goes through ---- */
+
+/* Queue slots, IOPS spacing and the token bucket of one device: the class's
+ * own (fcfs), or one job's share of it (fair). Under the class lock. */
+struct pacer_dev {
+	uint64_t *slots; /* min-heap of due times, nslots <= slots_cap */
+	uint32_t nslots, slots_cap;
+	uint64_t iops_next, iops_frac;
+	uint64_t pipe_x, pipe_frac; /* token bucket: the time it is empty, + frac/B ns */
+	int restart;		    /* bandwidth or iops changed: start empty at next request */
+};
+
+/* The limits a request meets (0: unlimited). */
+struct pacer_rates {
+	uint64_t bandwidth, burst, iops;
+	uint32_t queue_depth;
+};
+
+/* What held a request back (for fair sharing's demand estimate). */
+#define PACER_HELD_QUEUE 1u /* waited for a queue slot */
+#define PACER_HELD_IOPS 2u  /* waited for its IOPS spacing */
+#define PACER_HELD_BW 4u    /* waited for bandwidth tokens after its latency */
+
+/* Steps 1, 2 and 4 of the model (pacer.c's header) for a request arriving
+ * at t whose latency draw is lat: returns the due time, *start is when it
+ * left the queue, *held what delayed it (PACER_HELD_*). */
+uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t, uint64_t lat,
+		      uint64_t len, uint64_t *start, unsigned *held);
+void pacer_slots_resize(struct pacer_dev *d, uint32_t q);
+
+/* ---- statistics ---- */
 struct pacer_cls_stats {
 	uint64_t ops, bytes;
+	uint64_t nodev;					  /* answered without the device */
 	uint64_t in_flight, in_flight_max;
 	uint64_t completed, early;			  /* early: replied before due */
 	uint64_t cache_hits, cache_misses, cache_partial; /* requests */
@@ -66,29 +103,95 @@ struct pacer_cls_stats {
 	struct dl_hist late;	/* replied - due: the caller's timer error */
 };
 
-struct pacer_pid {
-	uint32_t pid;
-	int32_t next;  /* hash chain, -1 ends */
-	uint64_t seen; /* tick of last use, for eviction */
-	uint64_t ops[DL_OP__COUNT], bytes[DL_OP__COUNT];
+/* ---- jobs (jobs.c): per-job accounting and each job's share (share.c) ---- */
+#define PACER_MAX_JOBS 64
+#define PACER_JOB_OTHER PACER_MAX_JOBS /* the slot evicted jobs are folded into */
+#define PACER_JOB_SLOTS (PACER_MAX_JOBS + 1)
+#define PACER_JOB_NAME 160
+
+/* One job in one class: statistics and its share of the device. Under the
+ * class lock. */
+struct pacer_job_cls {
+	uint64_t ops, bytes, nodev;
+	uint64_t hits, misses, partial, hit_bytes, miss_bytes;
+	uint64_t queue_ns; /* time its requests waited in the model's queue */
+	struct dl_hist lat;
+	/* share: fair */
+	uint32_t weight;
+	uint64_t cap_bw, cap_iops;
+	struct pacer_dev dev;
+	struct pacer_rates rates; /* its allocation now */
+	uint32_t outstanding;
+	/* This half window [0] and the one before [1]: bytes and requests
+	 * asked for, requests held back by each of its limits, and the most
+	 * requests it had outstanding at once. */
+	uint64_t wbytes[2], wops[2], wheld_q[2], wheld_iops[2], wheld_bw[2], wmaxlen[2];
+	uint32_t peak[2];
+	uint64_t active_since, last_ns; /* 0: not active */
 };
 
-#define PACER_PID_BUCKETS (2 * PACER_MAX_PIDS)
+/* A job's identity. Under the jobs lock. */
+struct pacer_job {
+	uint32_t id; /* 0: a free slot */
+	int named;
+	char name[PACER_JOB_NAME];
+	uint32_t procs, threads;
+	int rule; /* share rule it matched, -1: none */
+	uint64_t first_ns, last_ns;
+	_Atomic uint32_t refs; /* requests between submit and complete */
+};
 
-/* Per-client accounting: bounded; when full the least recently seen pid is
- * folded into `other`, so totals always add up. */
-struct pacer_pids {
+struct pacer_jobs {
 	pthread_mutex_t lock;
-	unsigned n;
-	uint64_t tick, evicted;
-	int32_t head[PACER_PID_BUCKETS];
-	struct pacer_pid e[PACER_MAX_PIDS];
-	struct pacer_pid other;
+	struct pacer_job slot[PACER_JOB_SLOTS];
+	uint64_t evicted; /* jobs folded into the "other" slot */
 };
 
-void pacer_pids_init(struct pacer_pids *t);
-void pacer_pids_reset(struct pacer_pids *t); /* caller holds t->lock */
-void pacer_pids_account(struct pacer_pids *t, uint32_t pid, enum dl_op_class cls, uint64_t bytes);
+struct pacer_class;
+struct dl_pacer;
+/* The slot of job id (a new one if needed; PACER_JOB_OTHER when the table is
+ * full of jobs with requests in flight), referenced until pacer_job_put.
+ * *is_new: the job has no name yet. */
+uint32_t pacer_job_get(struct dl_pacer *p, uint32_t id, uint64_t now, int *is_new);
+void pacer_job_put(struct dl_pacer *p, uint32_t slot);
+/* Fold slot's class statistics into "other" and clear it (class lock held). */
+void pacer_job_cls_fold(struct pacer_job_cls *dst, struct pacer_job_cls *src);
+void pacer_job_cls_reset(struct pacer_job_cls *jc);
+
+/* ---- share.c: fair sharing ---- */
+/* Bring the allocation of every active job up to date (class lock held). */
+void pacer_share_update(struct pacer_job_cls *jobs, uint64_t *win_start, uint64_t *next_update,
+			const struct dl_dev_model *m, const struct dl_share_cfg *sc, uint64_t now,
+			int force);
+/* Bookkeeping of a job's requests (class lock held): arrival, what held it
+ * back (PACER_HELD_*), completion. */
+void pacer_share_begin(struct pacer_job_cls *jc, uint64_t now);
+void pacer_share_account(struct pacer_job_cls *jc, uint64_t len, unsigned held);
+void pacer_share_end(struct pacer_job_cls *jc);
+
+/* ---- the pacer (pacer.c) ---- */
+struct pacer_class {
+	pthread_mutex_t lock;
+	uint64_t key; /* latency stream */
+	uint64_t draws;
+	struct pacer_dev dev; /* fcfs: the one device every job queues for */
+	struct pacer_cls_stats st;
+	struct pacer_job_cls *jobs; /* PACER_JOB_SLOTS */
+	uint64_t win_start, next_share; /* share: demand window, next allocation */
+};
+
+struct dl_pacer {
+	pthread_mutex_t cfg_lock; /* serializes changes and reads of cfg */
+	struct pacer_jobs jobs;	  /* taken before the locks below */
+	pthread_mutex_t cache_lock;
+	struct pacer_class cls[DL_OP__COUNT];
+	/* Written only with every lock held; read under any class lock (the
+	 * model) or the cache lock (cfg.cache). */
+	struct dl_pacer_cfg cfg;
+	uint64_t t0, cycle_ns;
+	struct pacer_cache *cache; /* NULL: policy kernel, nothing emulated */
+	uint64_t since_ns;	   /* statistics start, under jobs.lock; UINT64_MAX: at next event */
+};
 
 /* A consistent copy of everything stats.json shows. */
 struct pacer_snapshot {
@@ -96,10 +199,13 @@ struct pacer_snapshot {
 	int enabled;
 	char profile[64];
 	struct dl_cache_cfg cache;
-	uint64_t cache_resident, cache_capacity;
+	struct dl_share_cfg share;
+	uint64_t cache_resident, cache_capacity, cache_entries;
 	unsigned nphases, phase;
 	struct pacer_cls_stats cls[DL_OP__COUNT];
-	struct pacer_pids pids;
+	uint64_t jobs_evicted;
+	struct pacer_job job[PACER_JOB_SLOTS];
+	struct pacer_job_cls jcls[PACER_JOB_SLOTS][DL_OP__COUNT];
 };
 
 int pacer_stats_format(const struct pacer_snapshot *s, char **buf, size_t *len);

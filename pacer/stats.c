@@ -6,7 +6,8 @@
  * bytes over the time since the statistics were last reset. Queue depth
  * (in_flight) is the number of requests between dl_pacer_submit and
  * dl_pacer_complete: what the device would see queued, including requests
- * still waiting for a queue slot. */
+ * still waiting for a queue slot. Requests that reach no device (closes,
+ * refused calls) are `nodev_ops`, outside ops, bytes and the histograms. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,74 +15,6 @@
 #include <string.h>
 
 #include "pacer_i.h"
-
-#define NONE (-1)
-
-void pacer_pids_reset(struct pacer_pids *t)
-{
-	t->n = 0;
-	t->tick = 0;
-	t->evicted = 0;
-	for (unsigned i = 0; i < PACER_PID_BUCKETS; i++)
-		t->head[i] = NONE;
-	memset(t->e, 0, sizeof(t->e));
-	memset(&t->other, 0, sizeof(t->other));
-}
-
-void pacer_pids_init(struct pacer_pids *t)
-{
-	pthread_mutex_init(&t->lock, NULL);
-	pacer_pids_reset(t);
-}
-
-static unsigned pid_bucket(uint32_t pid)
-{
-	return (unsigned)((pid * 2654435761u) >> 16) % PACER_PID_BUCKETS;
-}
-
-static void fold(struct pacer_pid *dst, const struct pacer_pid *src)
-{
-	for (int c = 0; c < DL_OP__COUNT; c++) {
-		dst->ops[c] += src->ops[c];
-		dst->bytes[c] += src->bytes[c];
-	}
-}
-
-/* The least recently seen pid leaves the table; its counts go to `other`. */
-static int32_t evict(struct pacer_pids *t)
-{
-	int32_t v = 0, *pp;
-
-	for (unsigned i = 1; i < t->n; i++)
-		if (t->e[i].seen < t->e[v].seen)
-			v = (int32_t)i;
-	fold(&t->other, &t->e[v]);
-	t->evicted++;
-	for (pp = &t->head[pid_bucket(t->e[v].pid)]; *pp != v; pp = &t->e[*pp].next)
-		;
-	*pp = t->e[v].next;
-	return v;
-}
-
-void pacer_pids_account(struct pacer_pids *t, uint32_t pid, enum dl_op_class cls, uint64_t bytes)
-{
-	unsigned h = pid_bucket(pid);
-	int32_t i;
-
-	for (i = t->head[h]; i != NONE; i = t->e[i].next)
-		if (t->e[i].pid == pid)
-			break;
-	if (i == NONE) {
-		i = t->n < PACER_MAX_PIDS ? (int32_t)t->n++ : evict(t);
-		memset(&t->e[i], 0, sizeof(t->e[i]));
-		t->e[i].pid = pid;
-		t->e[i].next = t->head[h];
-		t->head[h] = i;
-	}
-	t->e[i].seen = ++t->tick;
-	t->e[i].ops[cls]++;
-	t->e[i].bytes[cls] += bytes;
-}
 
 /* ---- stats.json ---- */
 
@@ -129,10 +62,11 @@ static void json_hist(FILE *f, const char *name, const struct dl_hist *h)
 static void json_class(FILE *f, const struct pacer_cls_stats *s, double secs)
 {
 	fprintf(f,
-		"{\"ops\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"iops\": %.3f, "
-		"\"bandwidth_Bps\": %.1f, \"in_flight\": %" PRIu64 ", \"in_flight_max\": %" PRIu64
-		", \"completed\": %" PRIu64 ", \"early_replies\": %" PRIu64 ",\n      ",
-		s->ops, s->bytes, secs > 0 ? (double)s->ops / secs : 0.0,
+		"{\"ops\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"nodev_ops\": %" PRIu64
+		", \"iops\": %.3f, \"bandwidth_Bps\": %.1f, \"in_flight\": %" PRIu64
+		", \"in_flight_max\": %" PRIu64 ", \"completed\": %" PRIu64
+		", \"early_replies\": %" PRIu64 ",\n      ",
+		s->ops, s->bytes, s->nodev, secs > 0 ? (double)s->ops / secs : 0.0,
 		secs > 0 ? (double)s->bytes / secs : 0.0, s->in_flight, s->in_flight_max,
 		s->completed, s->early);
 	fprintf(f,
@@ -149,11 +83,91 @@ static void json_class(FILE *f, const struct pacer_cls_stats *s, double secs)
 	fprintf(f, "}");
 }
 
-static void json_client(FILE *f, const struct pacer_pid *e)
+static void json_quantiles(FILE *f, const struct dl_hist *h)
 {
+	fprintf(f, "{\"count\": %" PRIu64 ", ", h->count);
+	json_us(f, "p50", dl_hist_quantile(h, 0.5));
+	fprintf(f, ", ");
+	json_us(f, "p90", dl_hist_quantile(h, 0.9));
+	fprintf(f, ", ");
+	json_us(f, "p99", dl_hist_quantile(h, 0.99));
+	fprintf(f, ", ");
+	json_us(f, "p99.9", dl_hist_quantile(h, 0.999));
+	fprintf(f, ", ");
+	json_us(f, "max", h->max);
+	fprintf(f, "}");
+}
+
+/* One job: per class what it asked for and what it got. Its rates are over
+ * its own span (first to last request), not the whole statistics period. */
+static void json_job(FILE *f, const struct pacer_snapshot *s, unsigned j)
+{
+	const struct pacer_job *jb = &s->job[j];
+	double span = jb->last_ns > jb->first_ns ? (double)(jb->last_ns - jb->first_ns) / 1e9 : 0;
+
+	fprintf(f, "\n    {\"id\": %" PRIu32 ", \"name\": ", jb->id);
+	json_str(f, j == PACER_JOB_OTHER ? "(other)" : jb->named ? jb->name : "(unnamed)");
+	fprintf(f, ", \"processes\": %" PRIu32 ", \"threads\": %" PRIu32, jb->procs, jb->threads);
+	fprintf(f, ", \"first_s\": %.6f, \"last_s\": %.6f",
+		jb->first_ns > s->since_ns ? (double)(jb->first_ns - s->since_ns) / 1e9 : 0.0,
+		jb->last_ns > s->since_ns ? (double)(jb->last_ns - s->since_ns) / 1e9 : 0.0);
+	if (s->share.policy == DL_SHARE_FAIR)
+		fprintf(f, ", \"share_rule\": %d", jb->rule);
+	fprintf(f, ",\n     \"classes\": {");
+	for (int c = 0; c < DL_OP__COUNT; c++) {
+		const struct pacer_job_cls *jc = &s->jcls[j][c];
+
+		fprintf(f, "%s\n      \"%s\": {\"ops\": %" PRIu64 ", \"bytes\": %" PRIu64
+			   ", \"nodev_ops\": %" PRIu64 ", \"bandwidth_Bps\": %.1f",
+			c ? "," : "", pacer_class_names[c], jc->ops, jc->bytes, jc->nodev,
+			span > 0 ? (double)jc->bytes / span : 0.0);
+		fprintf(f, ", ");
+		json_us(f, "queue_wait_total_us", jc->queue_ns);
+		fprintf(f, ",\n        \"cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+			   ", \"partial\": %" PRIu64 ", \"hit_bytes\": %" PRIu64
+			   ", \"miss_bytes\": %" PRIu64 "},\n        \"latency_us\": ",
+			jc->hits, jc->misses, jc->partial, jc->hit_bytes, jc->miss_bytes);
+		json_quantiles(f, &jc->lat);
+		if (s->share.policy == DL_SHARE_FAIR)
+			fprintf(f, ",\n        \"share\": {\"weight\": %" PRIu32
+				   ", \"bandwidth_Bps\": %" PRIu64 ", \"iops\": %" PRIu64
+				   ", \"queue_depth\": %" PRIu32 "}",
+				jc->weight, jc->rates.bandwidth, jc->rates.iops,
+				jc->rates.queue_depth);
+		fprintf(f, "}");
+	}
+	fprintf(f, "}}");
+}
+
+static int job_used(const struct pacer_snapshot *s, unsigned j)
+{
+	if (j != PACER_JOB_OTHER && s->job[j].id)
+		return 1;
 	for (int c = 0; c < DL_OP__COUNT; c++)
-		fprintf(f, "%s\"%s_ops\": %" PRIu64 ", \"%s_bytes\": %" PRIu64, c ? ", " : "",
-			pacer_class_names[c], e->ops[c], pacer_class_names[c], e->bytes[c]);
+		if (s->jcls[j][c].ops || s->jcls[j][c].nodev)
+			return 1;
+	return 0;
+}
+
+/* What the cache policy means for the figures: said where people look. */
+static const char *cache_meaning(enum dl_cache_policy p)
+{
+	switch (p) {
+	case DL_CACHE_KERNEL:
+		return "the kernel page cache of this machine serves repeated reads; only "
+		       "what it misses reaches the storage model (`dliofs cache drop` empties "
+		       "it for the files this mount served)";
+	case DL_CACHE_NONE:
+		return "no cache: every read reaches the storage model (page cache bypassed)";
+	case DL_CACHE_LRU:
+		return "an emulated client cache of the stated size (LRU) serves hits at "
+		       "hit_bandwidth; misses reach the storage model (page cache bypassed)";
+	case DL_CACHE_MINIO:
+		return "an emulated client cache of the stated size (MinIO: filled once, never "
+		       "evicted) serves hits at hit_bandwidth; misses reach the storage model "
+		       "(page cache bypassed)";
+	}
+	return "?";
 }
 
 int pacer_stats_format(const struct pacer_snapshot *s, char **buf, size_t *len)
@@ -162,7 +176,7 @@ int pacer_stats_format(const struct pacer_snapshot *s, char **buf, size_t *len)
 	char *b = NULL;
 	size_t n = 0;
 	FILE *f;
-	unsigned i;
+	int first = 1;
 
 	f = open_memstream(&b, &n);
 	if (!f)
@@ -172,7 +186,8 @@ int pacer_stats_format(const struct pacer_snapshot *s, char **buf, size_t *len)
 	json_str(f, s->profile);
 	fprintf(f, ",\n  \"phases\": %u,\n  \"phase\": %u,\n", s->nphases, s->phase);
 	fprintf(f, "  \"counting\": \"one op per request as the daemon submits it; in_flight: "
-		   "submitted and not yet completed\",\n");
+		   "submitted and not yet completed; nodev_ops: answered without the device "
+		   "(close, refused calls)\",\n");
 	fprintf(f, "  \"classes\": {\n");
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		fprintf(f, "    \"%s\": ", pacer_class_names[c]);
@@ -181,22 +196,29 @@ int pacer_stats_format(const struct pacer_snapshot *s, char **buf, size_t *len)
 	}
 	fprintf(f, "  },\n");
 	fprintf(f,
-		"  \"cache\": {\"policy\": \"%s\", \"size\": %" PRIu64 ", \"block\": %" PRIu64
-		", \"hit_bandwidth_Bps\": %" PRIu64 ", \"capacity_blocks\": %" PRIu64
-		", \"resident_blocks\": %" PRIu64 "},\n",
-		(unsigned)s->cache.policy < 4 ? pacer_policy_names[s->cache.policy] : "?",
-		s->cache.size, s->cache.block, s->cache.hit_bandwidth, s->cache_capacity,
-		s->cache_resident);
-	fprintf(f, "  \"clients\": [");
-	for (i = 0; i < s->pids.n; i++) {
-		fprintf(f, "%s\n    {\"pid\": %" PRIu32 ", ", i ? "," : "", s->pids.e[i].pid);
-		json_client(f, &s->pids.e[i]);
-		fprintf(f, "}");
+		"  \"cache\": {\"policy\": \"%s\", \"origin\": ",
+		(unsigned)s->cache.policy < 4 ? pacer_policy_names[s->cache.policy] : "?");
+	json_str(f, s->cache.origin);
+	fprintf(f, ", \"meaning\": ");
+	json_str(f, cache_meaning(s->cache.policy));
+	fprintf(f,
+		", \"size\": %" PRIu64 ", \"block\": %" PRIu64 ", \"unit\": %llu"
+		", \"hit_bandwidth_Bps\": %" PRIu64 ", \"capacity_bytes\": %" PRIu64
+		", \"resident_bytes\": %" PRIu64 ", \"resident_blocks\": %" PRIu64 "},\n",
+		s->cache.size, s->cache.block, DL_CACHE_UNIT, s->cache.hit_bandwidth,
+		s->cache_capacity, s->cache_resident, s->cache_entries);
+	fprintf(f, "  \"share\": {\"policy\": \"%s\", \"rules\": %u},\n",
+		pacer_share_names[s->share.policy == DL_SHARE_FAIR], s->share.nrules);
+	fprintf(f, "  \"jobs\": [");
+	for (unsigned j = 0; j < PACER_JOB_SLOTS; j++) {
+		if (!job_used(s, j))
+			continue;
+		fprintf(f, "%s", first ? "" : ",");
+		json_job(f, s, j);
+		first = 0;
 	}
-	fprintf(f, "%s],\n", s->pids.n ? "\n  " : "");
-	fprintf(f, "  \"clients_other\": {\"pids\": %" PRIu64 ", ", s->pids.evicted);
-	json_client(f, &s->pids.other);
-	fprintf(f, "}\n}\n");
+	fprintf(f, "%s],\n", first ? "" : "\n  ");
+	fprintf(f, "  \"jobs_folded\": %" PRIu64 "\n}\n", s->jobs_evicted);
 	if (fclose(f)) {
 		free(b);
 		return -ENOMEM;

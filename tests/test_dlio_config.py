@@ -341,7 +341,12 @@ TOTAL_LINE = re.compile(r"^total: ~?.+ \((\d+) bytes\)$")
 def parse_check(out):
     """stdout of `dliofs check` -> ({name: (format, samples, {split: (files, min, max)})}, total)."""
     datasets, total, cur = {}, None, None
-    for line in out.splitlines()[1:]:
+    lines = out.splitlines()
+    # The storage model the mount will use closes the output (its own test
+    # is in test_mount_model.py); the datasets come before it.
+    if "storage model (pacer):" not in lines:
+        raise AssertionError("dliofs check does not show the storage model:\n" + out)
+    for line in lines[1:lines.index("storage model (pacer):")]:
         m = DS_LINE.match(line)
         if m:
             cur = m.group(1)

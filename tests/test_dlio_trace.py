@@ -37,8 +37,8 @@ class Rec:
     """One request; times in ns relative to the trace start."""
 
     def __init__(self, t, op, pid, fid, off=0, size=0, result=None, dur=50000, tid=None,
-                 queue=0, hit=False):
-        self.t, self.op, self.pid, self.fid = t, op, pid, fid
+                 queue=0, hit=False, job=0):
+        self.t, self.op, self.pid, self.fid, self.job = t, op, pid, fid, job
         self.off, self.size, self.dur = off, size, dur
         self.tid = pid if tid is None else tid
         self.result = size if result is None else result
@@ -48,10 +48,11 @@ class Rec:
         flags = (1 if self.hit else 0) | (2 if self.result < 0 else 0)
         return REC.pack(START_MONO + self.t, self.dur & 0xFFFFFFFF, self.dur >> 32, OPS[self.op],
                         flags, self.queue, self.pid, self.tid, self.result, self.fid, self.off,
-                        self.size, 0)
+                        self.size, self.job)
 
 
-def write_trace(path, recs, names, dropped=0, footer=True, shuffle_batches=True, config="golden.yaml"):
+def write_trace(path, recs, names, dropped=0, footer=True, shuffle_batches=True, config="golden.yaml",
+                version=1):
     """Records go in out of order (writer batches) unless told otherwise."""
     assert REC.size == 56 and HEADER.size == 296 and FOOTER.size == 48
     body = [r.pack() for r in recs]
@@ -61,7 +62,7 @@ def write_trace(path, recs, names, dropped=0, footer=True, shuffle_batches=True,
         random.Random(5).shuffle(chunks)
         body = [b for c in chunks for b in c]
     mask = sum(1 << v for v in OPS.values())
-    out = HEADER.pack(MAGIC, 1, REC.size, EPOCH_NS, START_MONO, mask, 0, config.encode())
+    out = HEADER.pack(MAGIC, version, REC.size, EPOCH_NS, START_MONO, mask, 0, config.encode())
     out += b"".join(body)
     names_off = len(out)
     for fid in sorted(names):
@@ -215,6 +216,31 @@ class Summary(TraceTest):
         self.assertAlmostEqual(s["reads"]["sequential_share"], 0.75)
         self.assertEqual(s["files"]["accessed"], 20)
 
+    def test_jobs(self):
+        """Version 2: records carry the client's job; the name table names it
+        (id 2^63 | job); processes, threads, opens and releases per job."""
+        recs, names = two_procs()
+        for r in recs:
+            r.job = 5 if r.pid == 300 else 6
+        rel = [Rec(r.t + 400000, "release", r.pid, r.fid, tid=r.tid, job=r.job)
+               for r in recs if r.op == "open"]
+        names = dict(names)
+        names[(1 << 63) | 5] = "python train.py"
+        names[(1 << 63) | 6] = "python eval.py"
+        s = summary(write_trace(self.path("jobs.trc"), recs + rel, names, version=2))
+        by = {j["job"]: j for j in s["jobs"]}
+        self.assertEqual(sorted(by), [5, 6])
+        self.assertEqual(by[5]["name"], "python train.py")
+        self.assertEqual(by[6]["name"], "python eval.py")
+        for j in by.values():
+            self.assertEqual((j["processes"], j["threads"], j["reads"], j["opens"],
+                              j["releases"]), (1, 2, 40, 10, 10))
+            self.assertEqual(j["read_bytes"], 40 * 64 * KiB)
+        # Job names are not files.
+        self.assertEqual(s["files"]["accessed"], 20)
+        out = run("summary", self.path("jobs.trc")).stdout
+        self.assertIn("python train.py", out)
+
     def test_interleaved_pids_on_one_file(self):
         # Two pids alternate reads of one file, each sequential on its own:
         # continuity is tracked per pid, so both count as sequential.
@@ -281,7 +307,7 @@ class Summary(TraceTest):
         with open(p, "rb") as f:
             data = f.read()
         magic, ver, rsz, epoch, start, mask, _, cfg = HEADER.unpack_from(data)
-        self.assertEqual((magic, ver, rsz), (MAGIC, 1, 56))
+        self.assertEqual((magic, ver, rsz), (MAGIC, 2, 56))
         self.assertEqual(cfg.rstrip(b"\0"), b"synth.yaml")
         nrec, dropped, noff, nnames, end, fmagic = FOOTER.unpack_from(data, len(data) - FOOTER.size)
         self.assertEqual(fmagic, MAGIC)

@@ -80,10 +80,16 @@ class Shaping(dltest.MountedTestCase):
         for cls in ("read", "write", "meta"):
             for k in ("p50", "p90", "p99", "p99.9"):
                 self.assertIn(k, s["classes"][cls]["latency_us"])
-        pids = [c.get("pid") for c in s.get("clients", [])] if isinstance(s.get("clients"), list) \
-            else [int(k) for k in s.get("clients", {})]
-        self.assertIn(os.getpid(), pids)
+        # The read is its job's (this process's group), not the threads'.
+        jobs = [j for j in s["jobs"] if j["classes"]["read"]["bytes"] >= n]
+        self.assertEqual(len(jobs), 1, s["jobs"])
+        self.assertGreaterEqual(jobs[0]["processes"], 1)
         r = subprocess.run([dltest.DLIOFS, "stat", self.mnt], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"(?m)^class +ops +MB")
+        self.assertRegex(r.stdout, r"(?m)^job +procs +thr")
+        r = subprocess.run([dltest.DLIOFS, "stat", self.mnt, "--all"], capture_output=True,
+                           text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("classes.read.bytes", r.stdout)
         subprocess.run([dltest.DLIOFS, "stat", self.mnt, "--reset"], check=True)

@@ -89,6 +89,14 @@ struct dt_pid_stats {
 	uint64_t first_ns, last_ns;
 };
 
+struct dt_job_stats {
+	uint32_t job;
+	uint64_t requests, reads, writes, opens, releases;
+	uint64_t rbytes, wbytes;
+	uint64_t npids, ntids;
+	uint64_t first_ns, last_ns;
+};
+
 struct dt_stats {
 	uint64_t nrecs, dropped;
 	double span_s;	 /* trace start to trace end */
@@ -103,6 +111,8 @@ struct dt_stats {
 	size_t nfiles;
 	struct dt_pid_stats *pids; /* by pid */
 	size_t npids;
+	struct dt_job_stats *jobs; /* by first request (job 0: none known) */
+	size_t njobs;
 };
 
 int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s);

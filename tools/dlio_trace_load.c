@@ -11,17 +11,9 @@
 
 #include "dlio_trace_i.h"
 
-static const char *const op_names[DL_TOP__COUNT] = {
-	[0] = "unknown",	   [DL_TOP_LOOKUP] = "lookup", [DL_TOP_GETATTR] = "getattr",
-	[DL_TOP_OPEN] = "open",	   [DL_TOP_READ] = "read",     [DL_TOP_WRITE] = "write",
-	[DL_TOP_READDIR] = "readdir", [DL_TOP_OPENDIR] = "opendir",
-	[DL_TOP_RELEASE] = "release", [DL_TOP_STATFS] = "statfs",
-	[DL_TOP_CREATE] = "create", [DL_TOP_FSYNC] = "fsync",   [DL_TOP_OTHER] = "other",
-};
-
 const char *dt_op_name(unsigned op)
 {
-	return op < DL_TOP__COUNT ? op_names[op] : "unknown";
+	return op ? dl_trace_op_name(op) : "unknown";
 }
 
 unsigned dt_size_bucket(uint64_t size)
@@ -165,7 +157,9 @@ int dt_load(const char *path, struct dt_trace *t)
 		why = "not a dliofs trace (bad magic)";
 		goto out;
 	}
-	if (t->h.version != DL_TRACE_VERSION) {
+	/* Version 1 traces load as they are: their pid is the client's
+	 * thread, their tid the daemon's worker, and they have no jobs. */
+	if (t->h.version != 1 && t->h.version != DL_TRACE_VERSION) {
 		why = "unsupported trace version";
 		goto out;
 	}

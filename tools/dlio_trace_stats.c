@@ -63,7 +63,8 @@ static uint64_t rec_end_off(const struct dl_trace_rec *r)
 int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s)
 {
 	struct dt_map files = {0}, pids = {0}, pidfile = {0}, pidtid = {0};
-	size_t fcap = 0, pcap = 0, ocap = 0;
+	struct dt_map jobs = {0}, jobpid = {0}, jobtid = {0};
+	size_t fcap = 0, pcap = 0, ocap = 0, jcap = 0;
 	uint64_t *open_bins = NULL, *buf = NULL;
 	int ret = -ENOMEM;
 
@@ -108,6 +109,37 @@ int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s)
 		if (!dt_map_get(&pidtid, r->pid, r->tid, &created))
 			goto out;
 		ps->ntids += created;
+
+		/* Per job (version 2: all processes and threads of one job). */
+		uint64_t *jv = dt_map_get(&jobs, r->job, 0, &created);
+		if (!jv)
+			goto out;
+		if (created) {
+			if (grow_array((void **)&s->jobs, &jcap, s->njobs + 1, sizeof(*s->jobs)))
+				goto out;
+			*jv = s->njobs++;
+			s->jobs[*jv].job = r->job;
+			s->jobs[*jv].first_ns = r->start_ns;
+		}
+		struct dt_job_stats *js = &s->jobs[*jv];
+		js->requests++;
+		if (end > js->last_ns)
+			js->last_ns = end;
+		if (!dt_map_get(&jobpid, r->job, r->pid, &created))
+			goto out;
+		js->npids += created;
+		if (!dt_map_get(&jobtid, r->job, r->tid, &created))
+			goto out;
+		js->ntids += created;
+		js->opens += op == DL_TOP_OPEN || op == DL_TOP_CREATE;
+		js->releases += op == DL_TOP_RELEASE;
+		if (r->result > 0 && op == DL_TOP_READ) {
+			js->reads++;
+			js->rbytes += (uint64_t)r->result;
+		} else if (r->result > 0 && op == DL_TOP_WRITE) {
+			js->writes++;
+			js->wbytes += (uint64_t)r->result;
+		}
 
 		if (op == DL_TOP_OPEN || op == DL_TOP_CREATE) {
 			uint64_t sec = (r->start_ns - first) / DT_NS;
@@ -232,6 +264,9 @@ out:
 	dt_map_free(&pids);
 	dt_map_free(&pidfile);
 	dt_map_free(&pidtid);
+	dt_map_free(&jobs);
+	dt_map_free(&jobpid);
+	dt_map_free(&jobtid);
 	if (ret) {
 		fprintf(stderr, "dlio-trace: out of memory\n");
 		dt_stats_free(s);
@@ -243,9 +278,11 @@ void dt_stats_free(struct dt_stats *s)
 {
 	free(s->files);
 	free(s->pids);
+	free(s->jobs);
 	s->files = NULL;
 	s->pids = NULL;
-	s->nfiles = s->npids = 0;
+	s->jobs = NULL;
+	s->nfiles = s->npids = s->njobs = 0;
 }
 
 static int cmp_bytes(const void *pa, const void *pb, void *arg)

@@ -99,7 +99,10 @@ static void print_text(const struct dt_trace *t, const struct dt_stats *s, const
 	dt_fmt_ns((double)s->ia_read_p99, d, sizeof(d));
 	printf("inter-arrival: all requests p50 %s, p99 %s; reads p50 %s, p99 %s\n", a, b, c, d);
 
-	printf("\nclients:\n  %8s %6s %10s %10s %12s %10s %12s %8s %7s\n", "pid", "tids",
+	printf("\nclients (%s):\n  %8s %6s %10s %10s %12s %10s %12s %8s %7s\n",
+	       t->h.version >= 2 ? "processes and their threads"
+				 : "client threads (a version 1 trace: tids are the daemon's workers)",
+	       "pid", "tids",
 	       "requests", "reads", "read bytes", "writes", "write bytes", "files", "seq%");
 	for (size_t i = 0; i < s->npids; i++) {
 		const struct dt_pid_stats *p = &s->pids[i];
@@ -110,6 +113,22 @@ static void print_text(const struct dt_trace *t, const struct dt_stats *s, const
 		       (unsigned long long)p->ntids, (unsigned long long)p->requests,
 		       (unsigned long long)p->reads, a, (unsigned long long)p->writes, b,
 		       (unsigned long long)p->nfiles, c);
+	}
+
+	if (t->h.version >= 2) {
+		printf("\njobs:\n  %5s %6s %6s %10s %10s %12s %8s %8s  %s\n", "job", "procs", "tids",
+		       "requests", "reads", "read bytes", "opens", "releases", "name");
+		for (size_t i = 0; i < s->njobs; i++) {
+			const struct dt_job_stats *j = &s->jobs[i];
+			const char *name = j->job ? dt_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
+
+			dt_fmt_bytes((double)j->rbytes, a, sizeof(a));
+			printf("  %5u %6llu %6llu %10llu %10llu %12s %8llu %8llu  %s\n", j->job,
+			       (unsigned long long)j->npids, (unsigned long long)j->ntids,
+			       (unsigned long long)j->requests, (unsigned long long)j->reads, a,
+			       (unsigned long long)j->opens, (unsigned long long)j->releases,
+			       name ? name : j->job ? "?" : "(no job: the kernel)");
+		}
 	}
 
 	if (ntop) {
@@ -197,6 +216,24 @@ static void print_json(const struct dt_trace *t, const struct dt_stats *s, const
 		       (unsigned long long)p->nfiles, (unsigned long long)p->seq_reads,
 		       share(p->seq_reads, p->reads), dt_rel_s(t, p->first_ns),
 		       dt_rel_s(t, p->last_ns));
+	}
+	printf("\n  ],\n  \"jobs\": [");
+	for (size_t i = 0; i < s->njobs; i++) {
+		const struct dt_job_stats *j = &s->jobs[i];
+		const char *name = j->job ? dt_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
+
+		printf("%s\n    {\"job\": %u, \"name\": ", i ? "," : "", j->job);
+		dt_json_str(stdout, name ? name : "");
+		printf(", \"processes\": %llu, \"threads\": %llu, \"requests\": %llu, "
+		       "\"reads\": %llu, \"read_bytes\": %llu, \"writes\": %llu, "
+		       "\"write_bytes\": %llu, \"opens\": %llu, \"releases\": %llu, "
+		       "\"first_s\": %.9g, \"last_s\": %.9g}",
+		       (unsigned long long)j->npids, (unsigned long long)j->ntids,
+		       (unsigned long long)j->requests, (unsigned long long)j->reads,
+		       (unsigned long long)j->rbytes, (unsigned long long)j->writes,
+		       (unsigned long long)j->wbytes, (unsigned long long)j->opens,
+		       (unsigned long long)j->releases, dt_rel_s(t, j->first_ns),
+		       dt_rel_s(t, j->last_ns));
 	}
 	printf("\n  ],\n  \"top_files\": [");
 	for (size_t i = 0; i < ntop; i++) {

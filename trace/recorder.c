@@ -274,6 +274,8 @@ static uint64_t drain_ring(struct dl_trace *t, uint32_t stripe)
 		}
 		memcpy(t->buf + t->buf_len, &s->rec, sizeof(s->rec));
 		idset_add(&t->ids, s->rec.file_id);
+		if (s->rec.job)
+			idset_add(&t->ids, DL_TRACE_JOB_ID(s->rec.job));
 		t->buf_len += sizeof(s->rec);
 		t->buf_recs++;
 		pos++;

@@ -112,10 +112,6 @@ struct dl_trace_cfg {
 	uint32_t ops_mask;	/* bit (1 << enum dl_trace_op); 0 means all */
 };
 
-/* Trace op names ("read", "open", ...; "all") to a mask of (1 << enum dl_trace_op). */
-int dl_trace_ops_parse(const char *s, uint32_t *mask, char *err, size_t errlen);
-int dl_trace_op_bit(const char *name, uint32_t *bit);
-const char *dl_trace_op_name(unsigned op);
 
 /* `backing:` list: a real directory (or a sink) shown at <mount>/<at>. */
 #define DL_BACKING_MAX 256

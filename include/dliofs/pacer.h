@@ -47,17 +47,47 @@ struct dl_phase {
 };
 
 enum dl_cache_policy {
-	DL_CACHE_KERNEL,	/* no emulation: the kernel's page cache as is (default) */
+	DL_CACHE_KERNEL,	/* no emulation: the kernel's page cache as is */
 	DL_CACHE_NONE,		/* emulated, nothing ever cached: every read hits the device */
 	DL_CACHE_LRU,
 	DL_CACHE_MINIO,		/* CoorDL's: fill once, never evict */
 };
+
+/* Residency is counted in bytes: a block holds what the file has in it,
+ * rounded up to this unit (a page), so a 110 kB file costs 112 KiB of the
+ * cache, not a whole 1 MiB block. */
+#define DL_CACHE_UNIT 4096ULL
 
 struct dl_cache_cfg {
 	enum dl_cache_policy policy;
 	uint64_t size;		/* bytes of emulated cache (residency metadata only) */
 	uint64_t block;		/* bytes per cache block (default 1 MiB) */
 	uint64_t hit_bandwidth;	/* bytes/s of a hit (memory-copy speed; default 10 GB/s) */
+	char origin[96];	/* where the policy came from ("default ...", "profile
+				 * nfs-10g", "config", "dliofs set"): said in dumps and stats */
+};
+
+/* How jobs share a device (`share:` in the pacer section). */
+enum dl_share_policy {
+	DL_SHARE_FCFS,		/* one queue, first come first served (a real device) */
+	DL_SHARE_FAIR,		/* each active job gets its weighted share of every limit */
+};
+
+#define DL_PACER_MAX_RULES 16
+
+/* Per-job weight and caps, for jobs whose name contains `match`. */
+struct dl_share_rule {
+	char match[64];
+	uint64_t weight;	/* relative share (1 .. 1000000, default 1) */
+	uint64_t bandwidth;	/* cap in bytes/s per class (0: none) */
+	uint64_t iops;		/* cap in requests/s per class (0: none) */
+};
+
+struct dl_share_cfg {
+	enum dl_share_policy policy;
+	uint64_t window_ns;	/* demand and activity are measured over this (default 200 ms) */
+	unsigned nrules;
+	struct dl_share_rule rules[DL_PACER_MAX_RULES];
 };
 
 struct dl_pacer_cfg {
@@ -67,6 +97,7 @@ struct dl_pacer_cfg {
 	unsigned nphases;	/* 0: constant model m[] */
 	struct dl_phase phases[DL_PACER_MAX_PHASES];
 	struct dl_cache_cfg cache;
+	struct dl_share_cfg share;
 };
 
 /* ---- configuration (pacer/options.c): one options table drives the YAML
@@ -76,7 +107,8 @@ struct dl_pacer_cfg {
  *                lognormal(1ms,10ms) (median, p99) | exponential(1ms) | empirical(/path)
  *   (same for write.* and meta.*), phases.N.duration=30s, phases.N.read.bandwidth=...,
  *   cache.policy=lru|minio|none|kernel, cache.size=200GiB, cache.block=1MiB,
- *   cache.hit_bandwidth=10GB/s, enabled=true|false
+ *   cache.hit_bandwidth=10GB/s, enabled=true|false,
+ *   share.policy=fcfs|fair, share.window=200ms, share.jobs.N.{match,weight,bandwidth,iops}
  * Returns 0, or -EINVAL with a message naming the key in err. */
 void dl_pacer_cfg_init(struct dl_pacer_cfg *cfg);
 int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *value, char *err,
@@ -93,12 +125,21 @@ void dl_pacer_cfg_help(FILE *out);
 /* ---- the model (pacer/pacer.c, pacer/cache.c, pacer/stats.c) ---- */
 struct dl_pacer;
 
+/* The request reaches no device: a close, a flush of a clean file, a refused
+ * call. It is counted (per class, per job) but takes no time. */
+#define DL_PREQ_NODEV 1u
+
 struct dl_pacer_req {
 	enum dl_op_class cls;
 	uint64_t file_id;	/* identifies the file for the emulated cache */
 	uint64_t off, len;	/* byte range (len 0 for metadata) */
-	uint32_t pid;		/* client, for per-client accounting */
+	uint32_t job;		/* the client's job (0: none known), for per-job accounting */
+	uint32_t flags;		/* DL_PREQ_* */
+	uint64_t file_size;	/* the file's size, for the cache's byte accounting (0: unknown) */
 };
+
+/* The job is new to the pacer: tell it the job's name (dl_pacer_job_info). */
+#define DL_PRES_NEW_JOB 1u
 
 struct dl_pacer_result {
 	uint64_t due_ns;	/* when to reply (>= submission time) */
@@ -106,6 +147,8 @@ struct dl_pacer_result {
 	uint64_t service_ns;	/* latency + transfer */
 	uint64_t hit_bytes;	/* served by the emulated cache */
 	uint64_t miss_bytes;	/* went through the device model */
+	uint32_t slot;		/* the job's accounting slot (for dl_pacer_complete) */
+	uint32_t flags;		/* DL_PRES_* */
 };
 
 int dl_pacer_new(const struct dl_pacer_cfg *cfg, uint64_t now_ns, uint64_t seed,
@@ -121,13 +164,27 @@ void dl_pacer_complete(struct dl_pacer *p, const struct dl_pacer_req *r,
 /* Live change (same keys as dl_pacer_cfg_set); all-or-nothing. */
 int dl_pacer_set(struct dl_pacer *p, const char *key, const char *value, char *err,
 		 size_t errlen);
+/* Install a whole configuration at once (a transaction of several keys);
+ * it is checked first: -EINVAL with the reason in err changes nothing. */
+int dl_pacer_set_cfg(struct dl_pacer *p, const struct dl_pacer_cfg *cfg, char *err,
+		     size_t errlen);
 /* Current effective configuration (copy; free with dl_pacer_cfg_free). */
 int dl_pacer_get_cfg(struct dl_pacer *p, struct dl_pacer_cfg *out);
+/* The cache policy in force now (fs/ decides per open whether the kernel's
+ * page cache may keep a file's pages). */
+enum dl_cache_policy dl_pacer_cache_policy(struct dl_pacer *p);
+/* Say where the cache policy in force came from (see dl_cache_cfg.origin). */
+void dl_pacer_cache_origin(struct dl_pacer *p, const char *origin);
 void dl_pacer_cache_drop(struct dl_pacer *p);
-/* Mark [0, len) of file_id resident (subject to the policy and size). */
-void dl_pacer_cache_warm(struct dl_pacer *p, uint64_t file_id, uint64_t len);
+/* Mark [0, len) of file_id resident (subject to the policy and size).
+ * -EINVAL when no emulated cache can hold anything (policy kernel or none). */
+int dl_pacer_cache_warm(struct dl_pacer *p, uint64_t file_id, uint64_t len);
+/* Name a job (after DL_PRES_NEW_JOB) and say how many processes and threads
+ * it has been seen with; applies the share rule its name matches. */
+void dl_pacer_job_info(struct dl_pacer *p, uint32_t job, const char *name, uint32_t procs,
+		       uint32_t threads);
 /* stats.json: per class ops, bytes, latency p50/p90/p99/p99.9 (log-linear
- * histogram), queue depth now/max, cache hits/misses, timer lateness, per pid.
+ * histogram), queue depth now/max, cache hits/misses, timer lateness, per job.
  * Writes into a malloc'd buffer. */
 int dl_pacer_stats_json(struct dl_pacer *p, uint64_t now_ns, char **buf, size_t *len);
 void dl_pacer_stats_reset(struct dl_pacer *p);

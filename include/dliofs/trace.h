@@ -5,8 +5,11 @@
  * File layout (little-endian):
  *   header: struct dl_trace_header
  *   records: struct dl_trace_rec, in arrival order per writer batch (not globally sorted)
- *   name table: for each file id seen, a struct dl_trace_name followed by len bytes of path
+ *   name table: for each file id seen, a struct dl_trace_name followed by len bytes of path;
+ *               for each job seen, its name under the id DL_TRACE_JOB_ID(job)
  *   footer: struct dl_trace_footer (fixed size, last bytes of the file)
+ * Version 2: pid is the client's process, tid its thread, job its job (fs/clients.h).
+ * Version 1: pid was the client's thread, tid the daemon's worker thread, no job.
  */
 #ifndef DLIOFS_TRACE_H
 #define DLIOFS_TRACE_H
@@ -15,7 +18,7 @@
 #include <stdint.h>
 
 #define DL_TRACE_MAGIC "DLIOTRC1"
-#define DL_TRACE_VERSION 1
+#define DL_TRACE_VERSION 2
 
 enum dl_trace_op {
 	DL_TOP_LOOKUP = 1,
@@ -30,8 +33,21 @@ enum dl_trace_op {
 	DL_TOP_CREATE,
 	DL_TOP_FSYNC,
 	DL_TOP_OTHER,
+	/* since version 2 */
+	DL_TOP_FLUSH,
+	DL_TOP_RELEASEDIR,
+	DL_TOP_SETATTR,
+	DL_TOP_READLINK,
+	DL_TOP_MKNOD,		/* mknod, mkdir, symlink, link: a new name */
+	DL_TOP_UNLINK,		/* unlink, rmdir */
+	DL_TOP_RENAME,
+	DL_TOP_FSYNCDIR,
 	DL_TOP__COUNT
 };
+
+/* Names of jobs share the name table with files, under these ids. */
+#define DL_TRACE_JOB_BIT (1ULL << 63)
+#define DL_TRACE_JOB_ID(job) (DL_TRACE_JOB_BIT | (uint64_t)(job))
 
 struct dl_trace_header {
 	char magic[8];		/* DL_TRACE_MAGIC */
@@ -51,13 +67,13 @@ struct dl_trace_rec {
 	uint8_t op;		/* enum dl_trace_op */
 	uint8_t flags;		/* bit 0: cache hit (emulated), bit 1: error */
 	uint32_t queue_ns;	/* delay added by the pacer (saturating) */
-	uint32_t pid;
-	uint32_t tid;
+	uint32_t pid;		/* the client's process */
+	uint32_t tid;		/* the client's thread */
 	int32_t result;		/* bytes, or -errno */
 	uint64_t file_id;	/* see the name table */
 	uint64_t offset;
 	uint32_t size;		/* bytes requested */
-	uint32_t reserved;
+	uint32_t job;		/* the client's job (0: none known; version 1: always 0) */
 };
 
 struct dl_trace_name {
@@ -79,6 +95,14 @@ static inline uint64_t dl_trace_dur(const struct dl_trace_rec *r)
 {
 	return (uint64_t)r->dur_ns_lo | ((uint64_t)r->dur_ns_hi << 32);
 }
+
+/* ---- op names (trace/ops.c) ---- */
+/* "read", "open", ...; "other" for an unknown op. */
+const char *dl_trace_op_name(unsigned op);
+/* One name ("all": every op) to its bit (1 << enum dl_trace_op). */
+int dl_trace_op_bit(const char *name, uint32_t *bit);
+/* "read,open" (commas or blanks; NULL or "": all) to a mask. */
+int dl_trace_ops_parse(const char *s, uint32_t *mask, char *err, size_t errlen);
 
 /* ---- the recorder (trace/recorder.c) ---- */
 struct dl_trace;

@@ -615,7 +615,8 @@ static int apply(struct dl_fs *fs, struct dl_ctl_handle *h, const char *text, si
 	}
 }
 
-int dl_ctl_commit(struct dl_fs *fs, struct dl_ctl_handle *h)
+/* Handle lock held. */
+static int commit_locked(struct dl_fs *fs, struct dl_ctl_handle *h)
 {
 	char why[1024] = "";
 	int ret;
@@ -637,7 +638,17 @@ int dl_ctl_commit(struct dl_fs *fs, struct dl_ctl_handle *h)
 	return ret;
 }
 
-int dl_ctl_write(struct dl_fs *fs, struct dl_ctl_handle *h, const char *buf, size_t len)
+int dl_ctl_commit(struct dl_fs *fs, struct dl_ctl_handle *h)
+{
+	int ret;
+
+	pthread_mutex_lock(&h->lock);
+	ret = commit_locked(fs, h);
+	pthread_mutex_unlock(&h->lock);
+	return ret;
+}
+
+static int write_locked(struct dl_fs *fs, struct dl_ctl_handle *h, const char *buf, size_t len)
 {
 	if (h->id == DL_CTL_CONFIG || h->id == DL_CTL_DIR)
 		return -EACCES;
@@ -667,14 +678,25 @@ int dl_ctl_write(struct dl_fs *fs, struct dl_ctl_handle *h, const char *buf, siz
 	 * page when the buffer is not aligned): a shorter piece is the last
 	 * one, so the write is whole. */
 	if (len + 4096 < fs->max_read)
-		return dl_ctl_commit(fs, h);
+		return commit_locked(fs, h);
 	return 0;
+}
+
+int dl_ctl_write(struct dl_fs *fs, struct dl_ctl_handle *h, const char *buf, size_t len)
+{
+	int ret;
+
+	pthread_mutex_lock(&h->lock);
+	ret = write_locked(fs, h, buf, len);
+	pthread_mutex_unlock(&h->lock);
+	return ret;
 }
 
 int dl_ctl_open(struct dl_fs *fs, unsigned id, int flags, uid_t uid, gid_t gid,
 		struct dl_ctl_handle *h)
 {
 	memset(h, 0, sizeof(*h));
+	pthread_mutex_init(&h->lock, NULL);
 	h->id = id;
 	h->uid = uid;
 	h->gid = gid;
@@ -688,15 +710,31 @@ void dl_ctl_handle_free(struct dl_ctl_handle *h)
 	free(h->snap);
 	free(h->pending);
 	free(h->reason);
+	pthread_mutex_destroy(&h->lock);
 	memset(h, 0, sizeof(*h));
 }
 
-size_t dl_ctl_handle_view(const struct dl_ctl_handle *h, const char **out)
+int dl_ctl_handle_read(struct dl_ctl_handle *h, uint64_t off, size_t size, char **out,
+		       size_t *len)
 {
-	if (h->reason) {
-		*out = h->reason;
-		return strlen(h->reason);
+	const char *src;
+	size_t total;
+	int ret = 0;
+
+	*out = NULL;
+	*len = 0;
+	pthread_mutex_lock(&h->lock);
+	src = h->reason ? h->reason : h->snap;
+	total = h->reason ? strlen(h->reason) : h->snap ? h->snap_len : 0;
+	if (off < total && size) {
+		/* A copy: a commit or close in another thread may free src. */
+		*len = size < total - off ? size : (size_t)(total - off);
+		*out = malloc(*len);
+		if (*out)
+			memcpy(*out, src + off, *len);
+		else
+			ret = -ENOMEM;
 	}
-	*out = h->snap;
-	return h->snap ? h->snap_len : 0;
+	pthread_mutex_unlock(&h->lock);
+	return ret;
 }

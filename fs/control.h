@@ -11,6 +11,7 @@
 #ifndef DLIOFS_FS_CONTROL_H
 #define DLIOFS_FS_CONTROL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -35,8 +36,10 @@ enum dl_ctl_file {
 
 extern const char *const dl_ctl_names[DL_CTL__COUNT];
 
-/* One open control file. */
+/* One open control file. Clients may use one open file from several
+ * threads at once: the lock keeps its pending write and reason whole. */
 struct dl_ctl_handle {
+	pthread_mutex_t lock;
 	unsigned id;
 	uid_t uid;		/* who opened it: files a write names are opened as them */
 	gid_t gid;
@@ -52,9 +55,11 @@ void dl_ctl_stat(struct dl_fs *fs, unsigned id, struct stat *st);
 int dl_ctl_open(struct dl_fs *fs, unsigned id, int flags, uid_t uid, gid_t gid,
 		struct dl_ctl_handle *h);
 void dl_ctl_handle_free(struct dl_ctl_handle *h);
-/* What a read of the handle shows: the reason of its last refused
- * transaction, else the content at open. Returns the length. */
-size_t dl_ctl_handle_view(const struct dl_ctl_handle *h, const char **out);
+/* A copy of [off, off + size) of what a read of the handle shows: the
+ * reason of its last refused transaction, else the content at open. *len
+ * is 0 at the end; *out is malloc'd (NULL when empty). */
+int dl_ctl_handle_read(struct dl_ctl_handle *h, uint64_t off, size_t size, char **out,
+		       size_t *len);
 /* A piece of a write: gathered, and applied when it ends a write. */
 int dl_ctl_write(struct dl_fs *fs, struct dl_ctl_handle *h, const char *buf, size_t len);
 /* Apply what is pending (fsync, flush, close); 0 when nothing is. */

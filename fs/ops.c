@@ -374,7 +374,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct dl_fs *fs = fs_of(req);
 	struct dl_handle *h = (struct dl_handle *)(uintptr_t)fi->fh;
 	struct dl_reply *r;
-	const char *src = NULL;
 	uint64_t fsize;
 	size_t len;
 	int ret = 0;
@@ -383,11 +382,17 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (h->ctl) {
 		/* Control files are not storage traffic: answered at once. */
 		r = dl_reply_ctl(req, DL_R_BUF);
-		fsize = dl_ctl_handle_view(&h->c, &src);
-	} else {
-		r = dl_reply_new(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ);
-		fsize = h->f.size;
+		if (!r) {
+			dl_reply_enomem(req);
+			return;
+		}
+		ret = off < 0 ? -EINVAL
+			      : dl_ctl_handle_read(&h->c, (uint64_t)off, size, (char **)&r->buf,
+						   &r->len);
+		goto out;
 	}
+	r = dl_reply_new(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ);
+	fsize = h->f.size;
 	if (!r) {
 		dl_reply_enomem(req);
 		return;
@@ -404,12 +409,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	len = size;
 	if (len > fsize - (uint64_t)off)
 		len = (size_t)(fsize - (uint64_t)off);
-	if (h->ctl) {
-		r->buf = (void *)(uintptr_t)(src + off);
-		r->borrowed = 1;
-		r->len = len;
-		goto out;
-	}
 	if (len > fs->max_read) {
 		ret = -EINVAL;
 		goto out;

@@ -91,7 +91,7 @@ void dl_reply_err(struct dl_fs *fs, fuse_req_t req, enum dl_op_class cls, uint8_
 
 static void release_buf(struct dl_fs *fs, struct dl_reply *r)
 {
-	if (!r->buf || r->borrowed)
+	if (!r->buf)
 		return;
 	if (r->pooled)
 		dl_fs_buf_put(fs, r->buf);

@@ -32,7 +32,6 @@ struct dl_reply {
 	void *buf;
 	size_t len;
 	int pooled;		/* buf came from the daemon's read-buffer pool */
-	int borrowed;		/* buf belongs to someone else: not freed */
 	struct fuse_entry_param e;
 	struct stat st;
 	double attr_timeout;

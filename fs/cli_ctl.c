@@ -527,8 +527,20 @@ int dl_cli_trace(const char *mnt, const char *cmd, const char *file, const char 
 		fprintf(stderr, "dliofs trace: path too long\n");
 		return 2;
 	}
-	return write_ctl(path, text, (size_t)n,
-			 !strcmp(cmd, "stop") ? "dliofs trace stop" : "dliofs trace start")
-		   ? 1
-		   : 0;
+	if (write_ctl(path, text, (size_t)n,
+		      !strcmp(cmd, "stop") ? "dliofs trace stop" : "dliofs trace start"))
+		return 1;
+	if (!strcmp(cmd, "stop")) {
+		/* Say what the file holds when records were lost. */
+		char *st = NULL, *last;
+		size_t len;
+
+		if (read_file(path, &st, &len) == 0 && (last = strstr(st, "last ")) &&
+		    !strstr(last, " 0 dropped")) {
+			last[strcspn(last, "\n")] = 0;
+			fprintf(stderr, "dliofs trace stop: %s\n", last);
+		}
+		free(st);
+	}
+	return 0;
 }

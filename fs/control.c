@@ -200,11 +200,14 @@ int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
 		int n;
 		pthread_mutex_lock(&fs->trace_lock);
 		t = atomic_load(&fs->trace);
-		n = t ? asprintf(buf, "on %s\nrecords %llu\ndropped %llu\n", fs->trace_path,
+		n = t ? asprintf(buf, "on %s\nrecords %llu\ndropped %llu\n%s%s", fs->trace_path,
 				 (unsigned long long)dl_trace_written(t),
-				 (unsigned long long)dl_trace_dropped(t))
-		      : asprintf(buf, "off\ndropped %llu\n",
-				 (unsigned long long)fs->trace_dropped_total);
+				 (unsigned long long)dl_trace_dropped(t),
+				 dl_trace_error(t) == -ENOSPC ? "disk full: recording stopped\n"
+							      : "",
+				 fs->trace_last)
+		      : asprintf(buf, "off\ndropped %llu\n%s",
+				 (unsigned long long)fs->trace_dropped_total, fs->trace_last);
 		pthread_mutex_unlock(&fs->trace_lock);
 		if (n < 0) {
 			*buf = NULL;

@@ -50,6 +50,7 @@ struct dl_fs {
 	uint32_t trace_ops;
 	uint64_t trace_dropped_total;
 	char trace_path[4096];
+	char trace_last[4600];		/* how the last trace ended, for .dliofs/trace */
 	pthread_mutex_t trace_lock;
 };
 

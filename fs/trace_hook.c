@@ -62,6 +62,18 @@ static int path_of(void *arg, uint64_t file_id, char *buf, size_t len)
 	return dl_node_path(fs, file_id, buf, len);
 }
 
+/* From the trace's writer thread, once: the log says it when it happens. */
+static void trace_failed(void *arg, int err, uint64_t written)
+{
+	struct dl_fs *fs = arg;
+
+	fprintf(stderr,
+		"dliofs: trace %s: %s after %llu records: later records are dropped and counted; "
+		"the file keeps its footer\n",
+		fs->trace_path, err == -ENOSPC ? "the disk is full" : strerror(-err),
+		(unsigned long long)written);
+}
+
 int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask)
 {
 	struct dl_trace *t;
@@ -77,6 +89,7 @@ int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask)
 		goto out;
 	fs->trace_ops = ops_mask;
 	snprintf(fs->trace_path, sizeof(fs->trace_path), "%s", path);
+	dl_trace_on_error(t, trace_failed, fs);
 	atomic_store(&fs->trace, t);
 	fprintf(stderr, "dliofs: tracing to %s\n", path);
 out:
@@ -84,10 +97,12 @@ out:
 	return ret;
 }
 
+/* A trace that lost records to a full disk is still a readable file: the
+ * stop succeeds and says what happened (log, .dliofs/trace). */
 int dl_fs_trace_stop(struct dl_fs *fs)
 {
+	struct dl_trace_result res;
 	struct dl_trace *t;
-	uint64_t written, dropped;
 	int ret;
 
 	pthread_mutex_lock(&fs->trace_lock);
@@ -98,13 +113,23 @@ int dl_fs_trace_stop(struct dl_fs *fs)
 	}
 	while (atomic_load(&fs->trace_users))
 		sched_yield();
-	written = dl_trace_written(t);
-	dropped = dl_trace_dropped(t);
-	fs->trace_dropped_total += dropped;
-	ret = dl_trace_stop(t);
+	ret = dl_trace_finish(t, &res);
+	fs->trace_dropped_total += res.dropped_rings + res.dropped_io;
+	snprintf(fs->trace_last, sizeof(fs->trace_last),
+		 "last %s: %llu records, %llu dropped (writer behind %llu, %s %llu)%s\n",
+		 fs->trace_path, (unsigned long long)res.written,
+		 (unsigned long long)(res.dropped_rings + res.dropped_io),
+		 (unsigned long long)res.dropped_rings,
+		 res.err == -ENOSPC ? "disk full" : "write failed",
+		 (unsigned long long)res.dropped_io,
+		 res.footer ? "" : "; the file has no footer");
 	pthread_mutex_unlock(&fs->trace_lock);
-	fprintf(stderr, "dliofs: trace stopped: %llu records, %llu dropped%s\n",
-		(unsigned long long)written, (unsigned long long)dropped,
-		dropped ? " (the writer fell behind)" : "");
-	return ret;
+	fprintf(stderr, "dliofs: trace stopped: %llu records in %s, %llu dropped%s%s%s\n",
+		(unsigned long long)res.written, fs->trace_path,
+		(unsigned long long)(res.dropped_rings + res.dropped_io),
+		res.dropped_rings ? " (the writer fell behind)" : "",
+		res.dropped_io ? (res.err == -ENOSPC ? " (the disk was full)" : " (a write failed)")
+			       : "",
+		res.footer ? "" : "; the file has no footer");
+	return res.footer ? 0 : ret;
 }

@@ -322,6 +322,58 @@ datasets:
             self.assertEqual(seq, ["open", "release"], f)
 
 
+class TraceDiskFull(dltest.MountedTestCase):
+    """A trace on a disk that fills: the log says so when it happens, the
+    stop succeeds, the file keeps its names and footer, and the counts in
+    the file, the daemon and dlio-trace agree."""
+    GEN = False
+    # Every read reaches the daemon (no page cache): many records quickly.
+    CONFIG = """\
+seed: 10
+io: direct
+datasets:
+  - {name: d, format: raw, files: 50, sample_size: 4KiB}
+"""
+
+    def test_full_disk(self):
+        dltest.require(os.geteuid() == 0, "mounting a small tmpfs needs root")
+        disk = os.path.join(self.tmp, "small")
+        os.mkdir(disk)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", disk], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", disk])
+        trace = os.path.join(disk, "t.trace")
+        dliofs("trace", "start", self.mnt, trace)
+        f = os.path.join(self.mnt, "d", "train", "img_07_of_50.raw")
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            # ~56 bytes a record: 2 MB fill with well under 100k reads.
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                for _ in range(5000):
+                    os.pread(fd, 512, 0)
+                with open(os.path.join(self.mnt, ".dliofs", "trace")) as c:
+                    if "disk full" in c.read():
+                        break
+        finally:
+            os.close(fd)
+        with open(os.path.join(self.mnt, ".dliofs", "trace")) as c:
+            self.assertIn("disk full", c.read())
+        r = dliofs("trace", "stop", self.mnt)
+        self.assertIn("disk full", r.stderr)
+        with open(os.path.join(self.tmp, "daemon.log")) as lg:
+            log = lg.read()
+        self.assertIn("the disk is full after", log)
+        self.assertIn("(the disk was full)", log)
+        summ = json.loads(subprocess.run([DLIO_TRACE, "summary", trace, "--json"],
+                                         capture_output=True, text=True, check=True).stdout)
+        with open(os.path.join(self.mnt, ".dliofs", "trace")) as c:
+            last = [ln for ln in c.read().splitlines() if ln.startswith("last ")][0]
+        written = int(last.split(": ")[1].split(" records")[0])
+        self.assertEqual(summ["records"], written)
+        self.assertGreater(summ["dropped"], 0)
+        self.assertIn("d/train/img_07_of_50.raw", [x["file"] for x in summ["top_files"]])
+
+
 class ControlTransactions(dltest.MountedTestCase):
     """A control write is all of it or none of it, with the reason."""
     GEN = False

@@ -44,7 +44,7 @@ static void print_text(const struct dt_trace *t, const struct dt_stats *s, const
 	       s->active_s);
 	printf("records: %llu, dropped: %llu%s\n", (unsigned long long)s->nrecs,
 	       (unsigned long long)s->dropped,
-	       t->has_footer ? (s->dropped ? " (the writer fell behind: counts are low)" : "")
+	       t->has_footer ? (s->dropped ? " (lost to a writer that fell behind or a full disk: counts are low)" : "")
 			     : " (no footer: drop count unknown)");
 
 	printf("\n%-9s %10s %7s %12s %10s %10s %10s %10s %11s %6s\n", "operation", "count",

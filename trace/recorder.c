@@ -9,9 +9,19 @@
  * pos + 1 into the slot's sequence word. The writer reads slots in order
  * while their sequence says "published for this lap", then releases them by
  * advancing the stripe's tail. A ring that is full drops the record and
- * counts it: a request never waits for the writer. */
+ * counts it: a request never waits for the writer.
+ *
+ * A full disk must not cost the file its name table and footer: the writer
+ * keeps TRACE_RESERVE bytes allocated beyond what it has written
+ * (fallocate, KEEP_SIZE) and writes records only into space it could
+ * reserve ahead of them. When the disk is full it stops writing records
+ * (counting each one dropped from then on), says so once through the error
+ * hook, and closes the file with as much of the name table as the reserve
+ * holds and the footer. A write that fails half-way is cut back to the last
+ * whole record, so the file's record count is exact. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -69,6 +79,11 @@ struct dl_trace {
 	int fd;
 	int err; /* first write error, returned by dl_trace_stop */
 	uint64_t file_off;
+	uint64_t reserved_end; /* bytes allocated for the file; 0: cannot reserve */
+	void (*_Atomic on_error)(void *arg, int err, uint64_t written);
+	void *_Atomic error_arg;
+	_Atomic int io_err; /* err, for readers outside the writer */
+	int footer_written;
 	uint32_t poll_us, write_delay_us;
 	char *buf;
 	size_t buf_len;
@@ -172,16 +187,74 @@ static int write_all(int fd, const void *p, size_t len)
 	return 0;
 }
 
+/* Room for len more bytes, with TRACE_RESERVE kept beyond them for the
+ * tail. 0, or -ENOSPC when the file system has no room for them. */
+static int reserve(struct dl_trace *t, uint64_t len)
+{
+	uint64_t need = t->file_off + len + TRACE_RESERVE, grow;
+
+	if (!t->reserved_end || need <= t->reserved_end)
+		return 0;
+	/* Grow in large steps: one fallocate per many writes. */
+	grow = need - t->reserved_end;
+	if (grow < 16 * TRACE_WRITE_BUF)
+		grow = 16 * TRACE_WRITE_BUF;
+	while (fallocate(t->fd, FALLOC_FL_KEEP_SIZE, (off_t)t->reserved_end, (off_t)grow)) {
+		if (errno == EINTR)
+			continue;
+		if (errno != ENOSPC && errno != EDQUOT) {
+			t->reserved_end = 0; /* cannot reserve here: plain writes */
+			return 0;
+		}
+		/* Less than a step is left: take just what this write needs. */
+		if (grow > need - t->reserved_end) {
+			grow = need - t->reserved_end;
+			continue;
+		}
+		return -errno;
+	}
+	t->reserved_end += grow;
+	return 0;
+}
+
+static void fail_io(struct dl_trace *t, int err)
+{
+	void (*fn)(void *, int, uint64_t) = atomic_load(&t->on_error);
+
+	if (t->err)
+		return;
+	t->err = err;
+	atomic_store_explicit(&t->io_err, err, memory_order_relaxed);
+	if (fn)
+		fn(atomic_load(&t->error_arg), err,
+		   atomic_load_explicit(&t->written, memory_order_relaxed));
+}
+
+/* Write len bytes at the end; on failure cut what a partial write left. */
+static int append(struct dl_trace *t, const void *p, size_t len)
+{
+	int ret = write_all(t->fd, p, len);
+
+	if (ret) {
+		if (ftruncate(t->fd, (off_t)t->file_off) == 0)
+			lseek(t->fd, (off_t)t->file_off, SEEK_SET);
+		return ret;
+	}
+	t->file_off += len;
+	return 0;
+}
+
 /* Write the buffer out. Records in a buffer that cannot be written are
  * counted as dropped, so that nothing is ever lost without a count. */
 static void flush_buf(struct dl_trace *t)
 {
 	if (t->buf_len && !t->err) {
-		int ret = write_all(t->fd, t->buf, t->buf_len);
+		int ret = reserve(t, t->buf_len);
+
+		if (!ret)
+			ret = append(t, t->buf, t->buf_len);
 		if (ret)
-			t->err = ret;
-		else
-			t->file_off += t->buf_len;
+			fail_io(t, ret);
 	}
 	if (t->err)
 		atomic_fetch_add_explicit(&t->io_dropped, t->buf_recs, memory_order_relaxed);
@@ -298,32 +371,21 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void buf_put(struct dl_trace *t, const void *p, size_t len)
-{
-	while (len) {
-		if (t->buf_len == TRACE_WRITE_BUF)
-			flush_buf(t);
-		size_t n = TRACE_WRITE_BUF - t->buf_len;
-		if (n > len)
-			n = len;
-		memcpy(t->buf + t->buf_len, p, n);
-		t->buf_len += n;
-		p = (const char *)p + n;
-		len -= n;
-	}
-}
-
-/* Name table (ids in ascending order) and footer, after the last record. */
+/* Name table (ids in ascending order) and footer, after the last record.
+ * After a write error only what the reserve holds is written (names as far
+ * as they fit, then the footer): the file stays readable. */
 static void write_tail(struct dl_trace *t)
 {
 	struct trace_idset *s = &t->ids;
 	size_t nids = 0;
 	uint64_t *ids = malloc((s->n + 1) * sizeof(*ids));
-	uint64_t nnames = 0;
+	uint64_t nnames = 0, names_offset, room;
+	struct dl_trace_footer f = {0};
 	char path[4096];
+	int ret;
 
 	flush_buf(t);
-	uint64_t names_offset = t->file_off;
+	names_offset = t->file_off;
 	if (!ids) {
 		if (!t->err)
 			t->err = -ENOMEM;
@@ -335,19 +397,47 @@ static void write_tail(struct dl_trace *t)
 			ids[nids++] = TRACE_EMPTY;
 		qsort(ids, nids, sizeof(*ids), cmp_u64);
 	}
+	/* The names go out in one buffer per TRACE_WRITE_BUF; what is written
+	 * must leave room for the footer when space is short. */
+	room = t->reserved_end > t->file_off + sizeof(f) ? t->reserved_end - t->file_off - sizeof(f)
+							  : 0;
 	for (size_t i = 0; i < nids && t->path_of; i++) {
+		struct dl_trace_name nm = {.file_id = ids[i]};
+
 		path[0] = 0;
 		if (t->path_of(t->path_arg, ids[i], path, sizeof(path)) < 0)
 			continue;
 		path[sizeof(path) - 1] = 0;
-		struct dl_trace_name nm = {.file_id = ids[i], .len = (uint32_t)strlen(path)};
-		buf_put(t, &nm, sizeof(nm));
-		buf_put(t, path, nm.len);
+		nm.len = (uint32_t)strlen(path);
+		if (t->buf_len + sizeof(nm) + nm.len > TRACE_WRITE_BUF) {
+			if (t->err && t->buf_len > room)
+				break;
+			if (reserve(t, t->buf_len) || append(t, t->buf, t->buf_len)) {
+				t->buf_len = 0;
+				break;
+			}
+			room = room > t->buf_len ? room - t->buf_len : 0;
+			t->buf_len = 0;
+		}
+		memcpy(t->buf + t->buf_len, &nm, sizeof(nm));
+		memcpy(t->buf + t->buf_len + sizeof(nm), path, nm.len);
+		t->buf_len += sizeof(nm) + nm.len;
 		nnames++;
 	}
 	free(ids);
-
-	struct dl_trace_footer f = {0};
+	if (t->buf_len) {
+		ret = (t->err && t->buf_len > room) ? -ENOSPC : reserve(t, t->buf_len);
+		if (!ret)
+			ret = append(t, t->buf, t->buf_len);
+		if (ret) {
+			/* The names did not fit: the records stay readable without. */
+			if (ftruncate(t->fd, (off_t)names_offset) == 0)
+				lseek(t->fd, (off_t)names_offset, SEEK_SET);
+			t->file_off = names_offset;
+			nnames = 0;
+		}
+		t->buf_len = 0;
+	}
 	/* Records written = everything before the name table. */
 	f.nrecords = atomic_load_explicit(&t->written, memory_order_relaxed);
 	f.dropped = dl_trace_dropped(t);
@@ -355,8 +445,15 @@ static void write_tail(struct dl_trace *t)
 	f.nnames = nnames;
 	f.end_mono_ns = mono_ns(CLOCK_MONOTONIC);
 	memcpy(f.magic, DL_TRACE_MAGIC, sizeof(f.magic));
-	buf_put(t, &f, sizeof(f));
-	flush_buf(t); /* buf_recs is 0 here: names and footer are not records */
+	ret = append(t, &f, sizeof(f));
+	if (ret)
+		fail_io(t, ret);
+	else
+		t->footer_written = 1;
+	/* What was reserved and not used goes back. */
+	if (t->reserved_end > t->file_off)
+		fallocate(t->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)t->file_off,
+			  (off_t)(t->reserved_end - t->file_off));
 }
 
 static void *writer_main(void *arg)
@@ -461,6 +558,14 @@ int dl_trace_start_opts(const char *path, const char *config, uint32_t ops_mask,
 	if (ret)
 		goto fail;
 	t->file_off = sizeof(h);
+	/* The reserve for the tail, before any record: a trace that cannot
+	 * even keep that refuses to start. */
+	if (fallocate(t->fd, FALLOC_FL_KEEP_SIZE, (off_t)t->file_off, TRACE_RESERVE) == 0) {
+		t->reserved_end = t->file_off + TRACE_RESERVE;
+	} else if (errno == ENOSPC || errno == EDQUOT) {
+		ret = -errno;
+		goto fail;
+	}
 	t->last_flush_ns = mono_ns(CLOCK_MONOTONIC_COARSE);
 
 	/* The writer takes no signals: the daemon's handlers run elsewhere. */
@@ -491,17 +596,43 @@ int dl_trace_start(const char *path, const char *config, uint32_t ops_mask,
 	return dl_trace_start_opts(path, config, ops_mask, path_of, arg, NULL, out);
 }
 
-int dl_trace_stop(struct dl_trace *t)
+void dl_trace_on_error(struct dl_trace *t, void (*fn)(void *arg, int err, uint64_t written),
+		       void *arg)
+{
+	atomic_store(&t->error_arg, arg);
+	atomic_store(&t->on_error, fn);
+}
+
+int dl_trace_error(const struct dl_trace *t)
+{
+	return atomic_load_explicit(&((struct dl_trace *)t)->io_err, memory_order_relaxed);
+}
+
+int dl_trace_finish(struct dl_trace *t, struct dl_trace_result *res)
 {
 	int ret;
 
+	if (res)
+		memset(res, 0, sizeof(*res));
 	if (!t)
 		return 0;
 	atomic_store_explicit(&t->stop, 1, memory_order_release);
 	pthread_join(t->writer, NULL);
 	ret = t->err;
+	if (res) {
+		res->written = atomic_load(&t->written);
+		res->dropped_io = atomic_load(&t->io_dropped);
+		res->dropped_rings = dl_trace_dropped(t) - res->dropped_io;
+		res->err = t->err;
+		res->footer = t->footer_written;
+	}
 	if (close(t->fd) && !ret)
 		ret = -errno;
 	trace_free(t);
 	return ret;
+}
+
+int dl_trace_stop(struct dl_trace *t)
+{
+	return dl_trace_finish(t, NULL);
 }

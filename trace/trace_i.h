@@ -15,6 +15,8 @@
 #define TRACE_DEFAULT_POLL_US 1000u
 /* Size of the writer's output buffer: one write() per this many bytes. */
 #define TRACE_WRITE_BUF (1u << 20)
+/* Kept allocated beyond the last record for the name table and footer. */
+#define TRACE_RESERVE (1u << 20)
 /* At most this many distinct file ids get a name (8 bytes each). */
 #define TRACE_MAX_NAMES (1u << 22)
 

@@ -113,7 +113,27 @@ int dl_trace_start(const char *path, const char *config, uint32_t ops_mask,
 		   struct dl_trace **out);
 /* Never blocks; a full buffer drops the record and counts it. Thread-safe. */
 void dl_trace_record(struct dl_trace *t, const struct dl_trace_rec *r);
-/* Flush, write the name table and footer, close. Returns 0 or -errno. */
+/* Call fn once, from the writer thread, when writing fails (a full disk):
+ * records are dropped and counted from then on, and the file still gets
+ * its footer. written: records in the file so far. */
+void dl_trace_on_error(struct dl_trace *t, void (*fn)(void *arg, int err, uint64_t written),
+		       void *arg);
+/* The write error that stopped recording (-ENOSPC...), 0: none. */
+int dl_trace_error(const struct dl_trace *t);
+/* What a stopped trace holds: the footer's counts, and why records were
+ * lost (the rings full: the writer fell behind; io: a write failed). */
+struct dl_trace_result {
+	uint64_t written;	/* records in the file */
+	uint64_t dropped_rings;	/* lost because the writer fell behind */
+	uint64_t dropped_io;	/* lost because a write failed */
+	int err;		/* that write's error (-ENOSPC...), 0: none */
+	int footer;		/* the file was closed with its footer */
+};
+/* Flush, write the name table and footer, close; res (may be NULL) says
+ * what the file holds. Returns 0, or the first write error (-errno): after
+ * one the file is still closed with its footer when the reserve allowed,
+ * which it does for a full disk (res->footer). */
+int dl_trace_finish(struct dl_trace *t, struct dl_trace_result *res);
 int dl_trace_stop(struct dl_trace *t);
 uint64_t dl_trace_dropped(const struct dl_trace *t);
 uint64_t dl_trace_written(const struct dl_trace *t);

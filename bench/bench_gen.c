@@ -1,10 +1,13 @@
-/* Single-core generation rates: the PRNG fill and each format's read path,
- * against memcpy measured in the same run. Prints figures; asserts nothing. */
+/* Single-core rates: every generator path, every checksum path and each
+ * format's read path, against memcpy measured in the same run. Prints
+ * figures; asserts nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "dliofs/crc32.h"
+#include "dliofs/crc32c.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
 
@@ -17,13 +20,13 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static double rate_fill(void *buf, double secs)
+static double rate_fill(enum dl_prng_path path, void *buf, double secs)
 {
 	uint64_t bytes = 0, k = 0;
 	double t0 = now(), t;
 	do {
 		for (int i = 0; i < 64; i++, k++)
-			dl_prng_fill(k, k * BUF, buf, BUF);
+			dl_prng_fill_path(path, k, k * BUF, buf, BUF);
 		bytes += 64ull * BUF;
 		t = now();
 	} while (t - t0 < secs);
@@ -42,6 +45,23 @@ static double rate_memcpy(void *dst, const void *src, double secs)
 		bytes += 64ull * BUF;
 		t = now();
 	} while (t - t0 < secs);
+	return (double)bytes / (t - t0) / 1e9;
+}
+
+typedef uint32_t (*cksum_fn)(uint32_t, const void *, size_t);
+
+static double rate_cksum(cksum_fn fn, const void *buf, double secs)
+{
+	uint64_t bytes = 0;
+	uint32_t c = 0;
+	double t0 = now(), t;
+	do {
+		for (int i = 0; i < 64; i++)
+			c = fn(c, buf, BUF);
+		bytes += 64ull * BUF;
+		t = now();
+	} while (t - t0 < secs);
+	__asm__ volatile("" : : "r"(c));
 	return (double)bytes / (t - t0) / 1e9;
 }
 
@@ -87,10 +107,35 @@ int main(int argc, char **argv)
 	if (dl_fmt_ctx_new(NULL, 0, &ctx))
 		return 1;
 	m = rate_memcpy(b, a, secs);
-	g = rate_fill(a, secs);
 	printf("generator path: %s\n", dl_prng_isa());
 	printf("%-34s %8.2f GB/s\n", "memcpy 1 MiB (baseline)", m);
-	printf("%-34s %8.2f GB/s  (%.2fx memcpy)\n", "prng fill 1 MiB, one core", g, g / m);
+	for (int p = 0; p < DL_PRNG__PATHS; p++) {
+		char name[64];
+		if (!dl_prng_path_available((enum dl_prng_path)p))
+			continue;
+		g = rate_fill((enum dl_prng_path)p, a, secs);
+		snprintf(name, sizeof(name), "prng fill 1 MiB, path %s", dl_prng_path_name(p));
+		printf("%-34s %8.2f GB/s  (%.2fx memcpy)\n", name, g, g / m);
+	}
+	struct {
+		const char *name;
+		cksum_fn fn;
+		int ok;
+	} ck[] = {
+		{"CRC-32 (zip, gzip, PNG)", dl_crc32, 1},
+		{"  CRC-32 libdeflate", dl_crc32_lib, 1},
+		{"  CRC-32 VPCLMULQDQ fold", dl_crc32_fold, dl_crc32_fold_available()},
+		{"CRC-32C (TFRecord)", dl_crc32c, 1},
+		{"  CRC-32C crc32 instruction x3", dl_crc32c_hw, dl_crc32c_hw_available()},
+		{"  CRC-32C VPCLMULQDQ fold", dl_crc32c_fold, dl_crc32c_fold_available()},
+		{"Adler-32 (zlib streams)", dl_adler32, 1},
+	};
+	for (unsigned i = 0; i < sizeof(ck) / sizeof(ck[0]); i++) {
+		if (!ck[i].ok)
+			continue;
+		double r = rate_cksum(ck[i].fn, a, secs);
+		printf("%-34s %8.2f GB/s  (%.2fx memcpy)\n", ck[i].name, r, r / m);
+	}
 	struct {
 		const char *name;
 		enum dl_format f;

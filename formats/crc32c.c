@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "crc_fold_i.h"
 #include "dliofs/crc32c.h"
 
 /* Reflected Castagnoli polynomial. */
@@ -574,6 +575,24 @@ uint32_t dl_crc32c_hw(uint32_t crc, const void *buf, size_t len)
 	return ~hw_serial(~crc, buf, len);
 }
 
+int dl_crc32c_fold_available(void)
+{
+	return dl_fold_available() && cpu_has_crc();
+}
+
+uint32_t dl_crc32c_fold(uint32_t crc, const void *buf, size_t len)
+{
+	static const struct dl_fold_k k = DL_FOLD_K_CRC32C;
+	const uint8_t *p = buf;
+	size_t n = len & ~(size_t)15;
+	uint8_t x[16];
+
+	if (len < DL_FOLD_MIN || !dl_crc32c_fold_available())
+		return dl_crc32c(crc, buf, len);
+	dl_fold(&k, ~crc, p, n, x);
+	return ~hw_serial(hw_serial(0, x, 16), p + n, len - n);
+}
+
 uint32_t dl_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	if (cpu_has_crc())
@@ -594,6 +613,16 @@ uint32_t dl_crc32c_hw(uint32_t crc, const void *buf, size_t len)
 }
 
 uint32_t dl_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	return dl_crc32c_sw(crc, buf, len);
+}
+
+int dl_crc32c_fold_available(void)
+{
+	return 0;
+}
+
+uint32_t dl_crc32c_fold(uint32_t crc, const void *buf, size_t len)
 {
 	return dl_crc32c_sw(crc, buf, len);
 }

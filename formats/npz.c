@@ -19,9 +19,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "deflate_stored.h"
+#include "dliofs/crc32.h"
 #include "dliofs/prng.h"
 #include "formats_i.h"
 #include "npy_i.h"
@@ -49,7 +49,10 @@
 #define TAIL_MAX                                                                                   \
 	(2 * (CENTRAL_FIXED + NAME_LEN + 4 + 24) + ZIP64_EOCD_LEN + ZIP64_LOCATOR_LEN + EOCD_LEN)
 
-#define CRC_CHUNK (1u << 20)
+/* Generate-then-checksum piece of the member CRC: small enough that the CRC
+ * reads the bytes back from L1/L2 instead of memory, large enough for the
+ * fold's wide steps. */
+#define CRC_CHUNK (32u << 10)
 
 /* f->aux: x.npy header length, x.npy size, y.npy header length, y.npy size
  * (uncompressed: the member sizes zipfile calls file_size). */
@@ -236,13 +239,13 @@ static int overlaps(uint64_t off, size_t len, uint64_t at, uint64_t n)
 static uint32_t crc_zeros(uint64_t n)
 {
 	static const uint8_t zero[1];
-	uLong piece = crc32(0, zero, 1), acc = 0;
+	uint32_t piece = dl_crc32(0, zero, 1), acc = 0;
 	uint64_t plen = 1;
 
 	for (; n; n >>= 1) {
 		if (n & 1)
-			acc = crc32_combine(acc, piece, (z_off_t)plen);
-		piece = crc32_combine(piece, piece, (z_off_t)plen);
+			acc = dl_crc32_combine(acc, piece, plen);
+		piece = dl_crc32_combine(piece, piece, plen);
 		plen <<= 1;
 	}
 	return (uint32_t)acc;
@@ -253,14 +256,12 @@ static uint32_t crc_y(struct dl_fmt_ctx *ctx, const struct dl_file *f)
 	uint8_t hdr[DL_NPY_HDR_MAX];
 	uint64_t zlen = f->aux[AUX_Y] - f->aux[AUX_HY];
 	uint32_t crc;
-	uLong c;
 
 	if (dl_dcache_get(ctx, DL_NPZ_DCACHE_Y_TAG, f->samples, &crc) == 0)
 		return crc;
 	y_header(f, hdr);
-	c = crc32(0, hdr, (uInt)f->aux[AUX_HY]);
-	c = crc32_combine(c, crc_zeros(zlen), (z_off_t)zlen);
-	crc = (uint32_t)c;
+	crc = dl_crc32(0, hdr, f->aux[AUX_HY]);
+	crc = dl_crc32_combine(crc, crc_zeros(zlen), zlen);
 	dl_dcache_put(ctx, DL_NPZ_DCACHE_Y_TAG, f->samples, crc);
 	return crc;
 }
@@ -272,7 +273,7 @@ static int crc_x(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint32_t *out)
 	uint8_t hdr[DL_NPY_HDR_MAX];
 	uint64_t data = f->aux[AUX_X] - f->aux[AUX_HX];
 	uint8_t *buf;
-	uLong c;
+	uint32_t c;
 
 	if (dl_dcache_get(ctx, f->key, k2, out) == 0)
 		return 0;
@@ -280,14 +281,14 @@ static int crc_x(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint32_t *out)
 	if (!buf)
 		return -ENOMEM;
 	dl_npy_file_header(f, hdr);
-	c = crc32(0, hdr, (uInt)f->aux[AUX_HX]);
+	c = dl_crc32(0, hdr, f->aux[AUX_HX]);
 	for (uint64_t o = 0; o < data; o += CRC_CHUNK) {
 		size_t n = data - o < CRC_CHUNK ? (size_t)(data - o) : CRC_CHUNK;
 		dl_npy_fill_data(f, buf, o, n);
-		c = crc32(c, buf, (uInt)n);
+		c = dl_crc32(c, buf, n);
 	}
 	free(buf);
-	*out = (uint32_t)c;
+	*out = c;
 	dl_dcache_put(ctx, f->key, k2, *out);
 	return 0;
 }

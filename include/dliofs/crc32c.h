@@ -32,6 +32,10 @@ static inline uint32_t dl_crc32c_unmask(uint32_t m)
 uint32_t dl_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 uint32_t dl_crc32c_hw(uint32_t crc, const void *buf, size_t len);
 int dl_crc32c_hw_available(void);
+/* 256-bit carry-less multiply folding (VPCLMULQDQ), finished with the
+ * crc32 instruction; valid only when dl_crc32c_fold_available() says so. */
+uint32_t dl_crc32c_fold(uint32_t crc, const void *buf, size_t len);
+int dl_crc32c_fold_available(void);
 
 /* x^(8 * n) modulo the polynomial, bit-reflected: the operator that appends
  * n zero bytes. Exposed so tests can check the constants of the hw path. */

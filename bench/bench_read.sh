@@ -4,9 +4,9 @@
 # the same generator's bytes, i.e. the FUSE ceiling of this machine) and from
 # tmpfs (dlio-gen's copy of the same bytes). Page-cache mode (dliofs io=cache,
 # dl-noopfs keep_cache) and direct mode (io=direct, direct_io), 1 and 2
-# readers, fio (psync, each job its own files) and Python (os.readv of 1 MiB
-# into one buffer, bench/pyread.py). Every pass is cold: a fresh mount and the
-# page cache dropped before it. Prints medians over RUNS runs and the ratios
+# readers, fio (psync, page-aligned buffers, each job its own files) and
+# Python (os.readv of 1 MiB into one page-aligned buffer, bench/pyread.py).
+# Every pass is cold: a fresh mount and the page cache dropped before it. Prints medians over RUNS runs and the ratios
 # mount / no-op and mount / tmpfs. Asserts nothing.
 # Usage: bench/bench_read.sh [BUILD_DIR] [TOTAL_MIB] [RUNS]
 set -euo pipefail
@@ -51,7 +51,7 @@ fio_bw() { # jobs file...
   local jobs=$1; shift
   local files=("$@") j i list
   {
-    printf '[global]\nrw=read\nbs=1M\nioengine=psync\nfile_service_type=sequential\ngroup_reporting=1\n'
+    printf '[global]\nrw=read\nbs=1M\nioengine=psync\niomem_align=4k\nfile_service_type=sequential\ngroup_reporting=1\n'
     for ((j = 0; j < jobs; j++)); do
       list=
       for ((i = j; i < ${#files[@]}; i += jobs)); do list+="${list:+:}${files[$i]//:/\\:}"; done

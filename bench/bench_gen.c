@@ -65,24 +65,17 @@ static double rate_cksum(cksum_fn fn, const void *buf, double secs)
 	return (double)bytes / (t - t0) / 1e9;
 }
 
-static double rate_format(struct dl_fmt_ctx *ctx, enum dl_format fmt, uint64_t sample, uint64_t n,
-			  void *buf, double secs)
+/* Every file of the dataset once (a new file each time: cold, its derived
+ * values not yet cached), 1 MiB reads in order; files_max bounds the count. */
+static double rate_format(struct dl_fmt_ctx *ctx, const struct dl_dataset *ds, void *buf,
+			  double secs)
 {
-	struct dl_dataset ds;
 	struct dl_file f;
 	uint64_t bytes = 0, idx = 0;
 	double t0 = now(), t;
 
-	memset(&ds, 0, sizeof(ds));
-	strcpy(ds.name, "bench");
-	strcpy(ds.file_prefix, "img");
-	ds.format = fmt;
-	ds.files[0] = 1u << 30;
-	ds.samples_per_file = n;
-	ds.sample_size = (struct dl_dist){sample, 0, sample, sample};
-	ds.dlrm_cardinality = 10000000;
 	do {
-		if (dl_file_init(ctx, &ds, 0, idx++, 0, &f))
+		if (dl_file_init(ctx, ds, 0, idx++ % ds->files[0], 0, &f))
 			return -1;
 		for (uint64_t off = 0; off < f.size; off += BUF) {
 			size_t len = f.size - off < BUF ? (size_t)(f.size - off) : BUF;
@@ -94,6 +87,31 @@ static double rate_format(struct dl_fmt_ctx *ctx, enum dl_format fmt, uint64_t s
 	} while (t - t0 < secs);
 	return (double)bytes / (t - t0) / 1e9;
 }
+
+/* One dataset per case; files: enough that a run never sees one twice. The
+ * cache holds no more than a few files' derived values, as a daemon's would
+ * after a long run. */
+static const char CASES[] =
+    "seed: 1\n"
+    "datasets:\n"
+    "  - {name: raw, format: raw, files: 1M, samples_per_file: 64, sample_size: 1MiB}\n"
+    "  - {name: npy, format: npy, files: 1M, sample_size: 146600628}\n"
+    "  - {name: npy_f32, format: npy, files: 1M, samples_per_file: 4, shape: [1024, 1024, 4], "
+    "dtype: float32}\n"
+    "  - {name: npz, format: npz, files: 1M, sample_size: 146600628}\n"
+    "  - {name: npz_zip, format: npz, files: 1M, sample_size: 146600628, compression: zip}\n"
+    "  - {name: tfrecord, format: tfrecord, files: 1M, samples_per_file: 1251, "
+    "sample_size: 114660}\n"
+    "  - {name: tfrecord_gz, format: tfrecord, files: 1M, samples_per_file: 1251, "
+    "sample_size: 114660, compression: gzip}\n"
+    "  - {name: hdf5, format: hdf5, files: 1M, samples_per_file: 64, shape: [512, 512], "
+    "dtype: float32}\n"
+    "  - {name: hdf5_gz, format: hdf5, files: 1M, samples_per_file: 64, shape: [512, 512], "
+    "compression: gzip, hdf5: {chunks: [8, 512, 512]}}\n"
+    "  - {name: dlrm, format: dlrm, files: 1M, samples_per_file: 400000}\n"
+    "  - {name: jpeg, format: jpeg, files: 1M, width: 4096, height: 4096, color: RGB, "
+    "sample_size: 32MB}\n"
+    "  - {name: png, format: png, files: 1M, width: 4096, height: 4096, color: RGB}\n";
 
 int main(int argc, char **argv)
 {
@@ -136,21 +154,22 @@ int main(int argc, char **argv)
 		double r = rate_cksum(ck[i].fn, a, secs);
 		printf("%-34s %8.2f GB/s  (%.2fx memcpy)\n", ck[i].name, r, r / m);
 	}
-	struct {
-		const char *name;
-		enum dl_format f;
-		uint64_t sample, n;
-	} cases[] = {
-		{"raw 64 MiB files", DL_FMT_RAW, 1 << 20, 64},
-		{"npz uint8 ~146 MB (unet3d), cold", DL_FMT_NPZ, 146600628, 1},
-		{"npy uint8 ~146 MB", DL_FMT_NPY, 146600628, 1},
-		{"tfrecord 1251 x 114 kB (resnet)", DL_FMT_TFRECORD, 114660, 1251},
-		{"dlrm 400k records", DL_FMT_DLRM, 160, 400000},
-	};
-	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		double r = rate_format(ctx, cases[i].f, cases[i].sample, cases[i].n, a, secs);
-		printf("%-34s %8.2f GB/s  (%.2fx memcpy)\n", cases[i].name, r, r / m);
+	struct dl_config *cfg;
+	if (dl_config_load_buf("bench_gen cases", CASES, sizeof(CASES) - 1, stderr, &cfg))
+		return 1;
+	for (unsigned i = 0; i < cfg->ndatasets; i++) {
+		const struct dl_dataset *ds = &cfg->datasets[i];
+		struct dl_file f;
+		char name[200];
+		double r;
+
+		if (dl_file_init(ctx, ds, 0, 0, 0, &f))
+			return 1;
+		snprintf(name, sizeof(name), "%s %.0f MB, cold", ds->name, (double)f.size / 1e6);
+		r = rate_format(ctx, ds, a, secs);
+		printf("%-34s %8.2f GB/s  (%.2fx memcpy)\n", name, r, r / m);
 	}
+	dl_config_free(cfg);
 	dl_fmt_ctx_free(ctx);
 	free(a);
 	free(b);

@@ -147,6 +147,7 @@ int main(int argc, char **argv)
 		{"CRC-32C (TFRecord)", dl_crc32c, 1},
 		{"  CRC-32C crc32 instruction x3", dl_crc32c_hw, dl_crc32c_hw_available()},
 		{"  CRC-32C VPCLMULQDQ fold", dl_crc32c_fold, dl_crc32c_fold_available()},
+		{"  CRC-32C both at once (hybrid)", dl_crc32c_hybrid, dl_crc32c_hybrid_available()},
 		{"Adler-32 (zlib streams)", dl_adler32, 1},
 	};
 	for (unsigned i = 0; i < sizeof(ck) / sizeof(ck[0]); i++) {

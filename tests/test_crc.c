@@ -67,6 +67,7 @@ int main(void)
 			badlib++;
 		uint32_t c = dl_crc32c_sw(seed, p, len);
 		if (dl_crc32c(seed, p, len) != c || dl_crc32c_fold(seed, p, len) != c ||
+		    dl_crc32c_hybrid(seed, p, len) != c ||
 		    (dl_crc32c_hw_available() && dl_crc32c_hw(seed, p, len) != c))
 			bad32c++;
 		uint32_t a = (uint32_t)adler32(seed % 65521 + 1, p, (uInt)len);

@@ -177,20 +177,35 @@ def main():
         try:
             for n in names:
                 info[n]["ttfb"] = ttfb(first_files(os.path.join(mnt, n)))
-            ours = None
-            if not a.no_loader:
-                ours = loader_files_per_s(os.path.join(mnt, "imagenet", "train"), a.workers)
         finally:
             subprocess.run([dliofs, "umount", mnt], check=True)
         for n in names:
             info[n]["ttfb_tmpfs"] = ttfb(first_files(os.path.join(shm, n)))
-        theirs = None if a.no_loader else loader_files_per_s(os.path.join(shm, "imagenet", "train"), a.workers)
+        report(a, names, runs, info)
+        if not a.no_loader:
+            try:
+                import torch  # noqa: F401
+            except ImportError:
+                print("DataLoader comparison skipped: no torch in %s (try /usr/bin/python3)"
+                      % sys.executable)
+                return
+            subprocess.run([dliofs, "mount", mnt, cfg["cache"]], check=True)
+            try:
+                ours = loader_files_per_s(os.path.join(mnt, "imagenet", "train"), a.workers)
+            finally:
+                subprocess.run([dliofs, "umount", mnt], check=True)
+            theirs = loader_files_per_s(os.path.join(shm, "imagenet", "train"), a.workers)
+            print("ImageFolder + DataLoader(%d workers) + PIL decode + RandomResizedCrop(224): "
+                  "mount %.0f files/s, tmpfs %.0f files/s, ratio %.2f" % (a.workers, ours, theirs,
+                                                                         ours / theirs))
     finally:
         subprocess.run([dliofs, "umount", mnt], capture_output=True)
         subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
         shutil.rmtree(tmp, True)
         shutil.rmtree(shm, True)
 
+
+def report(a, names, runs, info):
     med = {k: statistics.median(v) for k, v in runs.items()}
     print("MB/s through the mount (medians of %d runs), and ratios to raw through the same mount,"
           " to dl-noopfs (same files, same mode) and to tmpfs" % a.runs)
@@ -211,9 +226,6 @@ def main():
         i = info[n]
         print("%-12s %6d %9.0f %10.0f us %10.0f us" % (n, i["files"], i["bytes"] / 1e6,
                                                       i["ttfb"] * 1e6, i["ttfb_tmpfs"] * 1e6))
-    if ours is not None:
-        print("ImageFolder + DataLoader(%d workers) + PIL decode + RandomResizedCrop(224): "
-              "mount %.0f files/s, tmpfs %.0f files/s, ratio %.2f" % (a.workers, ours, theirs, ours / theirs))
     print("per-run MB/s:")
     for k in sorted(runs):
         print("  %s: %s" % ("/".join(map(str, k)), " ".join("%.0f" % v for v in runs[k])))

@@ -38,11 +38,10 @@ static uint64_t cardinality(const struct dl_file *f)
 	return c > MAX_CARD ? MAX_CARD : c;
 }
 
-/* Turn nrec records of raw stream bytes into field values, in place. Plain
- * integer arithmetic on a word copy of each record (vectorizes per clone),
- * so every clone gives the same bytes. */
-DL_CLONES
-static void map_records(uint8_t *p, size_t nrec, uint64_t card)
+/* Turn nrec records of raw stream bytes into field values, in place: plain
+ * integer arithmetic on a word copy of each record (the reference; the AVX2
+ * path below gives the same bytes). */
+static void map_records_scalar(uint8_t *p, size_t nrec, uint64_t card)
 {
 	for (size_t i = 0; i < nrec; i++, p += REC_BYTES) {
 		uint32_t w[FIELDS];
@@ -64,6 +63,59 @@ static void map_records(uint8_t *p, size_t nrec, uint64_t card)
 		memcpy(p, w, REC_BYTES);
 	}
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* A record is exactly five 8-lane vectors, so each vector position has a
+ * fixed field mix: [label, dense x7], [dense x6, cat x2], then cat x8 three
+ * times. The scalar loop above ran at a tenth of the generator's speed; this
+ * keeps the mapping far below the generator's cost. */
+__attribute__((target("avx2")))
+static inline __m256i dense8(__m256i u)
+{
+	return _mm256_srlv_epi32(_mm256_srli_epi32(u, 16), _mm256_and_si256(u, _mm256_set1_epi32(15)));
+}
+
+/* High 32 bits of u * card per lane (card < 2^32): even and odd lanes
+ * through two 32 x 32 -> 64 multiplies. */
+__attribute__((target("avx2")))
+static inline __m256i cat8(__m256i u, __m256i card)
+{
+	__m256i even = _mm256_srli_epi64(_mm256_mul_epu32(u, card), 32);
+	__m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(u, 32), card);
+
+	return _mm256_blend_epi32(even, odd, 0xaa);
+}
+
+__attribute__((target("avx2")))
+static void map_records_avx2(uint8_t *p, size_t nrec, uint64_t card)
+{
+	const __m256i c = _mm256_set1_epi64x((long long)card);
+
+	for (size_t i = 0; i < nrec; i++, p += REC_BYTES) {
+		__m256i *v = (__m256i *)(void *)p;
+		__m256i a = _mm256_loadu_si256(v), b = _mm256_loadu_si256(v + 1);
+
+		a = _mm256_blend_epi32(dense8(a), _mm256_and_si256(a, _mm256_set1_epi32(1)), 0x01);
+		b = _mm256_blend_epi32(dense8(b), cat8(b, c), 0xc0);
+		_mm256_storeu_si256(v, a);
+		_mm256_storeu_si256(v + 1, b);
+		for (int k = 2; k < 5; k++)
+			_mm256_storeu_si256(v + k, cat8(_mm256_loadu_si256(v + k), c));
+	}
+}
+
+static void map_records(uint8_t *p, size_t nrec, uint64_t card)
+{
+	if (__builtin_cpu_supports("avx2"))
+		map_records_avx2(p, nrec, card);
+	else
+		map_records_scalar(p, nrec, card);
+}
+#else
+#define map_records map_records_scalar
+#endif
 
 static int dlrm_layout(struct dl_file *f)
 {

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <zlib.h>
 
+#include "dliofs/crc32.h"
 #include "dliofs/prng.h"
 #include "formats_i.h"
 #include "hdf5_i.h"
@@ -1008,26 +1008,12 @@ static struct dl_file data_view(const struct dl_file *f, unsigned d)
 	return v;
 }
 
-/* Data stream bytes [soff, soff + n) of v into p. The generator writes whole
- * words fast only when p and soff agree modulo 8, which chunk addresses and
- * stored-block payloads seldom do: those go through an aligned bounce buffer. */
+/* Data stream bytes [soff, soff + n) of v into p. (The generator writes at
+ * any alignment of p and soff at full speed, so chunk addresses and
+ * stored-block payloads need no bounce buffer.) */
 static void fill_data(const struct dl_file *v, uint8_t *p, uint64_t soff, size_t n)
 {
-	uint64_t bounce[GZ_PIECE / 8 + 1];
-	unsigned phase = (unsigned)(soff & 7);
-
-	if ((((uintptr_t)p ^ soff) & 7) == 0 || n < 256) {
-		dl_npy_fill_data(v, p, soff, n);
-		return;
-	}
-	while (n) {
-		size_t k = n < GZ_PIECE ? n : GZ_PIECE;
-		dl_npy_fill_data(v, (uint8_t *)bounce + phase, soff, k);
-		memcpy(p, (uint8_t *)bounce + phase, k);
-		p += k;
-		soff += k;
-		n -= k;
-	}
+	dl_npy_fill_data(v, p, soff, n);
 }
 
 static void fill_labels(const struct dl_file *f, const struct h5_tmpl *t, uint8_t *buf,
@@ -1058,34 +1044,45 @@ static uint32_t chunk_adler(struct dl_fmt_ctx *ctx, const struct dl_file *f,
 	uint64_t k2 = dl_key3(DL_H5_DCACHE_TAG ^ t->hash, d, c);
 	struct dl_file v = data_view(f, d);
 	uint8_t piece[GZ_PIECE];
-	uint32_t a;
-	uLong s = adler32(0L, Z_NULL, 0);
+	uint32_t a = 1; /* Adler-32 of nothing */
 
 	if (dl_dcache_get(ctx, f->key, k2, &a) == 0)
 		return a;
 	for (uint64_t o = 0; o < t->chunk_raw; o += GZ_PIECE) {
 		size_t n = t->chunk_raw - o < GZ_PIECE ? (size_t)(t->chunk_raw - o) : GZ_PIECE;
 		dl_npy_fill_data(&v, piece, c * t->chunk_raw + o, n);
-		s = adler32(s, piece, (uInt)n);
+		a = dl_adler32(a, piece, n);
 	}
-	a = (uint32_t)s;
 	dl_dcache_put(ctx, f->key, k2, a);
 	return a;
 }
 
+/* Key of the running Adler-32 of chunk c's payload up to stream offset
+ * `at` (a sequential reader's previous request ended there). */
+static uint64_t part_key(const struct h5_tmpl *t, unsigned d, uint64_t c, uint64_t at)
+{
+	return dl_key3(dl_key3(DL_H5_PART_TAG ^ t->hash, d, c), at, 0);
+}
+
 /* Bytes [in, in + len) of chunk c stored as a zlib stream of stored blocks:
  * 78 01, then per block of up to 65535 payload bytes BFINAL|00, LEN, ~LEN and
- * the payload, then the Adler-32 (big-endian). */
+ * the payload, then the Adler-32 (big-endian). The Adler-32 is taken from the
+ * payload bytes the request holds when it holds them from the start, or
+ * continues the running value the previous request of a sequential reader
+ * left at its end: chunks larger than a request (2 MiB chunks, 1 MiB reads)
+ * then cost no second generation pass when their trailer is read. */
 static void serve_gz_chunk(struct dl_fmt_ctx *ctx, const struct dl_file *f, const struct h5_tmpl *t,
 			   unsigned d, uint64_t c, uint8_t *buf, uint64_t in, size_t len)
 {
 	static const uint8_t zhdr[GZ_HDR] = {0x78, 0x01};
 	uint64_t n = t->chunk_raw, nb = (n + GZ_BLOCK - 1) / GZ_BLOCK;
 	uint64_t tail = GZ_HDR + n + GZ_BLK_HDR * nb, end = in + len;
+	const uint64_t pk = dl_key2(f->key, DL_H5_PART_TAG);
 	struct dl_file v = data_view(f, d);
-	/* The whole payload is in this request: its Adler-32 comes for free. */
-	int whole = in <= GZ_HDR + GZ_BLK_HDR && end >= tail;
-	uLong s = adler32(0L, Z_NULL, 0);
+	/* run: s holds the Adler-32 of the payload before this request's. */
+	uint32_t s = 1; /* Adler-32 of nothing */
+	int run = in <= GZ_HDR + GZ_BLK_HDR ||
+		  (in < tail && dl_dcache_get(ctx, pk, part_key(t, d, c, in), &s) == 0);
 
 	dl_copy_overlap(buf, in, len, zhdr, 0, GZ_HDR);
 	if (end > GZ_HDR && in < tail) {
@@ -1109,20 +1106,23 @@ static void serve_gz_chunk(struct dl_fmt_ctx *ctx, const struct dl_file *f, cons
 				uint8_t *p = buf + (lo - in);
 				fill_data(&v, p, c * n + b * GZ_BLOCK + (lo - at - GZ_BLK_HDR),
 					  (size_t)(hi - lo));
-				if (whole)
-					s = adler32(s, p, (uInt)(hi - lo));
+				if (run)
+					s = dl_adler32(s, p, (size_t)(hi - lo));
 			}
 		}
 	}
+	const uint64_t k2 = dl_key3(DL_H5_DCACHE_TAG ^ t->hash, d, c);
+	if (run && end >= tail)
+		dl_dcache_put(ctx, f->key, k2, s); /* the whole payload went by */
+	else if (run)
+		dl_dcache_put(ctx, pk, part_key(t, d, c, end), s);
 	if (end > tail) {
 		uint32_t a;
 		uint8_t be[GZ_TAIL];
-		if (whole) {
-			a = (uint32_t)s;
-			dl_dcache_put(ctx, f->key, dl_key3(DL_H5_DCACHE_TAG ^ t->hash, d, c), a);
-		} else {
+		if (run)
+			a = s;
+		else
 			a = chunk_adler(ctx, f, t, d, c);
-		}
 		be[0] = (uint8_t)(a >> 24);
 		be[1] = (uint8_t)(a >> 16);
 		be[2] = (uint8_t)(a >> 8);

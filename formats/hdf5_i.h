@@ -22,6 +22,7 @@
 
 /* Second dcache key word of a stored-deflate chunk's Adler-32 (first: f->key). */
 #define DL_H5_DCACHE_TAG 0x6864663561646c72ULL /* "hdf5adlr" */
+#define DL_H5_PART_TAG 0x6864663570617274ULL /* "hdf5part": running Adler-32s */
 
 /* Templates kept per context, and the metadata bytes they may hold together
  * (the newest template is kept even when it alone is over the budget). */

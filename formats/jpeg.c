@@ -230,26 +230,63 @@ static uint64_t block_of(const struct jpeg_geom *g, uint64_t x)
 	return x < big ? x / (g->k + 2) : g->m + (x - big) / (g->k + 1);
 }
 
-/* Entropy bytes [lo, hi) into out. */
+/* Entropy bytes [lo, hi) into out. The nibble mask goes 8 bytes per step
+ * and the block boundaries are walked incrementally: a byte loop and a
+ * multiply per block held a 110 kB file to under 1 GB/s. */
 static void fill_entropy(const struct dl_file *f, const struct jpeg_geom *g, uint8_t *out,
 			 uint64_t lo, uint64_t hi)
 {
+	typedef uint8_t v16u8 __attribute__((vector_size(16)));
+	const uint64_t key = dl_file_stream(f, DL_IMG_REGION_JPEG);
 	const size_t n = hi - lo;
 
-	dl_prng_fill(dl_file_stream(f, DL_IMG_REGION_JPEG), lo, out, n);
-	for (size_t i = 0; i < n; i++)
-		out[i] &= 0xf0;
-	/* Block boundaries: first byte 00 (01 for an empty block), last |= 1. */
-	for (uint64_t b = block_of(g, lo); b < g->nb; b++) {
-		const uint64_t s = block_start(g, b);
-		const uint64_t last = s + g->k + (b < g->m);
+	/* Generate and mask piece by piece while the piece is in L1. */
+	for (size_t c = 0; c < n; c += 16384) {
+		const size_t m = n - c < 16384 ? n - c : 16384;
+		uint8_t *p = out + c;
+		size_t i = 0;
 
-		if (s >= hi)
-			break;
+		dl_prng_fill(key, lo + c, p, m);
+		for (; i + 16 <= m; i += 16) {
+			v16u8 v;
+			memcpy(&v, p + i, 16);
+			v &= 0xf0;
+			memcpy(p + i, &v, 16);
+		}
+		for (; i < m; i++)
+			p[i] &= 0xf0;
+	}
+	/* Block boundaries: first byte 00 (01 for an empty block), last |= 1.
+	 * Block b is k + 2 bytes long while b < m, then k + 1: whole blocks in
+	 * the range go through two tight loops of constant stride (a 110 kB
+	 * image has 4608 blocks), the cut ones at the ends through the general
+	 * case. */
+	uint64_t b = block_of(g, lo);
+	uint64_t s = block_start(g, b);
+	while (b < g->nb && s < hi) {
+		const uint64_t len = g->k + 1 + (b < g->m);
+		const uint64_t seg_end = b < g->m ? g->m : g->nb;
+
+		if (s >= lo && s + len <= hi) {
+			uint64_t cnt = (hi - s) / len;
+			if (cnt > seg_end - b)
+				cnt = seg_end - b;
+			uint8_t *p = out + (s - lo);
+			for (uint64_t j = 0; j < cnt; j++, p += len) {
+				p[0] = 0x00;
+				p[len - 1] |= 0x01; /* an empty block's one byte: 01 */
+			}
+			b += cnt;
+			s += cnt * len;
+			continue;
+		}
+		const uint64_t last = s + len - 1;
 		if (s >= lo)
 			out[s - lo] = last == s ? 0x01 : 0x00;
 		if (last >= lo && last < hi)
 			out[last - lo] |= 0x01;
+		s += len;
+		b++;
 	}
 }
 

@@ -18,7 +18,7 @@
  * and its block's Adler-32 are computed together from the bytes a read holds
  * when it holds the chunk from its start, continued from a running value kept
  * by the previous read when it holds a later part, and otherwise by
- * regenerating the chunk; the whole-image Adler-32 is adler32_combine over the
+ * regenerating the chunk; the whole-image Adler-32 is dl_adler32_combine over the
  * blocks. All of them go to the (lossy) derived-value cache.
  *
  * Size: 63 + 17 nblocks + R, plus padding. With an exact target T: a pad
@@ -31,9 +31,9 @@
  * f->aux: [0] width, [1] height, [2] padding bytes P. */
 #include <errno.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "dliofs/format.h"
+#include "dliofs/crc32.h"
 #include "dliofs/prng.h"
 #include "formats_i.h"
 #include "image_i.h"
@@ -217,13 +217,13 @@ static unsigned chunk_head(const struct png_geom *g, uint64_t j, uint8_t *p)
 static uint32_t crc_zeros(uint64_t n)
 {
 	static const uint8_t z = 0;
-	uint32_t c = (uint32_t)crc32(0, Z_NULL, 0), p = (uint32_t)crc32(0, &z, 1);
+	uint32_t c = 0, p = dl_crc32(0, &z, 1);
 	uint64_t plen = 1;
 
 	while (n) {
 		if (n & 1)
-			c = (uint32_t)crc32_combine(c, p, (z_off_t)plen);
-		p = (uint32_t)crc32_combine(p, p, (z_off_t)plen);
+			c = dl_crc32_combine(c, p, plen);
+		p = dl_crc32_combine(p, p, plen);
 		plen <<= 1;
 		n >>= 1;
 	}
@@ -250,9 +250,9 @@ static void fill_pad(const struct png_geom *g, uint8_t *out, uint64_t lo, uint64
 		memcpy(h + 4, "paDd", 4);
 		dl_copy_overlap(out, lo, hi - lo, h, s, sizeof(h));
 		if (s + 8 + dlen < hi && s + 12 + dlen > lo) {
-			uint32_t c = (uint32_t)crc32(0, h + 4, 4);
+			uint32_t c = dl_crc32(0, h + 4, 4);
 
-			put_be32(t, (uint32_t)crc32_combine(c, crc_zeros(dlen), (z_off_t)dlen));
+			put_be32(t, dl_crc32_combine(c, crc_zeros(dlen), dlen));
 			dl_copy_overlap(out, lo, hi - lo, t, s + 8 + dlen, sizeof(t));
 		}
 	}
@@ -264,10 +264,12 @@ static void fill_fixed(const struct dl_file *f, const struct png_geom *g, uint8_
 		       uint64_t off, size_t len)
 {
 	static const uint8_t iend[12] = { 0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82 };
+	static const uint8_t zero[4];
 	const uint64_t end = off + len;
 	uint64_t lo, hi;
 
-	memset(buf, 0, len);
+	/* Every byte is written below (derived fields as zeros, filled in by
+	 * png_read): no clearing pass over the whole request. */
 	if (off < IHDR_END) {
 		uint8_t h[IHDR_END] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13,
 					'I', 'H', 'D', 'R' };
@@ -277,7 +279,7 @@ static void fill_fixed(const struct dl_file *f, const struct png_geom *g, uint8_
 		h[24] = 8;				/* bit depth */
 		h[25] = g->ch == 1 ? 0 : 2;		/* gray / truecolor */
 		h[26] = h[27] = h[28] = 0;		/* deflate, filter set 0, no interlace */
-		put_be32(h + 29, (uint32_t)crc32(0, h + 12, 17));
+		put_be32(h + 29, dl_crc32(0, h + 12, 17));
 		dl_copy_overlap(buf, off, len, h, 0, IHDR_END);
 	}
 	if (off < g->adler_at && end > IHDR_END) {
@@ -293,10 +295,11 @@ static void fill_fixed(const struct dl_file *f, const struct png_geom *g, uint8_
 			hi = end < d + L ? end : d + L;
 			if (lo < hi)
 				fill_raw(f, g, buf + (lo - off), j * BLK + (lo - d), hi - lo);
+			dl_copy_overlap(buf, off, len, zero, d + L, 4); /* the chunk's CRC */
 		}
 	}
 	{
-		static const uint8_t ah[8] = { 0, 0, 0, 4, 'I', 'D', 'A', 'T' };
+		static const uint8_t ah[16] = { 0, 0, 0, 4, 'I', 'D', 'A', 'T' };
 		dl_copy_overlap(buf, off, len, ah, g->adler_at, sizeof(ah));
 	}
 	lo = off > g->pad_at ? off : g->pad_at;
@@ -317,10 +320,10 @@ static void scan(uint64_t j, const uint8_t *p, uint64_t at, uint64_t n, struct r
 {
 	const uint64_t d = data_at(j);
 
-	s->crc = (uint32_t)crc32(s->crc, p, (uInt)n);
+	s->crc = dl_crc32(s->crc, p, n);
 	if (at + n > d) {
 		uint64_t skip = at < d ? d - at : 0;
-		s->adler = (uint32_t)adler32(s->adler, p + skip, (uInt)(n - skip));
+		s->adler = dl_adler32(s->adler, p + skip, n - skip);
 	}
 }
 
@@ -341,8 +344,8 @@ static void regen(const struct dl_file *f, const struct png_geom *g, uint64_t j,
 
 static void run_init(struct run *s)
 {
-	s->crc = (uint32_t)crc32(0, Z_NULL, 0);
-	s->adler = (uint32_t)adler32(0, Z_NULL, 0);
+	s->crc = 0;
+	s->adler = 1; /* Adler-32 of nothing */
 	s->adler_ok = 1;
 }
 
@@ -423,7 +426,7 @@ static uint32_t image_adler(struct dl_fmt_ctx *ctx, const struct dl_file *f,
 
 	if (dl_dcache_get(ctx, fk, 0, &a) == 0)
 		return a;
-	a = (uint32_t)adler32(0, Z_NULL, 0);
+	a = 1; /* Adler-32 of nothing */
 	for (uint64_t j = 0; j < g->nblk; j++) {
 		if (dl_dcache_get(ctx, bk, j, &v) != 0) {
 			struct run s;
@@ -431,7 +434,7 @@ static uint32_t image_adler(struct dl_fmt_ctx *ctx, const struct dl_file *f,
 			chunk_full(ctx, f, g, j, &s);
 			v = s.adler;
 		}
-		a = (uint32_t)adler32_combine(a, v, (z_off_t)blk_len(g, j));
+		a = dl_adler32_combine(a, v, blk_len(g, j));
 	}
 	dl_dcache_put(ctx, fk, 0, a);
 	return a;
@@ -456,7 +459,7 @@ static int png_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *bu
 
 		memcpy(t, "IDAT", 4);
 		put_be32(t + 4, image_adler(ctx, f, &g));
-		put_be32(t + 8, (uint32_t)crc32(0, t, 8));
+		put_be32(t + 8, dl_crc32(0, t, 8));
 		dl_copy_overlap(buf, off, len, t + 4, g.adler_at + 8, 8);
 	}
 	return 0;

@@ -31,6 +31,7 @@
 #include "dliofs/crc32c.h"
 #include "deflate_stored.h"
 #include "dliofs/format.h"
+#include "dliofs/crc32.h"
 #include "dliofs/prng.h"
 #include "formats_i.h"
 #include "tfrecord_i.h"
@@ -338,7 +339,7 @@ static void gz_follow(struct gz_walk *w, const uint8_t *p, uint64_t o, size_t n)
 			}
 		}
 		if (w->run) {
-			w->crc = (uint32_t)crc32(w->crc, p, (uInt)m);
+			w->crc = dl_crc32(w->crc, p, m);
 			if (o + m == e) {
 				dl_dcache_put(w->ctx, w->kseg, k, w->crc);
 				w->run = 0;
@@ -379,10 +380,10 @@ static int gz_crc(struct dl_fmt_ctx *ctx, const struct dl_file *f, const struct 
 			if (!buf && !(buf = malloc(GZ_SEG)))
 				return -ENOMEM;
 			tfr_raw(ctx, f, g, buf, o, n);
-			c = (uint32_t)crc32(0, buf, (uInt)n);
+			c = dl_crc32(0, buf, n);
 			dl_dcache_put(ctx, kseg, k, c);
 		}
-		acc = n == GZ_SEG ? SEG_JOIN(acc, c, op) : crc32_combine(acc, c, (z_off_t)n);
+		acc = n == GZ_SEG ? SEG_JOIN(acc, c, op) : dl_crc32_combine((uint32_t)acc, c, n);
 	}
 	free(buf);
 	*out = (uint32_t)acc;

@@ -360,12 +360,15 @@ void drv_loader_free(struct drv_loader *l);
 /* Per-thread reader state. */
 struct drv_worker *drv_worker_new(struct drv_ctx *ctx, unsigned id);
 void drv_worker_free(struct drv_worker *w);
-/* Read one unit. Calls drv_loader_sample() as samples complete (STREAM: before
- * each record, drv_loader_reserve() to respect the prefetch bound). */
+/* Read one unit, adding its cost to io. The caller completes the samples it
+ * reserved for it (drv_loader_complete); STREAM units reserve and complete
+ * their records themselves (drv_loader_reserve to respect the prefetch
+ * bound). */
 int drv_read_unit(struct drv_worker *w, struct drv_loader *l, uint32_t split, uint64_t epoch,
-		  uint64_t seq, const struct drv_unit *u, uint64_t nres, struct drv_io *io);
-/* STREAM units: reserve one more sample; 0 when the phase needs no more. */
-int drv_loader_reserve(struct drv_loader *l);
+		  uint64_t seq, const struct drv_unit *u, struct drv_io *io);
+/* STREAM units: reserve up to `want` more samples (at least one, waiting for
+ * the prefetch bound when needed); 0 when the phase needs no more. */
+uint64_t drv_loader_reserve(struct drv_loader *l, uint64_t want);
 /* n samples are complete; io holds the bytes they cost (added under the lock
  * and zeroed). */
 void drv_loader_complete(struct drv_loader *l, uint64_t n, struct drv_io *io);

@@ -49,6 +49,7 @@ struct drv_worker {
 	int fd;
 	uint32_t fsplit;
 	uint64_t findex;
+	char fpath[4096];
 	uint64_t fsample_bytes; /* raw: bytes per sample of that file */
 	/* hdf5 */
 	hid_t h5f, h5d[H5_MAX_DSETS], h5fs[H5_MAX_DSETS], h5ms[H5_MAX_DSETS], h5t[H5_MAX_DSETS];
@@ -202,11 +203,17 @@ static void dontneed(struct drv_worker *w, int fd)
 
 /* Bytes [off, off + len) through the buffer, in reads of at most the buffer.
  * Under O_DIRECT the request is widened to ALIGN boundaries and the widened
- * bytes count: the device moved them. Returns bytes read (short at EOF). */
+ * bytes count: the device moved them. Efficient mode reads a range larger
+ * than --io-size in io_size pieces through the one reused buffer, as fio and
+ * a streaming loader do: one pread of a 256 MiB sample into a 256 MiB buffer
+ * writes every byte out to DRAM and ran at half fio's rate; with
+ * --read-amplification dlio the sample is one read, as DLIO's readinto is.
+ * Returns bytes read (short at EOF). */
 static ssize_t read_range(struct drv_worker *w, int fd, uint64_t off, uint64_t len,
 			  struct drv_io *io)
 {
 	uint64_t got = 0;
+	size_t piece;
 
 	if (w->c->p->odirect) {
 		uint64_t end = off + len;
@@ -214,10 +221,17 @@ static ssize_t read_range(struct drv_worker *w, int fd, uint64_t off, uint64_t l
 		end = (end + ALIGN - 1) & ~(uint64_t)(ALIGN - 1);
 		len = end - off;
 	}
-	if (reserve_buf(w, len < w->c->p->io_size ? w->c->p->io_size : len))
-		return -ENOMEM;
+	if (w->c->p->amp == DRV_AMP_EFFICIENT || len < w->c->p->io_size) {
+		if (reserve_buf(w, w->c->p->io_size))
+			return -ENOMEM;
+		piece = w->c->p->io_size < w->cap ? w->c->p->io_size : w->cap;
+	} else {
+		if (reserve_buf(w, len))
+			return -ENOMEM;
+		piece = w->cap;
+	}
 	while (got < len) {
-		size_t n = len - got < w->cap ? (size_t)(len - got) : w->cap;
+		size_t n = len - got < piece ? (size_t)(len - got) : piece;
 		ssize_t r = pread(fd, w->buf, n, (off_t)(off + got));
 		if (r < 0) {
 			if (errno == EINTR)
@@ -345,21 +359,23 @@ out:
 }
 
 /* Keep one data file open per reader: consecutive samples of a file (no
- * sample shuffle) then cost one open, as a keep-open loader would. */
-static int data_fd(struct drv_worker *w, uint32_t split, uint64_t index, struct drv_io *io,
-		   char *path, size_t plen)
+ * sample shuffle) then cost one open, as a keep-open loader would. The path
+ * (w->fpath) is built only when the file changes: formatting it per sample
+ * cost more than a 1 KiB read. */
+static int data_fd(struct drv_worker *w, uint32_t split, uint64_t index, struct drv_io *io)
 {
-	int ret = drv_relpath(w->c, split, index, 0, path, plen);
+	int ret;
 
-	if (ret)
-		return ret;
 	if (w->fd >= 0 && w->fsplit == split && w->findex == index)
 		return 0;
 	if (w->fd >= 0) {
 		dontneed(w, w->fd);
 		file_close(w);
 	}
-	int fd = open_path(w, path, io);
+	ret = drv_relpath(w->c, split, index, 0, w->fpath, sizeof(w->fpath));
+	if (ret)
+		return ret;
+	int fd = open_path(w, w->fpath, io);
 	if (fd < 0)
 		return fd;
 	w->fd = fd;
@@ -381,8 +397,8 @@ static int data_fd(struct drv_worker *w, uint32_t split, uint64_t index, struct 
 static int unit_chunk(struct drv_worker *w, uint32_t split, uint64_t epoch, uint64_t seq,
 		      const struct drv_unit *u, struct drv_io *io)
 {
-	char path[4096];
-	int ret = data_fd(w, split, u->file, io, path, sizeof(path));
+	const char *path = w->fpath;
+	int ret = data_fd(w, split, u->file, io);
 
 	if (ret)
 		return ret;
@@ -512,7 +528,7 @@ static int ib_entry(struct drv_worker *w, uint32_t split, uint64_t index, uint64
 static int unit_region(struct drv_worker *w, uint32_t split, uint64_t epoch, uint64_t seq,
 		       const struct drv_unit *u, struct drv_io *io)
 {
-	char path[4096];
+	const char *path = w->fpath;
 	uint64_t off = 0, len = 0;
 	int ret;
 
@@ -523,7 +539,7 @@ static int unit_region(struct drv_worker *w, uint32_t split, uint64_t epoch, uin
 	}
 	if (w->c->p->amp == DRV_AMP_DLIO)
 		file_close(w);
-	ret = data_fd(w, split, u->file, io, path, sizeof(path));
+	ret = data_fd(w, split, u->file, io);
 	if (ret)
 		return ret;
 	if (w->c->ds->format == DL_FMT_RAW) {
@@ -630,14 +646,72 @@ bad:
 	return -EIO;
 }
 
+/* One sample of dataset i into the buffer. Efficient mode reads a sample
+ * larger than --io-size as slabs of whole rows of at most io_size through the
+ * reused buffer (what fio's blocks are; a 256 MiB hyperslab into a 256 MiB
+ * buffer ran at a third of fio's rate); with --read-amplification dlio it is
+ * one H5Dread, as h5py's records[i] is. */
+static int h5_sample(struct drv_worker *w, unsigned i, uint64_t sample)
+{
+	hsize_t start[H5S_MAX_RANK] = {0}, count[H5S_MAX_RANK];
+	int rank = H5Sget_simple_extent_dims(w->h5fs[i], count, NULL);
+	const uint64_t bytes = w->h5sbytes[i], io_size = w->c->p->io_size;
+	uint64_t rows = 1, row_bytes = bytes;
+
+	if (rank < 1)
+		return -EIO;
+	start[0] = sample;
+	count[0] = 1;
+	if (w->c->p->amp == DRV_AMP_EFFICIENT && rank > 1 && bytes > io_size) {
+		row_bytes = bytes / count[1];
+		rows = io_size / row_bytes ? io_size / row_bytes : 1;
+	}
+	if (rows * row_bytes >= bytes) {
+		if (reserve_buf(w, bytes) || bytes > w->cap)
+			return -EFBIG;
+		if (H5Sselect_hyperslab(w->h5fs[i], H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
+		    H5Dread(w->h5d[i], w->h5t[i], w->h5ms[i], w->h5fs[i], H5P_DEFAULT, w->buf) < 0)
+			return -EIO;
+		return 1;
+	}
+	if (reserve_buf(w, rows * row_bytes) || rows * row_bytes > w->cap)
+		return -EFBIG;
+	const hsize_t nrows = count[1];
+	int reads = 0;
+	for (hsize_t r = 0; r < nrows; r += rows) {
+		hsize_t mdims[H5S_MAX_RANK];
+		count[1] = nrows - r < rows ? nrows - r : rows;
+		start[1] = r;
+		for (int k = 1; k < rank; k++)
+			mdims[k - 1] = count[k];
+		hid_t ms = H5Screate_simple(rank - 1, mdims, NULL);
+		herr_t e = ms < 0 ? -1
+			   : H5Sselect_hyperslab(w->h5fs[i], H5S_SELECT_SET, start, NULL, count,
+						 NULL);
+		if (e >= 0)
+			e = H5Dread(w->h5d[i], w->h5t[i], ms, w->h5fs[i], H5P_DEFAULT, w->buf);
+		if (ms >= 0)
+			H5Sclose(ms);
+		if (e < 0)
+			return -EIO;
+		reads++;
+	}
+	return reads;
+}
+
 static int unit_h5(struct drv_worker *w, uint32_t split, uint64_t epoch, uint64_t seq,
 		   const struct drv_unit *u, struct drv_io *io)
 {
-	char path[4096];
-	int ret = drv_relpath(w->c, split, u->file, 0, path, sizeof(path));
+	const char *path = w->fpath;
+	int ret = 0;
 
-	if (ret)
-		return ret;
+	/* The path only when the file changes (per-sample formatting costs as
+	 * much as a small read). */
+	if (!(w->h5f >= 0 && w->h5split == split && w->h5index == u->file)) {
+		if ((ret = drv_relpath(w->c, split, u->file, 0, w->fpath, sizeof(w->fpath))))
+			return ret;
+		w->findex = UINT64_MAX; /* fpath no longer names data_fd's file */
+	}
 	if ((ret = h5_open(w, split, u->file, path, io)))
 		return ret;
 	if (u->sample >= w->h5samples) {
@@ -648,23 +722,13 @@ static int unit_h5(struct drv_worker *w, uint32_t split, uint64_t epoch, uint64_
 	}
 	uint64_t total = 0;
 	for (unsigned i = 0; i < w->h5n; i++) {
-		hsize_t start[H5S_MAX_RANK] = {0}, count[H5S_MAX_RANK];
-		int rank = H5Sget_simple_extent_dims(w->h5fs[i], count, NULL);
-		start[0] = u->sample;
-		count[0] = 1;
-		if (reserve_buf(w, w->h5sbytes[i]) || w->h5sbytes[i] > w->cap) {
-			ret = -EFBIG;
+		int n = h5_sample(w, i, u->sample);
+		if (n < 0) {
+			ret = n;
+			report(path, ret == -EFBIG ? -EFBIG : -EIO);
 			goto out;
 		}
-		if (rank < 1 ||
-		    H5Sselect_hyperslab(w->h5fs[i], H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
-		    H5Dread(w->h5d[i], w->h5t[i], w->h5ms[i], w->h5fs[i], H5P_DEFAULT, w->buf) <
-			0) {
-			report(path, -EIO);
-			ret = -EIO;
-			goto out;
-		}
-		io->reads++;
+		io->reads += (uint64_t)n;
 		total += w->h5sbytes[i];
 	}
 	io->bytes += total;
@@ -700,12 +764,20 @@ static ssize_t fd_fill(void *src, uint8_t *buf, size_t cap)
 	}
 }
 
+/* Records reserved and completed per lock when they are small (see
+ * drive_loader.c's CLAIM_MAX): tf.data hands records on in batches too. */
+#define STREAM_GROUP 32
+#define STREAM_SMALL (64u << 10)
+
 static int unit_stream(struct drv_worker *w, struct drv_loader *l, uint32_t split, uint64_t epoch,
 		       uint64_t seq, const struct drv_unit *u, struct drv_io *io)
 {
 	char path[4096];
 	struct drv_tfr t;
 	uint64_t counted = 0, rec = 0;
+	/* held: reserved samples not yet read; done: read, not yet completed */
+	uint64_t held = 0, done = 0;
+	const uint64_t group = w->c->ds->sample_size.mean <= STREAM_SMALL ? STREAM_GROUP : 1;
 	int fd = -1, ret;
 
 	if ((ret = drv_relpath(w->c, split, u->file, 0, path, sizeof(path))))
@@ -717,21 +789,25 @@ static int unit_stream(struct drv_worker *w, struct drv_loader *l, uint32_t spli
 	if (cap > w->cap)
 		cap = w->cap;
 	struct fd_src src = {.io = io};
-	int held = 0; /* a sample reserved for the record about to be read */
 	for (;; rec++) {
 		/* Records another rank keeps (a record-sharded stream) are read
 		 * and passed over, as tf.data's shard() does. */
 		int mine = !u->rec_mod || rec % u->rec_mod == u->rec_phase;
 		/* A file is opened only for a sample the phase still needs... */
-		if (fd < 0 && mine) {
-			if (!drv_loader_reserve(l))
+		if (mine && !held) {
+			/* Completions first: the reservation may wait for the
+			 * accelerator, which waits for them. */
+			if (done) {
+				drv_loader_complete(l, done, io);
+				done = 0;
+			}
+			if (fd < 0 && !(held = drv_loader_reserve(l, group)))
 				break;
-			held = 1;
 		}
 		if (fd < 0) {
 			if ((fd = open_path(w, path, io)) < 0) {
 				if (held)
-					drv_loader_release(l, 1);
+					drv_loader_release(l, held);
 				return fd;
 			}
 			src.fd = fd;
@@ -743,8 +819,6 @@ static int unit_stream(struct drv_worker *w, struct drv_loader *l, uint32_t spli
 		uint64_t len, off;
 		ret = drv_tfr_next(&t, &len, &off);
 		if (ret <= 0) {
-			if (held)
-				drv_loader_release(l, 1);
 			if (ret < 0) {
 				fprintf(stderr, "dlio-drive: %s: %s at offset %llu\n", path,
 					ret == -EBADMSG ? "corrupted record" : strerror(-ret),
@@ -752,30 +826,35 @@ static int unit_stream(struct drv_worker *w, struct drv_loader *l, uint32_t spli
 			}
 			break;
 		}
-		if (mine && !held && !drv_loader_reserve(l))
+		if (mine && !held && !(held = drv_loader_reserve(l, group)))
 			break;
-		held = 0;
 		io->bytes += t.bytes_in - counted;
 		counted = t.bytes_in;
 		if (!mine)
 			continue;
+		held--;
 		if (w->c->trace)
 			drv_trace_line(w->c, epoch, split, seq, path, (int64_t)rec, (int64_t)off,
 				       len + DRV_TFR_HDR + DRV_TFR_FOOT);
-		drv_loader_complete(l, 1, io);
+		if (++done >= group) {
+			drv_loader_complete(l, done, io);
+			done = 0;
+		}
 	}
+	if (held)
+		drv_loader_release(l, held);
 	if (fd >= 0) {
 		/* Bytes read ahead into the buffer past the last record we used. */
 		io->bytes += t.bytes_in - counted;
 		dontneed(w, fd);
 		close(fd);
 	}
-	drv_loader_complete(l, 0, io);
+	drv_loader_complete(l, done, io);
 	return ret < 0 ? ret : 0;
 }
 
 int drv_read_unit(struct drv_worker *w, struct drv_loader *l, uint32_t split, uint64_t epoch,
-		  uint64_t seq, const struct drv_unit *u, uint64_t nres, struct drv_io *io)
+		  uint64_t seq, const struct drv_unit *u, struct drv_io *io)
 {
 	int ret;
 
@@ -805,8 +884,5 @@ int drv_read_unit(struct drv_worker *w, struct drv_loader *l, uint32_t split, ui
 		}
 		break;
 	}
-	if (ret)
-		return ret;
-	drv_loader_complete(l, nres, io);
-	return 0;
+	return ret;
 }

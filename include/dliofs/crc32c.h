@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Best code path for this CPU (SSE4.2 instruction, else slice-by-8 tables). */
+/* Best code path for this CPU (crc32 instruction with VPCLMULQDQ folding beside
+ * it, the instruction alone, else slice-by-8 tables). */
 uint32_t dl_crc32c(uint32_t crc, const void *buf, size_t len);
 
 /* crc(A || B) from crc(A), crc(B) and len(B), in O(log len(B)). */
@@ -32,6 +33,14 @@ static inline uint32_t dl_crc32c_unmask(uint32_t m)
 uint32_t dl_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 uint32_t dl_crc32c_hw(uint32_t crc, const void *buf, size_t len);
 int dl_crc32c_hw_available(void);
+/* 256-bit carry-less multiply folding (VPCLMULQDQ), finished with the
+ * crc32 instruction; valid only when dl_crc32c_fold_available() says so. */
+uint32_t dl_crc32c_fold(uint32_t crc, const void *buf, size_t len);
+int dl_crc32c_fold_available(void);
+/* Both at once on different parts of each 8.5 KiB (the default for long
+ * buffers where the CPU has both); valid where dl_crc32c_hybrid_available(). */
+uint32_t dl_crc32c_hybrid(uint32_t crc, const void *buf, size_t len);
+int dl_crc32c_hybrid_available(void);
 
 /* x^(8 * n) modulo the polynomial, bit-reflected: the operator that appends
  * n zero bytes. Exposed so tests can check the constants of the hw path. */

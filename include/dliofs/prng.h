@@ -49,11 +49,34 @@ static inline uint64_t dl_prng_below(uint64_t key, uint64_t i, uint64_t n)
 /* Standard normal draw from words 2i and 2i+1 (Box-Muller). */
 double dl_prng_normal(uint64_t key, uint64_t i);
 
-/* Fill buf with bytes [off, off + len) of stream `key` (little-endian words).
- * Vectorized where the CPU allows; the bytes are identical on every CPU. */
+/* Bulk bytes: stream `key` is an AES-round counter generator (formats/prng.c
+ * has the definition). Fill buf with bytes [off, off + len) of it. The best
+ * code path for this CPU is picked per call; every path gives the same bytes.
+ * This byte stream is not the word stream of dl_prng_word: the two serve
+ * different needs (bulk payload vs. scalar draws) and are keyed apart. */
 void dl_prng_fill(uint64_t key, uint64_t off, void *buf, size_t len);
 
-/* Single-core fill rate benchmark helper: name of the code path chosen at run time. */
+/* The code paths of dl_prng_fill, for tests and benchmarks that compare them
+ * on one machine (an AVX-512 CPU runs the VAES path too). */
+enum dl_prng_path {
+	DL_PRNG_GENERIC,	/* portable C (table AES rounds): any CPU */
+	DL_PRNG_AESNI,		/* x86 AES-NI, 128-bit vectors (AMD Rome, Intel Haswell..) */
+	DL_PRNG_VAES,		/* x86 VAES on 256-bit AVX2 vectors (AMD Milan+, Intel Ice Lake+) */
+	DL_PRNG__PATHS
+};
+
+/* 1 when this CPU (and build) can run the path. */
+int dl_prng_path_available(enum dl_prng_path path);
+
+/* dl_prng_fill through one path; the path must be available. */
+void dl_prng_fill_path(enum dl_prng_path path, uint64_t key, uint64_t off, void *buf, size_t len);
+
+const char *dl_prng_path_name(enum dl_prng_path path);
+
+/* The path dl_prng_fill takes on this CPU. */
+enum dl_prng_path dl_prng_best_path(void);
+
+/* Name of the path chosen at run time (for benchmark output). */
 const char *dl_prng_isa(void);
 
 #endif

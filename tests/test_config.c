@@ -1481,6 +1481,14 @@ static void test_hostile(void)
 		res_free(&r);
 		free(many);
 	}
+
+	/* hdf5.datasets: 0 is reported, not divided by. */
+	EXPECT_ERR("datasets:\n  - {name: h5, format: hdf5, files: 4, shape: [16, 16], "
+		   "hdf5: {datasets: 0, chunks: [4, 8, 8]}}\n",
+		   "t.yaml:2:74: datasets[0].hdf5.datasets: expected 1 to 4096 data datasets");
+	EXPECT_ERR("datasets:\n  - {name: h5, format: hdf5, sample_size: 4KiB, "
+		   "hdf5: {datasets: 5000, chunks: [1, 8, 8]}}\n",
+		   "datasets[0].hdf5.datasets: expected 1 to 4096");
 }
 
 int main(void)

@@ -29,6 +29,10 @@ def alias_bomb(levels, under="pacer"):
     return text
 
 
+H5_ZERO = ("datasets:\n  - {name: h5, format: hdf5, files: 4, shape: [16, 16], "
+           "hdf5: {datasets: 0, chunks: [4, 8, 8]}}\n")
+
+
 class HostileConfigs(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="dliofs-hard-")
@@ -101,6 +105,12 @@ class HostileConfigs(unittest.TestCase):
         self.assertEqual(rc, 2, err[-2000:])
         self.assertIn("too many problems; stopping after 1000", err[-2000:])
         self.assertLessEqual(err.count("\n"), 1001)
+
+    def test_hdf5_zero_datasets_is_an_error_not_a_crash(self):
+        for name, rc, err in self.three_ways(H5_ZERO):
+            with self.subTest(name):
+                self.assertNotEqual(rc, 0, err[-2000:])
+                self.assertIn("c.yaml:2:74: datasets[0].hdf5.datasets: expected 1 to 4096", err)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "backing_i.h"
+#include "log_i.h"
 
 /* What an open file or directory carries in fi->fh. */
 struct bk_file {
@@ -251,7 +252,7 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct dl_reply *r = new_reply(req, DL_R_READLINK, DL_OP_META, DL_TOP_OTHER, ino);
 	struct bk_root *root;
 	struct bk_node *n;
-	char where[PATH_MAX];
+	char where[PATH_MAX], ew[DL_LOG_ESC_MAX], et[DL_LOG_ESC_MAX];
 	ssize_t len;
 	int ret, depth;
 
@@ -282,7 +283,7 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 		fprintf(stderr,
 			"dliofs: backing: %s: symlink to '%s' leads out of the backing "
 			"directory; refused (EACCES)\n",
-			where, (char *)r->buf);
+			dl_log_esc(where, ew, sizeof(ew)), dl_log_esc(r->buf, et, sizeof(et)));
 		ret = -EACCES;
 	}
 out:
@@ -301,6 +302,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 				       kind == MK_SYMLINK ? DL_TOP_OTHER : DL_TOP_CREATE, parent);
 	struct bk_root *root;
 	struct bk_node *p;
+	char en[DL_LOG_ESC_MAX], et[DL_LOG_ESC_MAX];
 	int ret, depth;
 
 	if (!r)
@@ -334,7 +336,8 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 			fprintf(stderr,
 				"dliofs: backing %s: symlink %s -> '%s' would lead out of the "
 				"backing directory; refused (EACCES)\n",
-				root->cfg->at, name, target);
+				root->cfg->at, dl_log_esc(name, en, sizeof(en)),
+				dl_log_esc(target, et, sizeof(et)));
 			ret = -EACCES;
 			goto out;
 		}

@@ -23,6 +23,7 @@ struct bk_node {
 	int fd;			/* O_PATH | O_NOFOLLOW */
 	mode_t type;		/* S_IFMT bits */
 	uint64_t nlookup;
+	atomic_int moved_out;	/* found outside the backing directory (said once) */
 	struct bk_node *next_id, *next_key;
 };
 
@@ -82,6 +83,18 @@ void bk_open_del(struct bk_root *r, struct bk_open *o);
 /* A name a client may use: not "", ".", "..", nothing with '/'. */
 int bk_name_ok(const char *name);
 void bk_proc_path(int fd, char *buf, size_t len);
+
+/* ---- where things are (backing_path.c) ---- */
+
+/* Depth below the backing directory of the directory dirfd (0: itself),
+ * found by walking ".." to it: -EACCES when dirfd is not below it (it was
+ * moved out). */
+int bk_dir_depth(const struct bk_root *r, int dirfd, int *depth);
+/* For a node that is not a directory: the directory holding it (an O_PATH
+ * descriptor in *pfd, to close) and its depth; -EACCES when that is not
+ * below the backing directory, -ESTALE when the node is not there. */
+int bk_node_parent(const struct bk_root *r, const struct bk_node *n, int *pfd, int *depth);
+
 /* Depth below the backing directory of the directory fd names (0: the
  * directory itself), or of the directory holding fd when it is not one. */
 int bk_depth(const struct bk_root *r, int fd, int of_parent, int *depth);

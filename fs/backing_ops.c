@@ -1,9 +1,12 @@
 /* FUSE operations on real backing directories. Every name is resolved with
  * *at() calls relative to the parent's O_PATH descriptor and never through a
  * symlink (O_NOFOLLOW / AT_SYMLINK_NOFOLLOW), so nothing outside the backing
- * directory can be reached. The work (syscall) is done before the reply is
- * handed to the pacer, which only delays the answer: an acknowledged write
- * is in the file, an acknowledged fsync has reached the disk. */
+ * directory can be reached. A directory (or file) the kernel still holds may
+ * have been moved out of it meanwhile: lookups, opens and every change of a
+ * name first check that it is still below (backing_path.c); reads and writes
+ * of an open file do not. The work (syscall) is done before the reply is handed to the pacer, which
+ * only delays the answer: an acknowledged write is in the file, an
+ * acknowledged fsync has reached the disk. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +46,46 @@ static int node_of(struct dl_fs *fs, fuse_ino_t ino, struct bk_root **r, struct 
 	if (!*r || (*r)->sink)
 		return -ESTALE;
 	return bk_node_get(*r, bk_id(ino), n);
+}
+
+/* Say once per node that it was found outside (the log is for people). */
+static void moved_out(struct bk_root *root, struct bk_node *n, const char *what)
+{
+	if (atomic_exchange(&n->moved_out, 1))
+		return;
+	fprintf(stderr,
+		"dliofs: backing %s: a %s the mount served was moved out of the backing "
+		"directory; no longer served (EACCES)\n",
+		root->cfg->at, what);
+}
+
+/* Is directory p still below the backing directory? Its depth if so. */
+static int dir_ok(struct bk_root *root, struct bk_node *p, int *depth)
+{
+	int ret;
+
+	*depth = 0;
+	if (p == &root->top)
+		return 0;
+	ret = bk_dir_depth(root, p->fd, depth);
+	if (ret == -EACCES)
+		moved_out(root, p, "directory");
+	return ret;
+}
+
+/* The same for any node (a file through the directory holding it). */
+static int node_ok(struct bk_root *root, struct bk_node *n)
+{
+	int depth, pfd, ret;
+
+	if (S_ISDIR(n->type))
+		return dir_ok(root, n, &depth);
+	ret = bk_node_parent(root, n, &pfd, &depth);
+	if (ret == -EACCES)
+		moved_out(root, n, "file");
+	if (!ret)
+		close(pfd);
+	return ret;
 }
 
 static struct dl_reply *new_reply(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
@@ -128,11 +171,13 @@ static void bk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct dl_reply *r = new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP, parent);
 	struct bk_root *root;
 	struct bk_node *p;
-	int ret;
+	int ret, depth;
 
 	if (!r)
 		return;
 	ret = node_of(fs, parent, &root, &p);
+	if (!ret)
+		ret = dir_ok(root, p, &depth);
 	if (!ret)
 		ret = bk_name_ok(name) ? lookup_at(root, p, name, &r->e) : -EINVAL;
 	if (ret == -ENOENT) {
@@ -236,7 +281,12 @@ static void bk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		/* The handle of an open file (truncating through it needs no reopen). */
 		if (fi && fi->fh && S_ISREG(n->type))
 			f = (struct bk_file *)(uintptr_t)fi->fh;
-		ret = do_setattr(root, n, f, attr, to_set);
+		/* Through an open file it is the file already opened; by inode it
+		 * must still be ours. */
+		if (root->writable && !f)
+			ret = node_ok(root, n);
+		if (!ret)
+			ret = do_setattr(root, n, f, attr, to_set);
 	}
 	if (!ret && fstatat(n->fd, "", &r->st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
 		ret = -errno;
@@ -254,7 +304,7 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct bk_node *n;
 	char where[PATH_MAX], ew[DL_LOG_ESC_MAX], et[DL_LOG_ESC_MAX];
 	ssize_t len;
-	int ret, depth;
+	int ret, depth, pfd = -1;
 
 	if (!r)
 		return;
@@ -276,8 +326,14 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 		goto out;
 	}
 	((char *)r->buf)[len] = 0;
-	ret = bk_depth(root, n->fd, 1, &depth);
-	if (ret || bk_target_escapes(depth, r->buf)) {
+	ret = bk_node_parent(root, n, &pfd, &depth);
+	if (ret == -EACCES)
+		moved_out(root, n, "symlink");
+	else if (!ret && bk_target_escapes(depth, r->buf))
+		ret = -ELOOP;	/* said below */
+	if (pfd >= 0)
+		close(pfd);
+	if (ret == -ELOOP) {
 		if (dl_bk_path(fs, ino, where, sizeof(where)) < 0)
 			snprintf(where, sizeof(where), "%s/?", root->cfg->at);
 		fprintf(stderr,
@@ -318,6 +374,9 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 		ret = -EINVAL;
 		goto out;
 	}
+	ret = dir_ok(root, p, &depth);
+	if (ret)
+		goto out;
 	switch (kind) {
 	case MK_NODE:
 		/* Regular files only: no devices, fifos or sockets in a backing store. */
@@ -331,8 +390,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 		ret = mkdirat(p->fd, name, mode) ? -errno : 0;
 		break;
 	case MK_SYMLINK:
-		ret = bk_depth(root, p->fd, 0, &depth);
-		if (ret || bk_target_escapes(depth, target)) {
+		if (bk_target_escapes(depth, target)) {
 			fprintf(stderr,
 				"dliofs: backing %s: symlink %s -> '%s' would lead out of the "
 				"backing directory; refused (EACCES)\n",
@@ -374,7 +432,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 	struct dl_reply *r = new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct bk_root *root;
 	struct bk_node *p;
-	int ret;
+	int ret, depth;
 
 	if (!r)
 		return;
@@ -383,6 +441,8 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 		ret = -EROFS;
 	if (!ret && !bk_name_ok(name))
 		ret = -EINVAL;
+	if (!ret)
+		ret = dir_ok(root, p, &depth);
 	if (!ret && unlinkat(p->fd, name, flags))
 		ret = -errno;
 	bk_finish(fs, r, ret);
@@ -405,7 +465,7 @@ static void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	struct dl_reply *r = new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct bk_root *root, *root2;
 	struct bk_node *p, *np;
-	int ret;
+	int ret, depth, ndepth;
 
 	if (!r)
 		return;
@@ -419,6 +479,10 @@ static void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (!ret && (!bk_name_ok(name) || !bk_name_ok(newname) ||
 		     (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))))
 		ret = -EINVAL;
+	if (!ret)
+		ret = dir_ok(root, p, &depth);
+	if (!ret)
+		ret = dir_ok(root, np, &ndepth);
 	if (!ret && renameat2(p->fd, name, np->fd, newname, flags))
 		ret = -errno;
 	bk_finish(fs, r, ret);
@@ -431,7 +495,7 @@ static void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct bk_root *root, *root2 = NULL;
 	struct bk_node *n, *np;
 	char proc[64];
-	int ret;
+	int ret, ndepth;
 
 	if (!r)
 		return;
@@ -446,6 +510,11 @@ static void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		ret = -EINVAL;
 	if (!ret && S_ISDIR(n->type))
 		ret = -EPERM;
+	/* A file moved out must not be linked back in. */
+	if (!ret)
+		ret = node_ok(root, n);
+	if (!ret)
+		ret = dir_ok(root, np, &ndepth);
 	if (!ret) {
 		/* Links the descriptor's own inode (a symlink stays a symlink). */
 		bk_proc_path(n->fd, proc, sizeof(proc));
@@ -537,6 +606,9 @@ static void bk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ret = -EROFS;
 		goto out;
 	}
+	ret = node_ok(root, n);
+	if (ret)
+		goto out;
 	f = new_file(root);
 	if (!f) {
 		ret = -ENOMEM;
@@ -570,7 +642,7 @@ static void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct bk_node *p;
 	struct stat st;
 	char proc[64];
-	int ret, existed, pfd;
+	int ret, existed, pfd, depth;
 
 	if (!r)
 		return;
@@ -590,12 +662,16 @@ static void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		ret = -ENOMEM;
 		goto fail;
 	}
-	existed = fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-	/* O_NOFOLLOW: a symlink in the way is an error (ELOOP), never a path. */
-	f->fd = openat(p->fd, name, real_flags(fi->flags) | O_CREAT | O_NOFOLLOW |
-		       (fi->flags & O_EXCL), mode);
-	if (f->fd < 0) {
-		ret = -errno;
+	ret = dir_ok(root, p, &depth);
+	if (!ret) {
+		existed = fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		/* O_NOFOLLOW: a symlink in the way is an error (ELOOP), never a path. */
+		f->fd = openat(p->fd, name, real_flags(fi->flags) | O_CREAT | O_NOFOLLOW |
+			       (fi->flags & O_EXCL), mode);
+		if (f->fd < 0)
+			ret = -errno;
+	}
+	if (ret) {
 		f->fd = -1;
 		goto fail;
 	}
@@ -764,7 +840,7 @@ static void bk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct bk_dir *d = NULL;
 	struct bk_root *root;
 	struct bk_node *n;
-	int ret, fd;
+	int ret, fd, depth;
 
 	if (!r)
 		return;
@@ -775,6 +851,9 @@ static void bk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ret = -ENOTDIR;
 		goto out;
 	}
+	ret = dir_ok(root, n, &depth);
+	if (ret)
+		goto out;
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		ret = -ENOMEM;
@@ -814,12 +893,20 @@ static void bk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct dl_fs *fs = fs_of(req);
 	struct bk_dir *d = (struct bk_dir *)(uintptr_t)fi->fh;
 	struct dl_reply *r = new_reply(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR, ino);
+	struct bk_root *root;
+	struct bk_node *n;
 	struct stat st;
 	size_t used = 0;
-	int ret = 0;
+	int ret, depth;
 
 	if (!r)
 		return;
+	/* A listing is of names: the directory must still be ours. */
+	ret = node_of(fs, ino, &root, &n);
+	if (!ret)
+		ret = dir_ok(root, n, &depth);
+	if (ret)
+		goto out;
 	r->buf = malloc(size);
 	if (!r->buf) {
 		ret = -ENOMEM;

@@ -13,6 +13,7 @@ The layout mirrors the review's: the mountpoint, the backing directory and
 an `outside` directory with a secret are siblings, so a link that climbs out
 of the backing directory through the mount lands next to the secret.
 """
+import ctypes
 import errno
 import os
 import shutil
@@ -25,6 +26,18 @@ import unittest
 import dltest
 
 SECRET = b"outside secret\n"
+RENAME_EXCHANGE = 2
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def renameat2(old, new, flags):
+    """renameat2(2), which Python's os module does not offer."""
+    if _libc.renameat2(AT_FDCWD, os.fsencode(old), AT_FDCWD, os.fsencode(new), flags) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e), old)
+
+
+AT_FDCWD = -100
 
 
 def mounts_at(path):
@@ -88,6 +101,61 @@ class Base(unittest.TestCase):
             return
         self.assertNotEqual(data, SECRET, "%s read the outside file" % path)
         self.fail("%s was readable (%r)" % (path, data[:40]))
+
+
+class MovedOut(Base):
+    """Item 2: the daemon holds a handle on every directory the kernel looked
+    up; one moved out of the backing directory must stop being served."""
+
+    def test_held_directory_moved_out_is_not_served(self):
+        os.mkdir(self.r("mv"))
+        with open(self.r("mv", "before.txt"), "w") as f:
+            f.write("x")
+        fd = os.open(self.m("rw", "mv"), os.O_RDONLY | os.O_DIRECTORY)  # like a shell's cwd
+        try:
+            os.rename(self.r("mv"), os.path.join(self.outside, "moved"))
+            moved = os.path.join(self.outside, "moved")
+            with open(os.path.join(moved, "planted.txt"), "wb") as f:
+                f.write(SECRET)
+            self.assertErrno((errno.EACCES, errno.ENOENT, errno.ESTALE), os.mkdir, "inner",
+                             dir_fd=fd)
+            self.assertErrno((errno.EACCES, errno.ENOENT, errno.ESTALE), os.open, "new",
+                             os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd)
+            self.assertErrno((errno.EACCES, errno.ENOENT, errno.ESTALE), os.open,
+                             "planted.txt", os.O_RDONLY, dir_fd=fd)
+            self.assertErrno((errno.EACCES, errno.ENOENT, errno.ESTALE), os.listdir, fd)
+            self.assertErrno((errno.EACCES, errno.ENOENT, errno.ESTALE), os.unlink,
+                             "before.txt", dir_fd=fd)
+            self.assertEqual(sorted(os.listdir(moved)), ["before.txt", "planted.txt"])
+            self.assertIn("moved out of the backing directory", self.log_text())
+        finally:
+            os.close(fd)
+        # Moved back, it is served again.
+        os.rename(os.path.join(self.outside, "moved"), self.r("mv"))
+        self.assertEqual(sorted(os.listdir(self.m("rw", "mv"))), ["before.txt", "planted.txt"])
+        shutil.rmtree(self.r("mv"))
+
+    def test_held_file_moved_out_is_not_opened(self):
+        with open(self.r("held.txt"), "wb") as f:
+            f.write(b"held\n")
+        os.stat(self.m("rw", "held.txt"))  # the kernel now holds the inode
+        os.rename(self.r("held.txt"), os.path.join(self.outside, "held.txt"))
+        try:
+            self.assertErrno((errno.EACCES, errno.ENOENT, errno.ESTALE), open,
+                             self.m("rw", "held.txt"), "rb")
+        finally:
+            os.unlink(os.path.join(self.outside, "held.txt"))
+
+    def test_directory_inside_still_works_after_moves_inside(self):
+        os.makedirs(self.r("d1", "d2"))
+        fd = os.open(self.m("rw", "d1", "d2"), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.rename(self.r("d1"), self.r("d1moved"))  # still inside
+            os.mkdir("ok", dir_fd=fd)
+            self.assertTrue(os.path.isdir(self.r("d1moved", "d2", "ok")))
+        finally:
+            os.close(fd)
+            shutil.rmtree(self.r("d1moved"))
 
 
 class LogInjection(Base):

@@ -4,7 +4,9 @@
  * directory can be reached. A directory (or file) the kernel still holds may
  * have been moved out of it meanwhile: lookups, opens and every change of a
  * name first check that it is still below (backing_path.c); reads and writes
- * of an open file do not. The work (syscall) is done before the reply is handed to the pacer, which
+ * of an open file do not. Symlinks a client makes, moves or links are
+ * followed in full (chains included) and refused when they would lead out.
+ * The work (syscall) is done before the reply is handed to the pacer, which
  * only delays the answer: an acknowledged write is in the file, an
  * acknowledged fsync has reached the disk. */
 #include <dirent.h>
@@ -85,6 +87,23 @@ static int node_ok(struct bk_root *root, struct bk_node *n)
 		moved_out(root, n, "file");
 	if (!ret)
 		close(pfd);
+	return ret;
+}
+
+/* Refuse (and say why) a symlink text that would lead out when followed
+ * from directory dirfd at depth. what: "symlink NAME" or "moving NAME". */
+static int link_ok(struct bk_root *root, int dirfd, int depth, const char *target,
+		   const char *verb, const char *name)
+{
+	char en[DL_LOG_ESC_MAX], et[DL_LOG_ESC_MAX];
+	int ret = bk_target_inside(root, dirfd, depth, target, NULL);
+
+	if (ret == -EACCES)
+		fprintf(stderr,
+			"dliofs: backing %s: %s %s -> '%s' would lead out of the backing "
+			"directory; refused (EACCES)\n",
+			root->cfg->at, verb, dl_log_esc(name, en, sizeof(en)),
+			dl_log_esc(target, et, sizeof(et)));
 	return ret;
 }
 
@@ -326,11 +345,14 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 		goto out;
 	}
 	((char *)r->buf)[len] = 0;
+	/* Followed from where it is now, through whatever it passes now. */
+	pthread_mutex_lock(&root->ns_lock);
 	ret = bk_node_parent(root, n, &pfd, &depth);
 	if (ret == -EACCES)
 		moved_out(root, n, "symlink");
-	else if (!ret && bk_target_escapes(depth, r->buf))
+	else if (!ret && bk_target_inside(root, pfd, depth, r->buf, NULL))
 		ret = -ELOOP;	/* said below */
+	pthread_mutex_unlock(&root->ns_lock);
 	if (pfd >= 0)
 		close(pfd);
 	if (ret == -ELOOP) {
@@ -358,8 +380,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 				       kind == MK_SYMLINK ? DL_TOP_OTHER : DL_TOP_CREATE, parent);
 	struct bk_root *root;
 	struct bk_node *p;
-	char en[DL_LOG_ESC_MAX], et[DL_LOG_ESC_MAX];
-	int ret, depth;
+	int ret, depth, locked = 0;
 
 	if (!r)
 		return;
@@ -374,6 +395,8 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 		ret = -EINVAL;
 		goto out;
 	}
+	pthread_mutex_lock(&root->ns_lock);
+	locked = 1;
 	ret = dir_ok(root, p, &depth);
 	if (ret)
 		goto out;
@@ -390,16 +413,9 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 		ret = mkdirat(p->fd, name, mode) ? -errno : 0;
 		break;
 	case MK_SYMLINK:
-		if (bk_target_escapes(depth, target)) {
-			fprintf(stderr,
-				"dliofs: backing %s: symlink %s -> '%s' would lead out of the "
-				"backing directory; refused (EACCES)\n",
-				root->cfg->at, dl_log_esc(name, en, sizeof(en)),
-				dl_log_esc(target, et, sizeof(et)));
-			ret = -EACCES;
-			goto out;
-		}
-		ret = symlinkat(target, p->fd, name) ? -errno : 0;
+		ret = link_ok(root, p->fd, depth, target, "symlink", name);
+		if (!ret)
+			ret = symlinkat(target, p->fd, name) ? -errno : 0;
 		break;
 	}
 	if (ret)
@@ -407,6 +423,8 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 	give_to_caller(c, p->fd, name, -1);
 	ret = lookup_at(root, p, name, &r->e);
 out:
+	if (locked)
+		pthread_mutex_unlock(&root->ns_lock);
 	finish_entry(fs, r, root, ret);
 }
 
@@ -441,10 +459,14 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 		ret = -EROFS;
 	if (!ret && !bk_name_ok(name))
 		ret = -EINVAL;
-	if (!ret)
-		ret = dir_ok(root, p, &depth);
+	if (ret)
+		goto out;
+	pthread_mutex_lock(&root->ns_lock);
+	ret = dir_ok(root, p, &depth);
 	if (!ret && unlinkat(p->fd, name, flags))
 		ret = -errno;
+	pthread_mutex_unlock(&root->ns_lock);
+out:
 	bk_finish(fs, r, ret);
 }
 
@@ -456,6 +478,54 @@ static void bk_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void bk_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	remove_name(req, parent, name, AT_REMOVEDIR);
+}
+
+/* What moving `name` from p to np (at depth ndepth) as `newname` does to
+ * symlinks: a link moved must still stay inside from its new directory; a
+ * directory moved to another parent takes its links along, and each must
+ * still stay inside from where it ends up. Anything else moves freely. */
+static int move_ok(struct bk_root *root, struct bk_node *p, const char *name, struct bk_node *np,
+		   int ndepth, const char *newname)
+{
+	char target[PATH_MAX], bad[PATH_MAX], en[DL_LOG_ESC_MAX], eb[DL_LOG_ESC_MAX];
+	struct bk_moved mv;
+	struct stat st, to;
+	ssize_t len;
+	int ret;
+
+	if (p == np || fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return 0;	/* same place; or nothing there, renameat2 says so */
+	if (S_ISLNK(st.st_mode)) {
+		len = readlinkat(p->fd, name, target, sizeof(target) - 1);
+		if (len < 0)
+			return -errno;
+		target[len] = 0;
+		return link_ok(root, np->fd, ndepth, target, "moving symlink", name);
+	}
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	if (fstat(np->fd, &to))
+		return -errno;
+	mv = (struct bk_moved){ .dev = st.st_dev, .ino = st.st_ino, .to = np->fd,
+				.to_dev = to.st_dev, .to_ino = to.st_ino, .to_depth = ndepth,
+				.to_name = newname, .from_dev = p->dev, .from_ino = p->ino,
+				.from_name = name };
+	mv.fd = openat(p->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (mv.fd < 0)
+		return -errno;
+	bad[0] = 0;
+	ret = bk_tree_links_inside(root, &mv, bad, sizeof(bad));
+	close(mv.fd);
+	if (ret == -EACCES || ret == -E2BIG) {
+		fprintf(stderr,
+			"dliofs: backing %s: moving directory %s elsewhere: symlink %s in it would "
+			"lead out of the backing directory, or could not all be checked; refused "
+			"(EACCES)\n",
+			root->cfg->at, dl_log_esc(name, en, sizeof(en)),
+			dl_log_esc(bad, eb, sizeof(eb)));
+		ret = -EACCES;
+	}
+	return ret;
 }
 
 static void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -479,12 +549,21 @@ static void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (!ret && (!bk_name_ok(name) || !bk_name_ok(newname) ||
 		     (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))))
 		ret = -EINVAL;
-	if (!ret)
-		ret = dir_ok(root, p, &depth);
+	if (ret)
+		goto out;
+	pthread_mutex_lock(&root->ns_lock);
+	ret = dir_ok(root, p, &depth);
 	if (!ret)
 		ret = dir_ok(root, np, &ndepth);
+	if (!ret)
+		ret = move_ok(root, p, name, np, ndepth, newname);
+	/* An exchange moves the other one too. */
+	if (!ret && (flags & RENAME_EXCHANGE))
+		ret = move_ok(root, np, newname, p, depth, name);
 	if (!ret && renameat2(p->fd, name, np->fd, newname, flags))
 		ret = -errno;
+	pthread_mutex_unlock(&root->ns_lock);
+out:
 	bk_finish(fs, r, ret);
 }
 
@@ -494,8 +573,9 @@ static void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct dl_reply *r = new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_OTHER, ino);
 	struct bk_root *root, *root2 = NULL;
 	struct bk_node *n, *np;
-	char proc[64];
-	int ret, ndepth;
+	char proc[64], target[PATH_MAX];
+	int ret, ndepth, locked = 0;
+	ssize_t len;
 
 	if (!r)
 		return;
@@ -510,11 +590,23 @@ static void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		ret = -EINVAL;
 	if (!ret && S_ISDIR(n->type))
 		ret = -EPERM;
-	/* A file moved out must not be linked back in. */
-	if (!ret)
-		ret = node_ok(root, n);
+	if (ret)
+		goto out;
+	pthread_mutex_lock(&root->ns_lock);
+	locked = 1;
+	/* A file moved out must not be linked back in, and a symlink's text
+	 * means something else in another directory. */
+	ret = node_ok(root, n);
 	if (!ret)
 		ret = dir_ok(root, np, &ndepth);
+	if (!ret && S_ISLNK(n->type)) {
+		len = readlinkat(n->fd, "", target, sizeof(target) - 1);
+		ret = len < 0 ? -errno : 0;
+		if (!ret) {
+			target[len] = 0;
+			ret = link_ok(root, np->fd, ndepth, target, "hard link to symlink", newname);
+		}
+	}
 	if (!ret) {
 		/* Links the descriptor's own inode (a symlink stays a symlink). */
 		bk_proc_path(n->fd, proc, sizeof(proc));
@@ -523,6 +615,9 @@ static void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	}
 	if (!ret)
 		ret = lookup_at(root, np, newname, &r->e);
+out:
+	if (locked)
+		pthread_mutex_unlock(&root->ns_lock);
 	finish_entry(fs, r, root2, ret);
 }
 
@@ -662,6 +757,7 @@ static void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		ret = -ENOMEM;
 		goto fail;
 	}
+	pthread_mutex_lock(&root->ns_lock);
 	ret = dir_ok(root, p, &depth);
 	if (!ret) {
 		existed = fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
@@ -671,6 +767,7 @@ static void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		if (f->fd < 0)
 			ret = -errno;
 	}
+	pthread_mutex_unlock(&root->ns_lock);
 	if (ret) {
 		f->fd = -1;
 		goto fail;

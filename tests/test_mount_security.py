@@ -158,6 +158,130 @@ class MovedOut(Base):
             shutil.rmtree(self.r("d1moved"))
 
 
+class Symlinks(Base):
+    """Item 3: link checks that count components only are fooled by chains."""
+
+    @classmethod
+    def setup_real(cls):
+        # Planted on the real file system (not through the mount): a chain whose
+        # parts look harmless one by one.
+        os.makedirs(os.path.join(cls.rw, "p", "q"))
+        os.symlink("../..", os.path.join(cls.rw, "p", "q", "top"))
+        os.symlink("p/q/top/../outside/secret.txt", os.path.join(cls.rw, "planted"))
+
+    def test_chain_through_an_inside_link_is_refused(self):
+        os.makedirs(self.m("rw", "a", "b", "c"))
+        os.symlink("../../..", self.m("rw", "a", "b", "c", "top"))  # the backing dir itself
+        self.assertEqual(os.path.realpath(self.r("a", "b", "c", "top")), self.rw)
+        self.assertErrno(errno.EACCES, os.symlink, "a/b/c/top/../../outside/secret.txt",
+                         self.m("rw", "esc"))
+        self.assertFalse(os.path.lexists(self.r("esc")))
+        self.assertNotSecret(self.m("rw", "esc"))
+        # The same chain one level further down.
+        self.assertErrno(errno.EACCES, os.symlink, "../a/b/c/top/../../outside/secret.txt",
+                         self.m("rw", "a", "esc"))
+        self.assertFalse(os.path.lexists(self.r("a", "esc")))
+        # Inside chains still work.
+        os.symlink("a/b/c/top/file.txt", self.m("rw", "via_top"))
+        self.assertEqual(dltest.read_file(self.m("rw", "via_top")), b"inside\n")
+        for p in ("via_top", "a/b/c/top"):
+            os.unlink(self.r(p))
+        shutil.rmtree(self.r("a"))
+
+    def test_climbing_through_a_name_that_does_not_exist_yet_is_refused(self):
+        os.makedirs(self.m("rw", "c1", "c2", "c3"))
+        # Lexically inside (c1/c2/outside/...) while `later` is missing; made an
+        # escape by creating later -> ../../.. afterwards.
+        self.assertErrno(errno.EACCES, os.symlink, "c1/c2/c3/later/../../outside/secret.txt",
+                         self.m("rw", "esc2"))
+        os.symlink("../../..", self.m("rw", "c1", "c2", "c3", "later"))
+        self.assertFalse(os.path.lexists(self.r("esc2")))
+        os.unlink(self.r("c1", "c2", "c3", "later"))
+        shutil.rmtree(self.r("c1"))
+
+    def test_renaming_a_link_rechecks_it(self):
+        os.mkdir(self.m("rw", "s1"))
+        os.symlink("../file.txt", self.m("rw", "s1", "lnk"))  # fine where it is
+        self.assertEqual(dltest.read_file(self.m("rw", "s1", "lnk")), b"inside\n")
+        self.assertErrno(errno.EACCES, os.rename, self.m("rw", "s1", "lnk"), self.m("rw", "lnk"))
+        self.assertFalse(os.path.lexists(self.r("lnk")))
+        self.assertTrue(os.path.islink(self.r("s1", "lnk")))
+        # Down is fine, and a rename within its directory too.
+        os.mkdir(self.m("rw", "s1", "deeper"))
+        os.rename(self.m("rw", "s1", "lnk"), self.m("rw", "s1", "deeper", "lnk"))
+        os.rename(self.m("rw", "s1", "deeper", "lnk"), self.m("rw", "s1", "deeper", "lnk2"))
+        self.assertEqual(os.readlink(self.r("s1", "deeper", "lnk2")), "../file.txt")
+        shutil.rmtree(self.r("s1"))
+
+    def test_renaming_a_directory_up_rechecks_its_links(self):
+        os.makedirs(self.m("rw", "d", "e"))
+        os.symlink("../../file.txt", self.m("rw", "d", "e", "l"))  # rw/file.txt
+        self.assertErrno(errno.EACCES, os.rename, self.m("rw", "d", "e"), self.m("rw", "e"))
+        self.assertFalse(os.path.lexists(self.r("e")))
+        # Down, or sideways at the same depth, is fine.
+        os.mkdir(self.m("rw", "d2"))
+        os.rename(self.m("rw", "d", "e"), self.m("rw", "d2", "e"))
+        self.assertEqual(dltest.read_file(self.m("rw", "d2", "e", "l")), b"inside\n")
+        shutil.rmtree(self.r("d"))
+        shutil.rmtree(self.r("d2"))
+
+    def test_exchange_rechecks_both_sides(self):
+        os.makedirs(self.m("rw", "x", "y"))
+        os.symlink("../../file.txt", self.m("rw", "x", "y", "l"))  # rw/file.txt
+        self.assertEqual(dltest.read_file(self.m("rw", "x", "y", "l")), b"inside\n")
+        with open(self.m("rw", "plain"), "w") as f:
+            f.write("p")
+        # The link would land two levels up: refused, in either order.
+        self.assertErrno(errno.EACCES, renameat2, self.m("rw", "x", "y", "l"),
+                         self.m("rw", "plain"), RENAME_EXCHANGE)
+        self.assertErrno(errno.EACCES, renameat2, self.m("rw", "plain"),
+                         self.m("rw", "x", "y", "l"), RENAME_EXCHANGE)
+        self.assertTrue(os.path.islink(self.r("x", "y", "l")))
+        self.assertFalse(os.path.islink(self.r("plain")))
+        # The directory holding it, exchanged with one a level up: refused too.
+        os.mkdir(self.m("rw", "z"))
+        self.assertErrno(errno.EACCES, renameat2, self.m("rw", "x", "y"), self.m("rw", "z"),
+                         RENAME_EXCHANGE)
+        self.assertTrue(os.path.islink(self.r("x", "y", "l")))
+        # Within one directory nothing moves up or down.
+        os.symlink("../../file.txt", self.m("rw", "x", "y", "l2"))
+        renameat2(self.m("rw", "x", "y", "l"), self.m("rw", "x", "y", "l2"), RENAME_EXCHANGE)
+        self.assertEqual(dltest.read_file(self.m("rw", "x", "y", "l")), b"inside\n")
+        shutil.rmtree(self.r("x"))
+        os.rmdir(self.r("z"))
+        os.unlink(self.r("plain"))
+
+    def test_hard_link_of_a_link_rechecks_it(self):
+        os.mkdir(self.m("rw", "h"))
+        os.symlink("../file.txt", self.m("rw", "h", "l"))
+        self.assertErrno((errno.EACCES, errno.EPERM), os.link, self.m("rw", "h", "l"),
+                         self.m("rw", "hl"), follow_symlinks=False)
+        self.assertFalse(os.path.lexists(self.r("hl")))
+        shutil.rmtree(self.r("h"))
+
+    def test_planted_chain_is_not_followed_through_the_mount(self):
+        self.assertTrue(os.path.islink(self.m("rw", "planted")))
+        self.assertErrno(errno.EACCES, os.readlink, self.m("rw", "planted"))
+        self.assertNotSecret(self.m("rw", "planted"))
+        # Its harmless part still reads.
+        self.assertEqual(os.readlink(self.m("rw", "p", "q", "top")), "../..")
+
+    def test_existing_rules_still_hold(self):
+        for target in ("/etc/passwd", "../outside/secret.txt", "a/../../x", "..", "/"):
+            with self.subTest(target=target):
+                self.assertErrno(errno.EACCES, os.symlink, target, self.m("rw", "bad"))
+                self.assertFalse(os.path.lexists(self.r("bad")))
+        # `..` through a name that is no directory (yet) is refused: what it
+        # would climb from is not known.
+        self.assertErrno(errno.EACCES, os.symlink, "t/../file.txt", self.m("rw", "t_missing"))
+        self.assertErrno(errno.EACCES, os.symlink, "file.txt/../file.txt", self.m("rw", "f_dot"))
+        os.mkdir(self.m("rw", "t"))
+        os.symlink("t/../file.txt", self.m("rw", "t_real"))
+        self.assertEqual(dltest.read_file(self.m("rw", "t_real")), b"inside\n")
+        os.unlink(self.r("t_real"))
+        os.rmdir(self.r("t"))
+
+
 class LogInjection(Base):
     """Item 9: what clients name reaches the log escaped, one line per message."""
     FORGED = "dliofs: forged"

@@ -12,6 +12,7 @@
 
 #include "backing.h"
 #include "fs_i.h"
+#include "mountpoint_i.h"
 #include "reply.h"
 
 #define DL_MAX_READ (1u << 20)
@@ -240,6 +241,10 @@ int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 		fprintf(stderr, "dliofs: %s: mountpoint must be an absolute path\n", o->mountpoint);
 		return -EINVAL;
 	}
+	/* Before stat: a dead mount there answers ENOTCONN to everything. */
+	ret = dl_fs_mountpoint_check(o->mountpoint);
+	if (ret)
+		return ret;
 	if (stat(o->mountpoint, &st) != 0) {
 		fprintf(stderr, "dliofs: %s: %s\n", o->mountpoint, strerror(errno));
 		return -errno;
@@ -253,6 +258,7 @@ int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 			DL_INO_MAX_DATASETS);
 		return -EINVAL;
 	}
+
 	if (o->foreground)
 		return run_session(cfg, o, -1, 0);
 

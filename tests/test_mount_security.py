@@ -318,5 +318,73 @@ class LogInjection(Base):
         self.assertIn("ck\\n" + self.FORGED + " by a sink name", self.log_text())
 
 
+class MountOver(unittest.TestCase):
+    """Item 8: mounting over a live mount stacked a second one; after kill -9
+    the dead ones piled up."""
+
+    def setUp(self):
+        dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
+        self.tmp = tempfile.mkdtemp(prefix="dliofs-over-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.mnt = os.path.join(self.tmp, "mnt")
+        os.mkdir(self.mnt)
+        self.config = dltest.write_config(self.tmp, (
+            "datasets:\n  - {name: syn, format: raw, files: 2, sample_size: 4KiB}\n"))
+        self.addCleanup(self.unmount_all)
+
+    def unmount_all(self):
+        for _ in range(10):
+            if not dltest.is_mounted(self.mnt):
+                break
+            subprocess.run(["fusermount3", "-u", "-z", self.mnt], capture_output=True)
+        self.assertFalse(dltest.is_mounted(self.mnt))
+
+    def mount(self, *extra):
+        return subprocess.run([dltest.DLIOFS, "mount", self.mnt, self.config] + list(extra),
+                              capture_output=True, text=True, timeout=60)
+
+    def test_live_mount_is_not_stacked(self):
+        r = self.mount()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = dltest.daemon_pid(self.mnt)
+        r2 = self.mount()
+        self.assertNotEqual(r2.returncode, 0)
+        self.assertIn("already mounted", r2.stderr)
+        self.assertIn("dliofs umount", r2.stderr)
+        self.assertEqual(mounts_at(self.mnt), 1)
+        self.assertEqual(dltest.daemon_pids(self.mnt), [pid])
+        self.assertEqual(sorted(os.listdir(self.mnt)), ["syn"])
+        u = subprocess.run([dltest.DLIOFS, "umount", self.mnt], capture_output=True, text=True)
+        self.assertEqual(u.returncode, 0, u.stderr)
+        self.assertEqual(mounts_at(self.mnt), 0)
+
+    def test_dead_mounts_are_cleaned_not_stacked(self):
+        for trial in range(3):
+            d = subprocess.Popen([dltest.DLIOFS, "mount", self.mnt, self.config, "-f"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            ok = dltest.wait_for(lambda: mounts_at(self.mnt) >= 1 and d.poll() is None, 20)
+            self.assertTrue(ok, "trial %d: no mount" % trial)
+            dltest.wait_for(lambda: os.path.isdir(os.path.join(self.mnt, "syn")), 10)
+            d.send_signal(signal.SIGKILL)
+            d.wait()
+            d.stderr.close()
+            # Dead: every request to the daemon says ENOTCONN.
+            self.assertTrue(dltest.wait_for(lambda: self.stat_errno() == errno.ENOTCONN, 10),
+                            "trial %d: the mount did not die" % trial)
+            self.assertEqual(mounts_at(self.mnt), 1, "trial %d" % trial)
+        r = self.mount()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("dead", r.stderr)  # it says what it cleaned up
+        self.assertEqual(mounts_at(self.mnt), 1)
+        self.assertEqual(sorted(os.listdir(self.mnt)), ["syn"])
+
+    def stat_errno(self):
+        try:
+            os.statvfs(self.mnt)  # always reaches the daemon (no attribute cache)
+        except OSError as e:
+            return e.errno
+        return 0
+
+
 if __name__ == "__main__":
     dltest.main()

@@ -231,6 +231,8 @@ static int redirect_stdio(const char *log_path)
 	return 0;
 }
 
+/* In the background (no -f) this returns twice: in the caller once the
+ * mount answers (or failed), and in the forked daemon when it stops. */
 int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 {
 	struct stat st;
@@ -264,6 +266,9 @@ int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
+	/* The child returns through main (below): what stdio holds now must
+	 * not be written twice. */
+	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		ret = -errno;
@@ -283,5 +288,8 @@ int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 		/* Relative paths are resolved already; keep going. */
 	}
 	ret = run_session(cfg, o, pfd[1], 1);
-	_exit(ret ? 1 : 0);
+	/* Back through main and exit(), not _exit(): the caller frees what it
+	 * owns and atexit handlers run, among them LeakSanitizer's check of the
+	 * daemon in a sanitizer build. */
+	return ret;
 }

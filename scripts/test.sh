@@ -5,7 +5,8 @@
 # 2. clean build in build-test/, runs the suites unit, cli, readers, then mount
 #    (mount tests one at a time),
 # 3. clean sanitizer build (address + undefined) in build-test-san/, runs unit
-#    and cli there,
+#    and cli there, then the mount-san suite (mount tests whose daemon runs
+#    sanitized and is leak-checked when it exits),
 # 4. closes with `tests: N passed, N failed, N skipped` counted from both
 #    builds' meson test logs, and exits non-zero on any failure.
 #
@@ -83,6 +84,7 @@ if [ "$run_san" -eq 1 ]; then
   # UBSan and ASan abort on the first report (meson's default *SAN_OPTIONS).
   if build "$SAN" -Db_sanitize=address,undefined; then
     mtest "$SAN" testlog-san --suite unit --suite cli --timeout-multiplier 3
+    mtest "$SAN" testlog-san-mount --suite mount-san --num-processes 1 --timeout-multiplier 3
   fi
 fi
 

@@ -386,5 +386,41 @@ class MountOver(unittest.TestCase):
         return 0
 
 
+class SanitizedDaemon(unittest.TestCase):
+    """LeakSanitizer checks a process when it exits through exit(); the
+    backgrounded daemon used to leave through _exit(), so a sanitizer build
+    never checked it. ASan's atexit=1 prints its exit statistics from the
+    same place the leak check runs: their presence in the daemon's log shows
+    the check ran."""
+
+    def test_backgrounded_daemon_is_leak_checked_on_exit(self):
+        if "address" not in os.environ.get("DLIOFS_SANITIZE", ""):
+            self.skipTest("needs the sanitizer build (meson -Db_sanitize=address,undefined)")
+        dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
+        tmp = tempfile.mkdtemp(prefix="dliofs-san-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        mnt, log = os.path.join(tmp, "mnt"), os.path.join(tmp, "daemon.log")
+        os.mkdir(mnt)
+        cfg = dltest.write_config(tmp, "datasets:\n  - {name: syn, format: raw, files: 2, "
+                                       "sample_size: 4KiB}\n")
+        env = dict(os.environ)
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":atexit=1:detect_leaks=1"
+        r = subprocess.run([dltest.DLIOFS, "mount", mnt, cfg, "--log", log], env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = dltest.daemon_pid(mnt)
+        self.assertEqual(len(dltest.read_file(os.path.join(mnt, "syn", "train",
+                                                           "img_0_of_2.raw"))), 4096)
+        u = subprocess.run([dltest.DLIOFS, "umount", mnt], capture_output=True, text=True)
+        self.assertEqual(u.returncode, 0, u.stderr)
+        self.assertTrue(dltest.wait_for(lambda: not dltest.pid_alive(pid), 60),
+                        "the daemon did not exit")
+        with open(log, errors="replace") as f:
+            text = f.read()
+        self.assertIn("AddressSanitizer exit stats:", text,
+                      "the daemon left without running its atexit handlers")
+        self.assertNotIn("LeakSanitizer", text, text[-3000:])
+
+
 if __name__ == "__main__":
     dltest.main()

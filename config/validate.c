@@ -424,9 +424,11 @@ static void validate_hdf5(struct vds *v, int size_ok)
 			     "layout plain has one data dataset (x); datasets > 1 needs layout dlio");
 		}
 	}
-	/* The chunk count below is per data dataset: without a usable count of
-	 * them there is nothing to check it against (and nothing to divide by). */
-	if (!ds->h5_chunk_ndims || !size_ok || sd->bad[CF_SAMPLES] || !dsets_ok)
+	/* The chunk count below is per data dataset and per sample row: without
+	 * a usable count of either (0 is reported elsewhere) there is nothing to
+	 * check it against, and nothing to divide by. */
+	if (!ds->h5_chunk_ndims || !size_ok || sd->bad[CF_SAMPLES] || !ds->samples_per_file ||
+	    !dsets_ok)
 		return;
 	dims[0] = ds->samples_per_file;
 	rank = 1 + h5_sample_dims(ds, dims + 1);

@@ -1489,6 +1489,13 @@ static void test_hostile(void)
 	EXPECT_ERR("datasets:\n  - {name: h5, format: hdf5, sample_size: 4KiB, "
 		   "hdf5: {datasets: 5000, chunks: [1, 8, 8]}}\n",
 		   "datasets[0].hdf5.datasets: expected 1 to 4096");
+	/* samples_per_file: 0 with chunks (found by the DLIO fuzzer, where gzip
+	 * compression makes the chunks): reported, not divided by. */
+	EXPECT_ERR("datasets:\n  - {name: h, format: hdf5, samples_per_file: 0, sample_size: 1KiB, "
+		   "hdf5: {chunks: [1, 8, 8]}}\n",
+		   "t.yaml:2:47: datasets[0].samples_per_file: must be at least 1");
+	EXPECT_ERR("dataset:\n  format: hdf5\n  num_samples_per_file: 0\n  compression: gzip\n",
+		   "t.yaml:3:25: dataset.num_samples_per_file: must be at least 1");
 }
 
 int main(void)

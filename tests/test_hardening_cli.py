@@ -106,6 +106,25 @@ class HostileConfigs(unittest.TestCase):
         self.assertIn("too many problems; stopping after 1000", err[-2000:])
         self.assertLessEqual(err.count("\n"), 1001)
 
+    def test_hdf5_zero_samples_with_chunks_is_an_error_not_a_crash(self):
+        # Found by tests/fuzz/fuzz_dlio in seconds: a DLIO workload with gzip
+        # (one sample per chunk) and no samples per file.
+        native = ("datasets:\n  - {name: h, format: hdf5, samples_per_file: 0, "
+                  "sample_size: 1KiB, hdf5: {chunks: [1, 8, 8]}}\n")
+        for name, rc, err in self.three_ways(native):
+            with self.subTest(name):
+                self.assertNotEqual(rc, 0, err[-2000:])
+                self.assertIn("c.yaml:2:47: datasets[0].samples_per_file: must be at least 1", err)
+        with open(os.path.join(dltest.SRC, "tests", "fuzz", "seeds", "dlio",
+                               "crash-samples-zero-gzip-hdf5.yaml")) as f:
+            found = f.read()
+        shutil.rmtree(self.tmp)
+        os.mkdir(self.tmp)
+        for name, rc, err in self.three_ways(found):
+            with self.subTest("fuzzer's input: " + name):
+                self.assertNotEqual(rc, 0, err[-2000:])
+                self.assertIn("workload.dataset.num_samples_per_file: must be at least 1", err)
+
     def test_hdf5_zero_datasets_is_an_error_not_a_crash(self):
         for name, rc, err in self.three_ways(H5_ZERO):
             with self.subTest(name):

@@ -3,11 +3,14 @@
  * same seed and the same request order reproduces every latency. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dliofs/prng.h"
 #include "dliofs/units.h"
@@ -15,6 +18,9 @@
 
 /* z such that P(Z < z) = 0.99 for a standard normal Z. */
 #define Z99 2.3263478740408408
+/* Bytes of an empirical latency file read at most, and of one line. */
+#define EMPIRICAL_MAX_BYTES (64LL << 20)
+#define EMPIRICAL_MAX_LINE 4096
 
 #define LAT_EXPECTED                                                                               \
 	"expected a latency: a time (200us), constant(t), uniform(min, max), normal(mean, "        \
@@ -284,24 +290,57 @@ static int load_empirical(const char *path, struct dl_lat_model *m, char *why, s
 {
 	FILE *f = NULL;
 	char *line = NULL, unit[16] = "", *s;
-	size_t cap = 0, n = 0, alloc = 0, lineno = 0, i, j;
+	size_t n = 0, alloc = 0, lineno = 0, i, j;
 	struct point *pts = NULL, *np;
 	double total = 0, cum = 0;
 	const char *w = NULL;
-	int ret = -EINVAL;
+	int ret = -EINVAL, fd;
 	char resolved[PATH_MAX];
+	struct stat st;
 
 	if (strlen(path) >= sizeof(m->source)) {
 		snprintf(why, whylen, "path too long (at most %zu bytes)", sizeof(m->source) - 1);
 		return -EINVAL;
 	}
-	f = fopen(path, "r");
-	if (!f) {
+	/* The name comes from a config or a live `set`: never wait on a FIFO
+	 * or a device (O_NONBLOCK), read only a regular file, and only so much
+	 * of it (/proc files say size 0 and may not end). */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
 		snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
 		return -EINVAL;
 	}
-	while (getline(&line, &cap, f) >= 0) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > EMPIRICAL_MAX_BYTES) {
+		snprintf(why, whylen, "%s: %s", path,
+			 !S_ISREG(st.st_mode) ? "not a regular file" :
+						"larger than 64 MiB; a latency table is a few kB");
+		close(fd);
+		return -EINVAL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		close(fd);
+		return -EINVAL;
+	}
+	line = malloc(EMPIRICAL_MAX_LINE);
+	if (!line) {
+		ret = -ENOMEM;
+		snprintf(why, whylen, "%s: out of memory", path);
+		goto out;
+	}
+	while (fgets(line, EMPIRICAL_MAX_LINE, f)) {
 		lineno++;
+		if (ftello(f) > EMPIRICAL_MAX_BYTES) {
+			snprintf(why, whylen, "%s: larger than 64 MiB; a latency table is a few kB",
+				 path);
+			goto out;
+		}
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(why, whylen, "%s:%zu: line longer than %d bytes", path, lineno,
+				 EMPIRICAL_MAX_LINE - 2);
+			goto out;
+		}
 		if ((s = strchr(line, '#')))
 			*s = '\0';
 		s = trim(line);

@@ -1,6 +1,11 @@
 /* The `pacer:` and `cache:` sections: nested YAML mappings are flattened into
  * the dotted keys of the pacer's one options table (dl_pacer_cfg_set), so the
- * YAML, live `dliofs set` writes and the dump all speak the same keys. */
+ * YAML, live `dliofs set` writes and the dump all speak the same keys.
+ *
+ * The walk follows YAML aliases (libyaml hands them over as shared nodes,
+ * cycles included), so a section is measured first: one whose aliases
+ * expand past PACER_MAX_VISIT nodes, or nest past CFG_MAX_DEPTH, is refused
+ * once, at the section, instead of being walked for ever. */
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -10,42 +15,82 @@
 
 #include "dliofs/config.h"
 #include "dliofs/pacer.h"
+#include "config_i.h"
 #include "pacer_yaml.h"
 
 #define MAX_PROFILE_DEPTH 4
+/* Nodes one section may expand to (a real one has a few dozen). */
+#define PACER_MAX_VISIT 100000UL
 
 struct pwalk {
-	const char *file;
+	struct cfg_ctx *c;	/* messages and their cap; c->name is the file walked */
 	yaml_document_t *doc;
 	struct dl_pacer_cfg *pc;
-	FILE *err;
-	unsigned nerr;
 	int depth;		/* profile inclusion depth */
 };
 
+static struct dl_loc node_loc(const yaml_node_t *n)
+{
+	return (struct dl_loc){ (unsigned)n->start_mark.line + 1,
+				(unsigned)n->start_mark.column + 1 };
+}
+
 static void perr(struct pwalk *w, const yaml_node_t *n, const char *key, const char *msg)
 {
-	w->nerr++;
-	if (!w->err)
-		return;
 	/* The options table's messages already start with the key. */
 	size_t kl = strlen(key);
+
 	if (!strncmp(msg, key, kl) && msg[kl] == ':')
-		fprintf(w->err, "%s:%lu:%lu: %s\n", w->file, (unsigned long)n->start_mark.line + 1,
-			(unsigned long)n->start_mark.column + 1, msg);
+		cfg_error(w->c, node_loc(n), NULL, "%s", msg);
 	else
-		fprintf(w->err, "%s:%lu:%lu: %s: %s\n", w->file,
-			(unsigned long)n->start_mark.line + 1, (unsigned long)n->start_mark.column + 1,
-			key, msg);
+		cfg_error(w->c, node_loc(n), key, "%s", msg);
+}
+
+/* What the walk below would visit, aliases followed: NULL when it is a
+ * reasonable size, else why it is not. Stops counting at the limit, so it
+ * costs at most PACER_MAX_VISIT steps whatever the document. */
+static const char *measure(yaml_document_t *doc, const yaml_node_t *n, unsigned level,
+			   unsigned long *count)
+{
+	const char *why = NULL;
+
+	if (level > CFG_MAX_DEPTH)
+		return "nested too deeply (an alias that contains itself?)";
+	if (++*count > PACER_MAX_VISIT)
+		return "too large once its aliases are expanded";
+	if (n->type == YAML_SEQUENCE_NODE) {
+		for (yaml_node_item_t *it = n->data.sequence.items.start;
+		     !why && it < n->data.sequence.items.top; it++)
+			why = measure(doc, yaml_document_get_node(doc, *it), level + 1, count);
+	} else if (n->type == YAML_MAPPING_NODE) {
+		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+		     !why && p < n->data.mapping.pairs.top; p++)
+			why = measure(doc, yaml_document_get_node(doc, p->value), level + 1, count);
+	}
+	return why;
+}
+
+/* Refuse a section that aliases blow up, at the section, once. */
+static int sized_ok(struct pwalk *w, const yaml_node_t *n, const char *section)
+{
+	unsigned long count = 0;
+	const char *why = measure(w->doc, n, 0, &count);
+
+	if (why)
+		cfg_error(w->c, node_loc(n), section, "%s", why);
+	return !why;
 }
 
 static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name);
 
-/* at: where errors point (the key that names the setting). */
+/* at: where errors point (the key that names the setting). Only called on
+ * a section sized_ok() accepted. */
 static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix, yaml_node_t *at)
 {
 	char key[256], err[256];
 
+	if (w->c->nerr > CFG_MAX_ERRORS)
+		return;
 	if (n->type == YAML_SCALAR_NODE) {
 		/* A leaf: prefix is the full dotted key ("read.bandwidth"). */
 		const char *k = prefix;
@@ -61,13 +106,14 @@ static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix, yaml_node_
 	if (n->type == YAML_SEQUENCE_NODE) {
 		unsigned i = 0;
 		for (yaml_node_item_t *it = n->data.sequence.items.start;
-		     it < n->data.sequence.items.top; it++, i++) {
+		     it < n->data.sequence.items.top && w->c->nerr <= CFG_MAX_ERRORS; it++, i++) {
 			snprintf(key, sizeof(key), "%s.%u", prefix, i);
 			walk(w, yaml_document_get_node(w->doc, *it), key, NULL);
 		}
 		return;
 	}
-	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+	     p < n->data.mapping.pairs.top && w->c->nerr <= CFG_MAX_ERRORS; p++) {
 		yaml_node_t *k = yaml_document_get_node(w->doc, p->key);
 		yaml_node_t *v = yaml_document_get_node(w->doc, p->value);
 		if (!k || k->type != YAML_SCALAR_NODE) {
@@ -150,7 +196,7 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
 		perr(w, at, "profile", "profiles include each other too deeply");
 		return -ELOOP;
 	}
-	snprintf(dir, sizeof(dir), "%s", w->file);
+	snprintf(dir, sizeof(dir), "%s", w->c->name);
 	cands[nc++] = dirname(dir);
 	if (env && env[0])
 		cands[nc++] = env;
@@ -170,11 +216,13 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
 	yaml_parser_initialize(&parser);
 	yaml_parser_set_input_file(&parser, f);
 	if (!yaml_parser_load(&parser, &doc)) {
-		if (w->err)
-			fprintf(w->err, "%s:%lu:%lu: %s\n", path, (unsigned long)parser.problem_mark.line + 1,
-			(unsigned long)parser.problem_mark.column + 1,
-			parser.problem ? parser.problem : "invalid YAML");
-		w->nerr++;
+		const char *name_was = w->c->name;
+
+		w->c->name = path;
+		cfg_error(w->c, (struct dl_loc){ (unsigned)parser.problem_mark.line + 1,
+						 (unsigned)parser.problem_mark.column + 1 },
+			  NULL, "%s", parser.problem ? parser.problem : "invalid YAML");
+		w->c->name = name_was;
 		goto out_parser;
 	}
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
@@ -191,18 +239,20 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
 				cache = yaml_document_get_node(&doc, p->value);
 		}
 	}
+	const char *name_was = w->c->name;
+	unsigned nerr_was = w->c->nerr;
+
+	/* The profile's messages name the profile's file. */
+	w->c->name = path;
 	if (!sect || sect->type != YAML_MAPPING_NODE) {
-		if (w->err)
-			fprintf(w->err, "%s:1:1: pacer: a storage profile holds a `pacer:` mapping\n",
-				path);
-		w->nerr++;
+		cfg_error(w->c, (struct dl_loc){ 1, 1 }, "pacer",
+			  "a storage profile holds a `pacer:` mapping");
 	} else {
 		struct pwalk sub = *w;
-		sub.file = path;
 		sub.doc = &doc;
-		sub.nerr = 0;
 		sub.depth = w->depth + 1;
-		walk(&sub, sect, "", NULL);
+		if (sized_ok(&sub, sect, "pacer"))
+			walk(&sub, sect, "", NULL);
 		/* The storage's client cache, where it has one, with its size
 		 * stated: it applies unless the config has a cache: section. */
 		if (cache) {
@@ -213,16 +263,16 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
 						     (const char *)cache->data.scalar.value, msg,
 						     sizeof(msg)))
 					perr(&sub, cache, "cache", msg);
-			} else {
+			} else if (sized_ok(&sub, cache, "cache")) {
 				walk(&sub, cache, "cache", NULL);
 			}
 			snprintf(w->pc->cache.origin, sizeof(w->pc->cache.origin),
 				 "profile %s: the storage's client cache", name);
 		}
-		w->nerr += sub.nerr;
 		snprintf(w->pc->profile, sizeof(w->pc->profile), "%s", name);
-		ret = sub.nerr ? -EINVAL : 0;
+		ret = w->c->nerr != nerr_was ? -EINVAL : 0;
 	}
+	w->c->name = name_was;
 	yaml_document_delete(&doc);
 out_parser:
 	yaml_parser_delete(&parser);
@@ -230,10 +280,11 @@ out_parser:
 	return ret;
 }
 
-unsigned dl_cfg_parse_pacer(const char *file, yaml_document_t *doc, yaml_node_t *node,
-			    int is_cache, struct dl_pacer_cfg *pc, FILE *err)
+void dl_cfg_parse_pacer(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *node,
+			int is_cache, struct dl_pacer_cfg *pc)
 {
-	struct pwalk w = {.file = file, .doc = doc, .pc = pc, .err = err};
+	struct pwalk w = {.c = c, .doc = doc, .pc = pc};
+	unsigned nerr_was = c->nerr;
 	char msg[256];
 
 	if (is_cache) {
@@ -244,11 +295,11 @@ unsigned dl_cfg_parse_pacer(const char *file, yaml_document_t *doc, yaml_node_t 
 				perr(&w, node, "cache", msg);
 			else if (dl_pacer_cfg_check(pc, msg, sizeof(msg)) && !strncmp(msg, "cache", 5))
 				perr(&w, node, "cache", msg);
-			return w.nerr;
+			return;
 		}
 		if (node->type != YAML_MAPPING_NODE) {
 			perr(&w, node, "cache", "expected kernel, or a mapping {size, block, policy}");
-			return w.nerr;
+			return;
 		}
 		{
 			int has_policy = 0, has_size = 0;
@@ -266,15 +317,22 @@ unsigned dl_cfg_parse_pacer(const char *file, yaml_document_t *doc, yaml_node_t 
 			if (has_size && !has_policy)
 				dl_pacer_cfg_set(pc, "cache.policy", "lru", msg, sizeof(msg));
 		}
-		walk(&w, node, "cache", NULL);
-		if (!w.nerr && dl_pacer_cfg_check(pc, msg, sizeof(msg)) && !strncmp(msg, "cache", 5))
-			perr(&w, node, "cache", msg);
-		return w.nerr;
+		if (sized_ok(&w, node, "cache")) {
+			unsigned before = c->nerr;
+
+			walk(&w, node, "cache", NULL);
+			if (c->nerr == before && dl_pacer_cfg_check(pc, msg, sizeof(msg)) &&
+			    !strncmp(msg, "cache", 5))
+				perr(&w, node, "cache", msg);
+		}
+		return;
 	}
 	if (node->type != YAML_MAPPING_NODE) {
 		perr(&w, node, "pacer", "expected a mapping (profile:, read:, write:, meta:, phases:)");
-		return w.nerr;
+		return;
 	}
+	if (!sized_ok(&w, node, "pacer"))
+		return;
 	/* A pacer section turns shaping on unless it says enabled: false. */
 	dl_pacer_cfg_set(pc, "enabled", "true", msg, sizeof(msg));
 	/* The profile first, whatever its position, so explicit keys override it. */
@@ -289,8 +347,8 @@ unsigned dl_cfg_parse_pacer(const char *file, yaml_document_t *doc, yaml_node_t 
 				load_profile(&w, v, (const char *)v->data.scalar.value);
 		}
 	}
-	for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-	     p++) {
+	for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
+	     p < node->data.mapping.pairs.top && c->nerr <= CFG_MAX_ERRORS; p++) {
 		yaml_node_t *k = yaml_document_get_node(doc, p->key);
 		yaml_node_t *v = yaml_document_get_node(doc, p->value);
 		if (k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, "profile"))
@@ -301,7 +359,6 @@ unsigned dl_cfg_parse_pacer(const char *file, yaml_document_t *doc, yaml_node_t 
 		}
 		walk(&w, v, (const char *)k->data.scalar.value, k);
 	}
-	if (!w.nerr && dl_pacer_cfg_check(pc, msg, sizeof(msg)))
+	if (c->nerr == nerr_was && dl_pacer_cfg_check(pc, msg, sizeof(msg)))
 		perr(&w, node, "pacer", msg);
-	return w.nerr;
 }

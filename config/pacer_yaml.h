@@ -8,13 +8,15 @@
 #include "dliofs/config.h"
 #include "dliofs/pacer.h"
 
-/* Apply a `pacer:` (is_cache 0) or `cache:` (1) node to pc; errors to err as
- * file:line:column. Returns the number of errors. */
-unsigned dl_cfg_parse_pacer(const char *file, yaml_document_t *doc, yaml_node_t *node,
-			    int is_cache, struct dl_pacer_cfg *pc, FILE *err);
+struct cfg_ctx;
 
-/* Apply a `trace:` node; returns the number of errors. */
-unsigned dl_cfg_parse_trace(const char *file, yaml_document_t *doc, yaml_node_t *node,
-			    struct dl_trace_cfg *tc, FILE *err);
+/* Apply a `pacer:` (is_cache 0) or `cache:` (1) node to pc. Problems are
+ * reported through c (file:line:column, counted and capped there). */
+void dl_cfg_parse_pacer(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *node,
+			int is_cache, struct dl_pacer_cfg *pc);
+
+/* Apply a `trace:` node; problems are reported through c. */
+void dl_cfg_parse_trace(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *node,
+			struct dl_trace_cfg *tc);
 
 #endif

@@ -843,7 +843,7 @@ int cfg_parse(struct cfg_ctx *c, yaml_document_t *doc, struct dl_config *cfg,
 	src->root = root;
 	walk_mapping(&w, root, "", top_keys, TK__COUNT, vals, keys, 0);
 	if (vals[TK_PACER]) {
-		c->nerr += dl_cfg_parse_pacer(c->name, doc, vals[TK_PACER], 0, &cfg->pacer, c->err);
+		dl_cfg_parse_pacer(c, doc, vals[TK_PACER], 0, &cfg->pacer);
 		/* A storage model with no client cache stated: every read reaches
 		 * it, so a second epoch costs what the first did. The kernel's
 		 * page cache (this machine's RAM, whatever its size) would hide
@@ -854,12 +854,12 @@ int cfg_parse(struct cfg_ctx *c, yaml_document_t *doc, struct dl_config *cfg,
 				 "default with a storage model: no client cache");
 		}
 	}
-	if (vals[TK_CACHE]) {
-		c->nerr += dl_cfg_parse_pacer(c->name, doc, vals[TK_CACHE], 1, &cfg->pacer, c->err);
+	if (vals[TK_CACHE] && !too_many(c)) {
+		dl_cfg_parse_pacer(c, doc, vals[TK_CACHE], 1, &cfg->pacer);
 		snprintf(cfg->pacer.cache.origin, sizeof(cfg->pacer.cache.origin), "config");
 	}
-	if (vals[TK_TRACE])
-		c->nerr += dl_cfg_parse_trace(c->name, doc, vals[TK_TRACE], &cfg->trace, c->err);
+	if (vals[TK_TRACE] && !too_many(c))
+		dl_cfg_parse_trace(c, doc, vals[TK_TRACE], &cfg->trace);
 	if (vals[TK_SEED])
 		get_u64(&w, vals[TK_SEED], "seed", &cfg->seed);
 	if (vals[TK_IO]) {

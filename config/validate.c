@@ -411,17 +411,24 @@ static void validate_hdf5(struct vds *v, int size_ok)
 	yaml_node_t *const *hv = sd->h5_val;
 	uint64_t dims[DL_MAX_DIMS + 1], cbytes = dl_dtype_size(ds->dtype), nchunks = 1;
 	unsigned rank;
+	int dsets_ok = !sd->h5_bad[CH_DATASETS];
 
-	if (hv[CH_DATASETS] && !sd->h5_bad[CH_DATASETS]) {
-		if (ds->h5_dsets == 0 || ds->h5_dsets > CFG_H5_MAX_DSETS)
+	if (hv[CH_DATASETS] && dsets_ok) {
+		if (ds->h5_dsets == 0 || ds->h5_dsets > CFG_H5_MAX_DSETS) {
 			verr(v, cfg_node_loc(hv[CH_DATASETS]), "hdf5.datasets",
 			     "expected 1 to %llu data datasets (records_0..), got %u",
 			     CFG_H5_MAX_DSETS, ds->h5_dsets);
-		else if (ds->h5_layout == DL_H5_PLAIN && ds->h5_dsets > 1)
+			dsets_ok = 0;
+		} else if (ds->h5_layout == DL_H5_PLAIN && ds->h5_dsets > 1) {
 			verr(v, cfg_node_loc(hv[CH_DATASETS]), "hdf5.datasets",
 			     "layout plain has one data dataset (x); datasets > 1 needs layout dlio");
+		}
 	}
-	if (!ds->h5_chunk_ndims || !size_ok || sd->bad[CF_SAMPLES])
+	/* The chunk count below is per data dataset and per sample row: without
+	 * a usable count of either (0 is reported elsewhere) there is nothing to
+	 * check it against, and nothing to divide by. */
+	if (!ds->h5_chunk_ndims || !size_ok || sd->bad[CF_SAMPLES] || !ds->samples_per_file ||
+	    !dsets_ok)
 		return;
 	dims[0] = ds->samples_per_file;
 	rank = 1 + h5_sample_dims(ds, dims + 1);

@@ -242,46 +242,6 @@ static int rel_path(const struct bk_root *r, int fd, char *rel, size_t len)
 	return 0;
 }
 
-int bk_depth(const struct bk_root *r, int fd, int of_parent, int *depth)
-{
-	char rel[PATH_MAX];
-	int ret = rel_path(r, fd, rel, sizeof(rel)), d = 0;
-
-	if (ret)
-		return ret;
-	if (rel[0]) {
-		d = 1;
-		for (const char *p = rel; *p; p++)
-			d += *p == '/';
-	}
-	if (of_parent) {
-		if (d == 0)
-			return -EACCES;
-		d--;
-	}
-	*depth = d;
-	return 0;
-}
-
-int bk_target_escapes(int depth, const char *t)
-{
-	if (t[0] == '/')
-		return 1;
-	for (const char *p = t; *p;) {
-		const char *e = strchrnul(p, '/');
-		size_t len = (size_t)(e - p);
-
-		if (len == 2 && p[0] == '.' && p[1] == '.') {
-			if (--depth < 0)
-				return 1;
-		} else if (len && !(len == 1 && p[0] == '.')) {
-			depth++;
-		}
-		p = *e ? e + 1 : e;
-	}
-	return 0;
-}
-
 /* ---- replies ---- */
 
 void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret)
@@ -520,6 +480,7 @@ int dl_backing_new(const struct dl_config *cfg, const char *mountpoint, struct d
 		r->next_id = 1;
 		r->open.prev = r->open.next = &r->open;
 		pthread_mutex_init(&r->lock, NULL);
+		pthread_mutex_init(&r->ns_lock, NULL);
 		b->n = i + 1;
 		ret = r->cfg->sink ? dl_sink_new(r, &r->sink) : open_root(r, mnt_real);
 		if (ret)
@@ -564,6 +525,7 @@ void dl_backing_free(struct dl_backing *b)
 			close(r->top.fd);
 		dl_sink_free(r->sink);
 		pthread_mutex_destroy(&r->lock);
+		pthread_mutex_destroy(&r->ns_lock);
 	}
 	free(b->roots);
 	free(b);

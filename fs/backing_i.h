@@ -23,6 +23,7 @@ struct bk_node {
 	int fd;			/* O_PATH | O_NOFOLLOW */
 	mode_t type;		/* S_IFMT bits */
 	uint64_t nlookup;
+	atomic_int moved_out;	/* found outside the backing directory (said once) */
 	struct bk_node *next_id, *next_key;
 };
 
@@ -40,6 +41,10 @@ struct bk_root {
 	const struct dl_backing_cfg *cfg;
 	int writable;
 	pthread_mutex_t lock;		/* the table below */
+	/* Changes to names (create, mkdir, symlink, link, unlink, rmdir, rename)
+	 * and the symlink checks: a check and the change it allows are one step
+	 * for every client of the mount. Taken before lock, never after. */
+	pthread_mutex_t ns_lock;
 	struct bk_node top;		/* the directory itself: id 0, never forgotten */
 	char real[PATH_MAX];		/* its path as the kernel names it */
 	size_t real_len;
@@ -82,12 +87,45 @@ void bk_open_del(struct bk_root *r, struct bk_open *o);
 /* A name a client may use: not "", ".", "..", nothing with '/'. */
 int bk_name_ok(const char *name);
 void bk_proc_path(int fd, char *buf, size_t len);
-/* Depth below the backing directory of the directory fd names (0: the
- * directory itself), or of the directory holding fd when it is not one. */
-int bk_depth(const struct bk_root *r, int fd, int of_parent, int *depth);
-/* Would a symlink with this target, in a directory `depth` levels below the
- * backing directory, lead out of it (resolved lexically)? */
-int bk_target_escapes(int depth, const char *target);
+
+/* ---- where things are (backing_path.c) ---- */
+
+/* Depth below the backing directory of the directory dirfd (0: itself),
+ * found by walking ".." to it: -EACCES when dirfd is not below it (it was
+ * moved out). */
+int bk_dir_depth(const struct bk_root *r, int dirfd, int *depth);
+/* For a node that is not a directory: the directory holding it (an O_PATH
+ * descriptor in *pfd, to close) and its depth; -EACCES when that is not
+ * below the backing directory, -ESTALE when the node is not there. */
+int bk_node_parent(const struct bk_root *r, const struct bk_node *n, int *pfd, int *depth);
+
+/* A directory as a rename would leave it: resolving sees it in `to` under
+ * to_name and no longer in its old parent under from_name. */
+struct bk_moved {
+	int fd;				/* the directory moved (O_PATH) */
+	dev_t dev;
+	ino_t ino;
+	int to;				/* its new parent */
+	dev_t to_dev;
+	ino_t to_ino;
+	int to_depth;
+	const char *to_name;
+	dev_t from_dev;			/* its old parent */
+	ino_t from_ino;
+	const char *from_name;
+};
+
+/* Would a symlink with this text, in directory dirfd `depth` levels below
+ * the backing directory, stay inside it when followed, links on the way
+ * included (see backing_path.c)? 0, -EACCES (it would not, or it cannot be
+ * told) or -ENOMEM. mv: a pending rename to resolve through, or NULL. */
+int bk_target_inside(const struct bk_root *r, int dirfd, int depth, const char *target,
+		     const struct bk_moved *mv);
+/* Every symlink below mv->fd, checked as if the rename were done. -EACCES
+ * (bad: the first link that would lead out, relative to the directory) or
+ * -E2BIG (too much to check; bad says so). */
+int bk_tree_links_inside(const struct bk_root *r, const struct bk_moved *mv, char *bad,
+			 size_t badlen);
 
 /* Replies through the pacer. */
 void bk_reply_err(struct dl_fs *fs, fuse_req_t req, fuse_ino_t ino, enum dl_op_class cls,

@@ -1,9 +1,14 @@
 /* FUSE operations on real backing directories. Every name is resolved with
  * *at() calls relative to the parent's O_PATH descriptor and never through a
  * symlink (O_NOFOLLOW / AT_SYMLINK_NOFOLLOW), so nothing outside the backing
- * directory can be reached. The work (syscall) is done before the reply is
- * handed to the pacer, which only delays the answer: an acknowledged write
- * is in the file, an acknowledged fsync has reached the disk. */
+ * directory can be reached. A directory (or file) the kernel still holds may
+ * have been moved out of it meanwhile: lookups, opens and every change of a
+ * name first check that it is still below (backing_path.c); reads and writes
+ * of an open file do not. Symlinks a client makes, moves or links are
+ * followed in full (chains included) and refused when they would lead out.
+ * The work (syscall) is done before the reply is handed to the pacer, which
+ * only delays the answer: an acknowledged write is in the file, an
+ * acknowledged fsync has reached the disk. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +20,7 @@
 #include <unistd.h>
 
 #include "backing_i.h"
+#include "log_i.h"
 
 /* What an open file or directory carries in fi->fh. */
 struct bk_file {
@@ -43,6 +49,63 @@ static int node_of(struct dl_fs *fs, fuse_ino_t ino, struct bk_root **r, struct 
 	if (!*r || (*r)->sink)
 		return -ESTALE;
 	return bk_node_get(*r, bk_id(ino), n);
+}
+
+/* Say once per node that it was found outside (the log is for people). */
+static void moved_out(struct bk_root *root, struct bk_node *n, const char *what)
+{
+	if (atomic_exchange(&n->moved_out, 1))
+		return;
+	fprintf(stderr,
+		"dliofs: backing %s: a %s the mount served was moved out of the backing "
+		"directory; no longer served (EACCES)\n",
+		root->cfg->at, what);
+}
+
+/* Is directory p still below the backing directory? Its depth if so. */
+static int dir_ok(struct bk_root *root, struct bk_node *p, int *depth)
+{
+	int ret;
+
+	*depth = 0;
+	if (p == &root->top)
+		return 0;
+	ret = bk_dir_depth(root, p->fd, depth);
+	if (ret == -EACCES)
+		moved_out(root, p, "directory");
+	return ret;
+}
+
+/* The same for any node (a file through the directory holding it). */
+static int node_ok(struct bk_root *root, struct bk_node *n)
+{
+	int depth, pfd, ret;
+
+	if (S_ISDIR(n->type))
+		return dir_ok(root, n, &depth);
+	ret = bk_node_parent(root, n, &pfd, &depth);
+	if (ret == -EACCES)
+		moved_out(root, n, "file");
+	if (!ret)
+		close(pfd);
+	return ret;
+}
+
+/* Refuse (and say why) a symlink text that would lead out when followed
+ * from directory dirfd at depth. what: "symlink NAME" or "moving NAME". */
+static int link_ok(struct bk_root *root, int dirfd, int depth, const char *target,
+		   const char *verb, const char *name)
+{
+	char en[DL_LOG_ESC_MAX], et[DL_LOG_ESC_MAX];
+	int ret = bk_target_inside(root, dirfd, depth, target, NULL);
+
+	if (ret == -EACCES)
+		fprintf(stderr,
+			"dliofs: backing %s: %s %s -> '%s' would lead out of the backing "
+			"directory; refused (EACCES)\n",
+			root->cfg->at, verb, dl_log_esc(name, en, sizeof(en)),
+			dl_log_esc(target, et, sizeof(et)));
+	return ret;
 }
 
 static struct dl_reply *new_reply(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
@@ -128,11 +191,13 @@ static void bk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct dl_reply *r = new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP, parent);
 	struct bk_root *root;
 	struct bk_node *p;
-	int ret;
+	int ret, depth;
 
 	if (!r)
 		return;
 	ret = node_of(fs, parent, &root, &p);
+	if (!ret)
+		ret = dir_ok(root, p, &depth);
 	if (!ret)
 		ret = bk_name_ok(name) ? lookup_at(root, p, name, &r->e) : -EINVAL;
 	if (ret == -ENOENT) {
@@ -236,7 +301,12 @@ static void bk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		/* The handle of an open file (truncating through it needs no reopen). */
 		if (fi && fi->fh && S_ISREG(n->type))
 			f = (struct bk_file *)(uintptr_t)fi->fh;
-		ret = do_setattr(root, n, f, attr, to_set);
+		/* Through an open file it is the file already opened; by inode it
+		 * must still be ours. */
+		if (root->writable && !f)
+			ret = node_ok(root, n);
+		if (!ret)
+			ret = do_setattr(root, n, f, attr, to_set);
 	}
 	if (!ret && fstatat(n->fd, "", &r->st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
 		ret = -errno;
@@ -252,9 +322,9 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct dl_reply *r = new_reply(req, DL_R_READLINK, DL_OP_META, DL_TOP_OTHER, ino);
 	struct bk_root *root;
 	struct bk_node *n;
-	char where[PATH_MAX];
+	char where[PATH_MAX], ew[DL_LOG_ESC_MAX], et[DL_LOG_ESC_MAX];
 	ssize_t len;
-	int ret, depth;
+	int ret, depth, pfd = -1;
 
 	if (!r)
 		return;
@@ -276,14 +346,23 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 		goto out;
 	}
 	((char *)r->buf)[len] = 0;
-	ret = bk_depth(root, n->fd, 1, &depth);
-	if (ret || bk_target_escapes(depth, r->buf)) {
+	/* Followed from where it is now, through whatever it passes now. */
+	pthread_mutex_lock(&root->ns_lock);
+	ret = bk_node_parent(root, n, &pfd, &depth);
+	if (ret == -EACCES)
+		moved_out(root, n, "symlink");
+	else if (!ret && bk_target_inside(root, pfd, depth, r->buf, NULL))
+		ret = -ELOOP;	/* said below */
+	pthread_mutex_unlock(&root->ns_lock);
+	if (pfd >= 0)
+		close(pfd);
+	if (ret == -ELOOP) {
 		if (dl_bk_path(fs, ino, where, sizeof(where)) < 0)
 			snprintf(where, sizeof(where), "%s/?", root->cfg->at);
 		fprintf(stderr,
 			"dliofs: backing: %s: symlink to '%s' leads out of the backing "
 			"directory; refused (EACCES)\n",
-			where, (char *)r->buf);
+			dl_log_esc(where, ew, sizeof(ew)), dl_log_esc(r->buf, et, sizeof(et)));
 		ret = -EACCES;
 	}
 out:
@@ -302,7 +381,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 				       kind == MK_SYMLINK ? DL_TOP_OTHER : DL_TOP_CREATE, parent);
 	struct bk_root *root;
 	struct bk_node *p;
-	int ret, depth;
+	int ret, depth, locked = 0;
 
 	if (!r)
 		return;
@@ -317,6 +396,11 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 		ret = -EINVAL;
 		goto out;
 	}
+	pthread_mutex_lock(&root->ns_lock);
+	locked = 1;
+	ret = dir_ok(root, p, &depth);
+	if (ret)
+		goto out;
 	switch (kind) {
 	case MK_NODE:
 		/* Regular files only: no devices, fifos or sockets in a backing store. */
@@ -330,16 +414,9 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 		ret = mkdirat(p->fd, name, mode) ? -errno : 0;
 		break;
 	case MK_SYMLINK:
-		ret = bk_depth(root, p->fd, 0, &depth);
-		if (ret || bk_target_escapes(depth, target)) {
-			fprintf(stderr,
-				"dliofs: backing %s: symlink %s -> '%s' would lead out of the "
-				"backing directory; refused (EACCES)\n",
-				root->cfg->at, name, target);
-			ret = -EACCES;
-			goto out;
-		}
-		ret = symlinkat(target, p->fd, name) ? -errno : 0;
+		ret = link_ok(root, p->fd, depth, target, "symlink", name);
+		if (!ret)
+			ret = symlinkat(target, p->fd, name) ? -errno : 0;
 		break;
 	}
 	if (ret)
@@ -347,6 +424,8 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 	give_to_caller(c, p->fd, name, -1);
 	ret = lookup_at(root, p, name, &r->e);
 out:
+	if (locked)
+		pthread_mutex_unlock(&root->ns_lock);
 	finish_entry(fs, r, root, ret);
 }
 
@@ -372,7 +451,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 	struct dl_reply *r = new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct bk_root *root;
 	struct bk_node *p;
-	int ret;
+	int ret, depth;
 
 	if (!r)
 		return;
@@ -381,8 +460,14 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 		ret = -EROFS;
 	if (!ret && !bk_name_ok(name))
 		ret = -EINVAL;
+	if (ret)
+		goto out;
+	pthread_mutex_lock(&root->ns_lock);
+	ret = dir_ok(root, p, &depth);
 	if (!ret && unlinkat(p->fd, name, flags))
 		ret = -errno;
+	pthread_mutex_unlock(&root->ns_lock);
+out:
 	bk_finish(fs, r, ret);
 }
 
@@ -396,6 +481,54 @@ static void bk_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_name(req, parent, name, AT_REMOVEDIR);
 }
 
+/* What moving `name` from p to np (at depth ndepth) as `newname` does to
+ * symlinks: a link moved must still stay inside from its new directory; a
+ * directory moved to another parent takes its links along, and each must
+ * still stay inside from where it ends up. Anything else moves freely. */
+static int move_ok(struct bk_root *root, struct bk_node *p, const char *name, struct bk_node *np,
+		   int ndepth, const char *newname)
+{
+	char target[PATH_MAX], bad[PATH_MAX], en[DL_LOG_ESC_MAX], eb[DL_LOG_ESC_MAX];
+	struct bk_moved mv;
+	struct stat st, to;
+	ssize_t len;
+	int ret;
+
+	if (p == np || fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return 0;	/* same place; or nothing there, renameat2 says so */
+	if (S_ISLNK(st.st_mode)) {
+		len = readlinkat(p->fd, name, target, sizeof(target) - 1);
+		if (len < 0)
+			return -errno;
+		target[len] = 0;
+		return link_ok(root, np->fd, ndepth, target, "moving symlink", name);
+	}
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	if (fstat(np->fd, &to))
+		return -errno;
+	mv = (struct bk_moved){ .dev = st.st_dev, .ino = st.st_ino, .to = np->fd,
+				.to_dev = to.st_dev, .to_ino = to.st_ino, .to_depth = ndepth,
+				.to_name = newname, .from_dev = p->dev, .from_ino = p->ino,
+				.from_name = name };
+	mv.fd = openat(p->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (mv.fd < 0)
+		return -errno;
+	bad[0] = 0;
+	ret = bk_tree_links_inside(root, &mv, bad, sizeof(bad));
+	close(mv.fd);
+	if (ret == -EACCES || ret == -E2BIG) {
+		fprintf(stderr,
+			"dliofs: backing %s: moving directory %s elsewhere: symlink %s in it would "
+			"lead out of the backing directory, or could not all be checked; refused "
+			"(EACCES)\n",
+			root->cfg->at, dl_log_esc(name, en, sizeof(en)),
+			dl_log_esc(bad, eb, sizeof(eb)));
+		ret = -EACCES;
+	}
+	return ret;
+}
+
 static void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
@@ -403,7 +536,7 @@ static void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	struct dl_reply *r = new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct bk_root *root, *root2;
 	struct bk_node *p, *np;
-	int ret;
+	int ret, depth, ndepth;
 
 	if (!r)
 		return;
@@ -417,8 +550,21 @@ static void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (!ret && (!bk_name_ok(name) || !bk_name_ok(newname) ||
 		     (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))))
 		ret = -EINVAL;
+	if (ret)
+		goto out;
+	pthread_mutex_lock(&root->ns_lock);
+	ret = dir_ok(root, p, &depth);
+	if (!ret)
+		ret = dir_ok(root, np, &ndepth);
+	if (!ret)
+		ret = move_ok(root, p, name, np, ndepth, newname);
+	/* An exchange moves the other one too. */
+	if (!ret && (flags & RENAME_EXCHANGE))
+		ret = move_ok(root, np, newname, p, depth, name);
 	if (!ret && renameat2(p->fd, name, np->fd, newname, flags))
 		ret = -errno;
+	pthread_mutex_unlock(&root->ns_lock);
+out:
 	bk_finish(fs, r, ret);
 }
 
@@ -428,8 +574,9 @@ static void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct dl_reply *r = new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_OTHER, ino);
 	struct bk_root *root, *root2 = NULL;
 	struct bk_node *n, *np;
-	char proc[64];
-	int ret;
+	char proc[64], target[PATH_MAX];
+	int ret, ndepth, locked = 0;
+	ssize_t len;
 
 	if (!r)
 		return;
@@ -444,6 +591,23 @@ static void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		ret = -EINVAL;
 	if (!ret && S_ISDIR(n->type))
 		ret = -EPERM;
+	if (ret)
+		goto out;
+	pthread_mutex_lock(&root->ns_lock);
+	locked = 1;
+	/* A file moved out must not be linked back in, and a symlink's text
+	 * means something else in another directory. */
+	ret = node_ok(root, n);
+	if (!ret)
+		ret = dir_ok(root, np, &ndepth);
+	if (!ret && S_ISLNK(n->type)) {
+		len = readlinkat(n->fd, "", target, sizeof(target) - 1);
+		ret = len < 0 ? -errno : 0;
+		if (!ret) {
+			target[len] = 0;
+			ret = link_ok(root, np->fd, ndepth, target, "hard link to symlink", newname);
+		}
+	}
 	if (!ret) {
 		/* Links the descriptor's own inode (a symlink stays a symlink). */
 		bk_proc_path(n->fd, proc, sizeof(proc));
@@ -452,6 +616,9 @@ static void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	}
 	if (!ret)
 		ret = lookup_at(root, np, newname, &r->e);
+out:
+	if (locked)
+		pthread_mutex_unlock(&root->ns_lock);
 	finish_entry(fs, r, root2, ret);
 }
 
@@ -535,6 +702,9 @@ static void bk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ret = -EROFS;
 		goto out;
 	}
+	ret = node_ok(root, n);
+	if (ret)
+		goto out;
 	f = new_file(root);
 	if (!f) {
 		ret = -ENOMEM;
@@ -569,7 +739,7 @@ static void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct bk_node *p;
 	struct stat st;
 	char proc[64];
-	int ret, existed, pfd;
+	int ret, existed, pfd, depth;
 
 	if (!r)
 		return;
@@ -589,12 +759,18 @@ static void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		ret = -ENOMEM;
 		goto fail;
 	}
-	existed = fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-	/* O_NOFOLLOW: a symlink in the way is an error (ELOOP), never a path. */
-	f->fd = openat(p->fd, name, real_flags(fi->flags) | O_CREAT | O_NOFOLLOW |
-		       (fi->flags & O_EXCL), mode);
-	if (f->fd < 0) {
-		ret = -errno;
+	pthread_mutex_lock(&root->ns_lock);
+	ret = dir_ok(root, p, &depth);
+	if (!ret) {
+		existed = fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		/* O_NOFOLLOW: a symlink in the way is an error (ELOOP), never a path. */
+		f->fd = openat(p->fd, name, real_flags(fi->flags) | O_CREAT | O_NOFOLLOW |
+			       (fi->flags & O_EXCL), mode);
+		if (f->fd < 0)
+			ret = -errno;
+	}
+	pthread_mutex_unlock(&root->ns_lock);
+	if (ret) {
 		f->fd = -1;
 		goto fail;
 	}
@@ -766,7 +942,7 @@ static void bk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct bk_dir *d = NULL;
 	struct bk_root *root;
 	struct bk_node *n;
-	int ret, fd;
+	int ret, fd, depth;
 
 	if (!r)
 		return;
@@ -777,6 +953,9 @@ static void bk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		ret = -ENOTDIR;
 		goto out;
 	}
+	ret = dir_ok(root, n, &depth);
+	if (ret)
+		goto out;
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		ret = -ENOMEM;
@@ -816,12 +995,20 @@ static void bk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct dl_fs *fs = fs_of(req);
 	struct bk_dir *d = (struct bk_dir *)(uintptr_t)fi->fh;
 	struct dl_reply *r = new_reply(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR, ino);
+	struct bk_root *root;
+	struct bk_node *n;
 	struct stat st;
 	size_t used = 0;
-	int ret = 0;
+	int ret, depth;
 
 	if (!r)
 		return;
+	/* A listing is of names: the directory must still be ours. */
+	ret = node_of(fs, ino, &root, &n);
+	if (!ret)
+		ret = dir_ok(root, n, &depth);
+	if (ret)
+		goto out;
 	r->buf = malloc(size);
 	if (!r->buf) {
 		ret = -ENOMEM;

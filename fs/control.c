@@ -13,6 +13,7 @@
 #include "backing.h"
 #include "control.h"
 #include "fs_i.h"
+#include "log_i.h"
 #include "reply.h"
 
 const char *const dl_ctl_names[DL_CTL__COUNT] = {
@@ -223,24 +224,6 @@ int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
 
 /* ---- writes: transactions ---- */
 
-/* Text from a client, fit for one log line. */
-static void escape(const char *s, size_t n, char *out, size_t outlen)
-{
-	size_t j = 0;
-
-	for (size_t i = 0; i < n && j + 5 < outlen; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c < 0x20 || c >= 0x7f || c == '\\')
-			j += (size_t)snprintf(out + j, outlen - j, "\\x%02x", c);
-		else
-			out[j++] = (char)c;
-	}
-	if (j + 5 >= outlen && j >= 3)
-		memcpy(out + j - 3, "...", 3);
-	out[j] = 0;
-}
-
 /* The lines of a command: trimmed, blank and # lines skipped; ';' also
  * separates pacer settings. Returns the count, or -ENOMEM. */
 struct lines {
@@ -368,7 +351,7 @@ static int tx_pacer(struct dl_fs *fs, struct dl_ctl_handle *h, const char *text,
 			ret = -ENOMEM;
 			break;
 		}
-		escape(line, strlen(line), esc, sizeof(esc));
+		dl_log_esc(line, esc, sizeof(esc));
 		if (split_kv(line, &key, &val)) {
 			snprintf(why, wl, "setting %d: '%s': expected key=value", i + 1, esc);
 			ret = -EINVAL;
@@ -383,7 +366,7 @@ static int tx_pacer(struct dl_fs *fs, struct dl_ctl_handle *h, const char *text,
 	if (!ret) {
 		fprintf(stderr, "dliofs: pacer: %d setting%s applied:", n, n == 1 ? "" : "s");
 		for (int i = 0; i < n && i < 8; i++) {
-			escape(l.v[i], strlen(l.v[i]), esc, sizeof(esc));
+			dl_log_esc(l.v[i], esc, sizeof(esc));
 			fprintf(stderr, " %s%s", esc, i + 1 < n ? "" : "\n");
 		}
 		if (n > 8)
@@ -445,7 +428,7 @@ static int tx_cache(struct dl_fs *fs, const char *text, size_t len, char *why, s
 		char *line = l.v[i], *path, *save = NULL;
 		struct dl_node cur = {.type = DL_NODE_ROOT}, c;
 
-		escape(line, strlen(line), esc, sizeof(esc));
+		dl_log_esc(line, esc, sizeof(esc));
 		if (!strcmp(line, "drop")) {
 			is_drop[i] = 1;
 			continue;
@@ -474,7 +457,7 @@ static int tx_cache(struct dl_fs *fs, const char *text, size_t len, char *why, s
 			while (isspace((unsigned char)*comp))
 				comp++;
 			if (dl_node_lookup(fs, &cur, comp, &c)) {
-				escape(comp, strlen(comp), esc, sizeof(esc));
+				dl_log_esc(comp, esc, sizeof(esc));
 				snprintf(why, wl, "warm: no '%s' in the mount", esc);
 				ret = -ENOENT;
 				break;
@@ -533,7 +516,7 @@ static int tx_trace(struct dl_fs *fs, const char *text, size_t len, char *why, s
 		return ret;
 	}
 	if (strncmp(line, "start", 5) || !isspace((unsigned char)line[5])) {
-		escape(line, strlen(line), esc, sizeof(esc));
+		dl_log_esc(line, esc, sizeof(esc));
 		snprintf(why, wl, "'%s': expected 'start [ops=LIST] /abs/file' or 'stop'", esc);
 		free_lines(&l);
 		return -EINVAL;
@@ -563,7 +546,7 @@ static int tx_trace(struct dl_fs *fs, const char *text, size_t len, char *why, s
 	}
 	ret = dl_fs_trace_start(fs, path, mask);
 	if (ret) {
-		escape(path, strlen(path), esc, sizeof(esc));
+		dl_log_esc(path, esc, sizeof(esc));
 		snprintf(why, wl, "start: cannot trace to %s: %s%s", esc, strerror(-ret),
 			 ret == -EBUSY ? " (a trace is running: stop it first)" : "");
 	}

@@ -13,6 +13,7 @@
 #include "backing.h"
 #include "clients.h"
 #include "fs_i.h"
+#include "mountpoint_i.h"
 #include "reply.h"
 #include "served.h"
 
@@ -242,6 +243,8 @@ static int redirect_stdio(const char *log_path)
 	return 0;
 }
 
+/* In the background (no -f) this returns twice: in the caller once the
+ * mount answers (or failed), and in the forked daemon when it stops. */
 int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 {
 	struct stat st;
@@ -252,6 +255,10 @@ int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 		fprintf(stderr, "dliofs: %s: mountpoint must be an absolute path\n", o->mountpoint);
 		return -EINVAL;
 	}
+	/* Before stat: a dead mount there answers ENOTCONN to everything. */
+	ret = dl_fs_mountpoint_check(o->mountpoint);
+	if (ret)
+		return ret;
 	if (stat(o->mountpoint, &st) != 0) {
 		fprintf(stderr, "dliofs: %s: %s\n", o->mountpoint, strerror(errno));
 		return -errno;
@@ -265,12 +272,16 @@ int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 			DL_INO_MAX_DATASETS);
 		return -EINVAL;
 	}
+
 	if (o->foreground)
 		return run_session(cfg, o, -1, 0);
 	launcher = getpid();
 
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
+	/* The child returns through main (below): what stdio holds now must
+	 * not be written twice. */
+	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		ret = -errno;
@@ -290,5 +301,8 @@ int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o)
 		/* Relative paths are resolved already; keep going. */
 	}
 	ret = run_session(cfg, o, pfd[1], launcher);
-	_exit(ret ? 1 : 0);
+	/* Back through main and exit(), not _exit(): the caller frees what it
+	 * owns and atexit handlers run, among them LeakSanitizer's check of the
+	 * daemon in a sanitizer build. */
+	return ret;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log_i.h"
 #include "sink_i.h"
 
 /* What statfs shows: room for any checkpoint. */
@@ -356,7 +357,7 @@ static void sk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct dl_reply *r = new_reply(req, DL_R_ERR, DL_OP_READ, DL_TOP_READ, ino);
 	struct dl_sink *s;
 	struct sk_node *n;
-	char path[1024] = "?";
+	char path[1024] = "?", esc[4 * sizeof(path) + 8];
 	int warn = 0;
 
 	(void)fi, (void)size;
@@ -379,7 +380,7 @@ static void sk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fprintf(stderr,
 			"dliofs: sink: data written to %s/%s is discarded; reads are not "
 			"supported (EIO)\n",
-			s->at, path);
+			s->at, dl_log_esc(path, esc, sizeof(esc)));
 	bk_finish(fs, r, -EIO);
 }
 

@@ -18,6 +18,9 @@
 
 /* z such that P(Z < z) = 0.99 for a standard normal Z. */
 #define Z99 2.3263478740408408
+/* Bytes of an empirical latency file read at most, and of one line. */
+#define EMPIRICAL_MAX_BYTES (64LL << 20)
+#define EMPIRICAL_MAX_LINE 4096
 
 #define LAT_EXPECTED                                                                               \
 	"expected a latency: a time (200us), constant(t), uniform(min, max), normal(mean, "        \
@@ -287,48 +290,55 @@ static int load_empirical(const char *path, struct dl_lat_model *m, char *why, s
 {
 	FILE *f = NULL;
 	char *line = NULL, unit[16] = "", *s;
-	size_t cap = 0, n = 0, alloc = 0, lineno = 0, i, j;
+	size_t n = 0, alloc = 0, lineno = 0, i, j;
 	struct point *pts = NULL, *np;
 	double total = 0, cum = 0;
 	const char *w = NULL;
-	int ret = -EINVAL;
-	ssize_t len;
+	int ret = -EINVAL, fd;
 	char resolved[PATH_MAX];
+	struct stat st;
 
 	if (strlen(path) >= sizeof(m->source)) {
 		snprintf(why, whylen, "path too long (at most %zu bytes)", sizeof(m->source) - 1);
 		return -EINVAL;
 	}
-	/* A regular file of bounded size, opened without blocking: a FIFO, a
-	 * device (/dev/zero) or a huge file named by a live write must neither
-	 * hang the worker that applies it nor grow the daemon. */
-	{
-		struct stat st;
-		int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-
-		if (fd < 0) {
-			snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
-			return -EINVAL;
-		}
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-		    (uint64_t)st.st_size > PACER_MAX_EMPIRICAL_BYTES) {
-			snprintf(why, whylen, "%s: %s", path,
-				 !S_ISREG(st.st_mode) ? "not a regular file"
-						      : "larger than 256 MiB");
-			close(fd);
-			return -EINVAL;
-		}
-		f = fdopen(fd, "r");
-		if (!f) {
-			snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
-			close(fd);
-			return -EINVAL;
-		}
+	/* The name comes from a config or a live `set`: never wait on a FIFO
+	 * or a device (O_NONBLOCK), read only a regular file, and only so much
+	 * of it (/proc files say size 0 and may not end). */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
+		return -EINVAL;
 	}
-	while ((len = getline(&line, &cap, f)) >= 0) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > EMPIRICAL_MAX_BYTES) {
+		snprintf(why, whylen, "%s: %s", path,
+			 !S_ISREG(st.st_mode) ? "not a regular file" :
+						"larger than 64 MiB; a latency table is a few kB");
+		close(fd);
+		return -EINVAL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		close(fd);
+		return -EINVAL;
+	}
+	line = malloc(EMPIRICAL_MAX_LINE);
+	if (!line) {
+		ret = -ENOMEM;
+		snprintf(why, whylen, "%s: out of memory", path);
+		goto out;
+	}
+	while (fgets(line, EMPIRICAL_MAX_LINE, f)) {
 		lineno++;
-		if (len > 4096) {
-			snprintf(why, whylen, "%s:%zu: a line of more than 4096 bytes", path, lineno);
+		if (ftello(f) > EMPIRICAL_MAX_BYTES) {
+			snprintf(why, whylen, "%s: larger than 64 MiB; a latency table is a few kB",
+				 path);
+			goto out;
+		}
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(why, whylen, "%s:%zu: line longer than %d bytes", path, lineno,
+				 EMPIRICAL_MAX_LINE - 2);
 			goto out;
 		}
 		if ((s = strchr(line, '#')))

@@ -19,7 +19,6 @@
 #define PACER_MAX_CACHE_BLOCKS (64ULL << 20)
 #define PACER_MAX_QUEUE_DEPTH 65536U
 #define PACER_MAX_EMPIRICAL_POINTS (16U << 20)
-#define PACER_MAX_EMPIRICAL_BYTES (256ULL << 20)
 
 extern const char *const pacer_class_names[DL_OP__COUNT];
 extern const char *const pacer_policy_names[4];

@@ -21,6 +21,7 @@ PACKAGES=(
   python3-matplotlib python3-venv python3-yaml
   fio ca-certificates
   libopenmpi-dev openmpi-bin
+  clang libclang-rt-14-dev
 )
 
 want_venv=1

@@ -5,30 +5,39 @@
 # 2. clean build in build-test/, runs the suites unit, cli, readers, then mount
 #    (mount tests one at a time),
 # 3. clean sanitizer build (address + undefined) in build-test-san/, runs unit
-#    and cli there,
-# 4. closes with `tests: N passed, N failed, N skipped` counted from both
+#    and cli there, then the mount-san suite (mount tests whose daemon runs
+#    sanitized and is leak-checked when it exits),
+# 4. builds the libFuzzer harnesses with clang (address + undefined) in
+#    build-test-fuzz/ and runs each for 60 s, two at a time, from the seed
+#    corpora (tests/fuzz): any crash, leak, timeout or memory blow-up fails,
+# 5. closes with `tests: N passed, N failed, N skipped` counted from the
 #    builds' meson test logs, and exits non-zero on any failure.
 #
-# With CI=true a test that cannot run (no /dev/fuse, no TensorFlow) fails
-# instead of skipping. Developer shortcuts (CI uses neither):
+# With CI=true a test that cannot run (no /dev/fuse, no TensorFlow, no
+# clang) fails instead of skipping. Developer shortcuts (CI uses none):
 #   --no-deps  do not run install-deps.sh      --no-san  skip the sanitizer build
+#   --no-fuzz  skip the fuzzers
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
 run_deps=1
 run_san=1
+run_fuzz=1
 for arg in "$@"; do
   case "$arg" in
     --no-deps) run_deps=0 ;;
     --no-san) run_san=0 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-fuzz) run_fuzz=0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
 
 MAIN=build-test
 SAN=build-test-san
+FUZZ=build-test-fuzz
+FUZZ_TARGETS=(tests/fuzz/fuzz_config tests/fuzz/fuzz_dlio tests/fuzz/fuzz_pacer_set tests/fuzz/fuzz_trace)
 PY=/usr/bin/python3
 start=$(date +%s)
 stage_failures=()   # "what" for each step that failed outside meson test
@@ -83,12 +92,37 @@ if [ "$run_san" -eq 1 ]; then
   # UBSan and ASan abort on the first report (meson's default *SAN_OPTIONS).
   if build "$SAN" -Db_sanitize=address,undefined; then
     mtest "$SAN" testlog-san --suite unit --suite cli --timeout-multiplier 3
+    mtest "$SAN" testlog-san-mount --suite mount-san --num-processes 1 --timeout-multiplier 3
+  fi
+fi
+
+if [ "$run_fuzz" -eq 1 ]; then
+  if command -v clang >/dev/null 2>&1; then
+    # Only the harnesses and what they link are built with clang.
+    rm -rf "$FUZZ"
+    log="$FUZZ.build-steps.log"
+    if CC=clang meson setup "$FUZZ" -Dfuzz=enabled -Db_sanitize=address,undefined \
+         -Dtests=disabled >"$log" 2>&1 && ninja -C "$FUZZ" "${FUZZ_TARGETS[@]}" >>"$log" 2>&1; then
+      echo "== $FUZZ: configured and built ($(elapsed) s so far)"
+      mtest "$FUZZ" testlog-fuzz --suite fuzz --no-rebuild --num-processes 2
+    else
+      echo "test.sh: the fuzz build in $FUZZ failed:" >&2
+      grep -v '^\[[0-9]*/[0-9]*\] ' "$log" | tail -n 100 >&2
+      stage_failures+=("$FUZZ: build")
+    fi
+    rm -f "$log"
+  else
+    case "${CI:-}" in
+      1|true|yes) stage_failures+=("fuzz: clang is not installed (scripts/install-deps.sh installs it)") ;;
+      *) echo "== fuzz: skipped, no clang (scripts/install-deps.sh installs it)" ;;
+    esac
   fi
 fi
 
 echo "== done in $(elapsed) s"
 logs=()
-for f in "$MAIN"/meson-logs/testlog-*.json "$SAN"/meson-logs/testlog-*.json; do
+for f in "$MAIN"/meson-logs/testlog-*.json "$SAN"/meson-logs/testlog-*.json \
+         "$FUZZ"/meson-logs/testlog-*.json; do
   [ -f "$f" ] && logs+=("$f")
 done
 

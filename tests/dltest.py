@@ -60,15 +60,34 @@ def gen(config, outdir):
     return outdir
 
 
+# Seconds a daemon may take to exit after its unmount (a sanitizer build
+# checks for leaks on the way out).
+DAEMON_EXIT_TIMEOUT = 60
+
+
 @contextlib.contextmanager
 def mounted(config, extra_args=(), mountpoint=None):
     """Mount CONFIG with `dliofs mount` (returns once the fs answers), yield
-    the mountpoint, unmount with `dliofs umount` and check the daemon left."""
+    the mountpoint, unmount with `dliofs umount` and check the daemon left:
+    it exits, and its log (a temporary one unless EXTRA_ARGS names --log)
+    reports no crash, sanitizer error or leak."""
     require(fuse_available(), "/dev/fuse or fusermount3 not available")
     own = mountpoint is None
     mnt = mountpoint or tempfile.mkdtemp(prefix="dliofs-mnt-")
-    r = subprocess.run([DLIOFS, "mount", mnt, config] + list(extra_args),
-                       capture_output=True, text=True, timeout=60)
+    extra_args = list(extra_args)
+    own_log = None
+    if "--log" not in extra_args:
+        fd, own_log = tempfile.mkstemp(prefix="dliofs-daemon-", suffix=".log")
+        os.close(fd)
+        extra_args += ["--log", own_log]
+    log = extra_args[extra_args.index("--log") + 1]
+    try:
+        r = subprocess.run([DLIOFS, "mount", mnt, config] + extra_args,
+                           capture_output=True, text=True, timeout=60)
+    except BaseException:
+        if own_log:
+            os.unlink(own_log)
+        raise
     if r.returncode != 0:
         # A failed mount must not leave anything behind; clean up whatever
         # it left so the report below shows dliofs's own error.
@@ -80,14 +99,18 @@ def mounted(config, extra_args=(), mountpoint=None):
                 os.rmdir(mnt)
             except OSError:
                 pass
+        if own_log:
+            os.unlink(own_log)
         raise AssertionError("dliofs mount failed (%d)%s: %s" % (
             r.returncode, " and left the mountpoint mounted" if leftover else "", r.stderr))
+    pids = daemon_pids(mnt)
     try:
         yield mnt
     finally:
         u = subprocess.run([DLIOFS, "umount", mnt], capture_output=True, text=True, timeout=60)
         if u.returncode != 0:
             subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+        gone = wait_for(lambda: not any(_pid_alive(p) for p in pids), DAEMON_EXIT_TIMEOUT, 0.05)
         if own:
             for _ in range(50):
                 try:
@@ -95,8 +118,16 @@ def mounted(config, extra_args=(), mountpoint=None):
                     break
                 except OSError:
                     time.sleep(0.1)
-        if u.returncode != 0:
-            raise AssertionError("dliofs umount failed: %s" % u.stderr)
+        try:
+            if u.returncode != 0:
+                raise AssertionError("dliofs umount failed: %s" % u.stderr)
+            if not gone:
+                raise AssertionError("the daemon (pid %s) did not exit within %d s of its "
+                                     "unmount" % (pids, DAEMON_EXIT_TIMEOUT))
+            check_daemon_log(log)
+        finally:
+            if own_log:
+                os.unlink(own_log)
 
 
 def walk_files(root):

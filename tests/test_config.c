@@ -1411,6 +1411,93 @@ static void test_dlio_errors(void)
 		   "t.yaml:1:1: dataset: unknown key (did you mean \"datasets\"?)");
 }
 
+/* Issue #16: hostile documents finish quickly with bounded, located output. */
+static void test_hostile(void)
+{
+	char big[4096];
+	size_t o;
+	struct res r;
+
+	/* 9 levels of &lN [*lN-1 x10] under pacer: 10^9 leaves once expanded. */
+	o = (size_t)snprintf(big, sizeof(big), "datasets:\n  - {name: a, format: raw, "
+			     "sample_size: 1}\npacer:\n  l0: &l0 [x]\n");
+	for (int i = 1; i <= 9; i++) {
+		o += (size_t)snprintf(big + o, sizeof(big) - o, "  l%d: &l%d [", i, i);
+		for (int k = 0; k < 10; k++)
+			o += (size_t)snprintf(big + o, sizeof(big) - o, "%s*l%d", k ? "," : "", i - 1);
+		o += (size_t)snprintf(big + o, sizeof(big) - o, "]\n");
+	}
+	r = load(big);
+	CHECK(r.ret == -EINVAL && strstr(r.err, "pacer: too large once its aliases are expanded") &&
+		      count_lines(r.err) <= 1001,
+	      "alias bomb under pacer: ret %d, %u lines, last: %.300s", r.ret, count_lines(r.err),
+	      r.err && strlen(r.err) > 300 ? r.err + strlen(r.err) - 300 : r.err);
+	res_free(&r);
+	/* The same under cache: (the other section the walker reads). */
+	memcpy(strstr(big, "pacer:"), "cache:", 6);
+	r = load(big);
+	CHECK(r.ret == -EINVAL && strstr(r.err, "too large once its aliases are expanded") &&
+		      count_lines(r.err) <= 1001,
+	      "alias bomb under cache: ret %d, %u lines", r.ret, count_lines(r.err));
+	res_free(&r);
+
+	/* An alias that contains itself. */
+	EXPECT_ERR("datasets:\n  - {name: a, format: raw, sample_size: 1}\npacer: &p {read: *p}\n",
+		   "t.yaml:3:", "nested too deeply (an alias that contains itself?)");
+	EXPECT_ERR("datasets:\n  - {name: a, format: raw, sample_size: 1}\n"
+		   "pacer: {read: &r [1, *r]}\n",
+		   "nested too deeply (an alias that contains itself?)");
+
+	/* Repeated problems stop at the cap, pacer and trace sections included. */
+	o = (size_t)snprintf(big, sizeof(big), "datasets:\n  - {name: a, format: raw, "
+			     "sample_size: 1}\npacer: &b {read: {bandwidth: x}, k: *b}\n");
+	r = load(big);
+	CHECK(r.ret == -EINVAL && count_lines(r.err) <= 1001, "self-nesting pacer: %u lines",
+	      count_lines(r.err));
+	res_free(&r);
+	{
+		size_t n = 3000 * 24 + 128;
+		char *many = malloc(n);
+
+		if (!many)
+			abort();
+		o = (size_t)snprintf(many, n, "datasets:\n  - {name: a, format: raw, "
+				     "sample_size: 1}\npacer:\n");
+		for (int i = 0; i < 3000; i++)
+			o += (size_t)snprintf(many + o, n - o, "  bad_%d: 1\n", i);
+		r = load(many);
+		CHECK(r.ret == -EINVAL && count_lines(r.err) == 1001 &&
+			      strstr(r.err, "t.yaml: too many problems; stopping after 1000"),
+		      "3000 bad pacer keys: %u lines", count_lines(r.err));
+		res_free(&r);
+		o = (size_t)snprintf(many, n, "datasets:\n  - {name: a, format: raw, "
+				     "sample_size: 1}\ntrace:\n  file: /t\n  ops: [");
+		for (int i = 0; i < 3000; i++)
+			o += (size_t)snprintf(many + o, n - o, "%sx", i ? ", " : "");
+		snprintf(many + o, n - o, "]\n");
+		r = load(many);
+		CHECK(r.ret == -EINVAL && count_lines(r.err) == 1001, "3000 bad trace ops: %u lines",
+		      count_lines(r.err));
+		res_free(&r);
+		free(many);
+	}
+
+	/* hdf5.datasets: 0 is reported, not divided by. */
+	EXPECT_ERR("datasets:\n  - {name: h5, format: hdf5, files: 4, shape: [16, 16], "
+		   "hdf5: {datasets: 0, chunks: [4, 8, 8]}}\n",
+		   "t.yaml:2:74: datasets[0].hdf5.datasets: expected 1 to 4096 data datasets");
+	EXPECT_ERR("datasets:\n  - {name: h5, format: hdf5, sample_size: 4KiB, "
+		   "hdf5: {datasets: 5000, chunks: [1, 8, 8]}}\n",
+		   "datasets[0].hdf5.datasets: expected 1 to 4096");
+	/* samples_per_file: 0 with chunks (found by the DLIO fuzzer, where gzip
+	 * compression makes the chunks): reported, not divided by. */
+	EXPECT_ERR("datasets:\n  - {name: h, format: hdf5, samples_per_file: 0, sample_size: 1KiB, "
+		   "hdf5: {chunks: [1, 8, 8]}}\n",
+		   "t.yaml:2:47: datasets[0].samples_per_file: must be at least 1");
+	EXPECT_ERR("dataset:\n  format: hdf5\n  num_samples_per_file: 0\n  compression: gzip\n",
+		   "t.yaml:3:25: dataset.num_samples_per_file: must be at least 1");
+}
+
 int main(void)
 {
 	test_full();
@@ -1428,6 +1515,7 @@ int main(void)
 	test_formats2_errors();
 	test_dlio();
 	test_dlio_errors();
+	test_hostile();
 	printf("config: %u passed, %u failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

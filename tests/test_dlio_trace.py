@@ -299,6 +299,22 @@ class Summary(TraceTest):
         self.assertNotEqual(run("frobnicate", check=False).returncode, 0)
         self.assertNotEqual(run("export", self.seq, check=False).returncode, 0)
 
+    def test_opens_years_apart_cost_no_memory(self):
+        # Two opens 2^24 s apart in a 400-byte trace: the busiest second used
+        # to be found with an array of one counter per second (128 MB).
+        p = write_trace(self.path("years.trc"),
+                        [Rec(0, "open", 1, 5), Rec(((1 << 24) + 5) * 10**9, "open", 1, 5)],
+                        {5: "f"})
+        probe = ("import resource, subprocess, sys\n"
+                 "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
+                 "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+        out = subprocess.run([sys.executable, "-c", probe, DLIO_TRACE, "summary", p, "--json"],
+                             capture_output=True, text=True, timeout=120).stdout.split()
+        self.assertEqual(out[0], "0")
+        self.assertLess(int(out[1]), 48 << 10, "dlio-trace summary peaked at %s KiB" % out[1])
+        s = summary(p)
+        self.assertEqual(s["files"]["opens_peak_per_s"], 1)
+
     def test_recorder_roundtrip(self):
         # The C recorder's file, parsed here with struct.
         p = self.path("synth.trc")

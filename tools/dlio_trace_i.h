@@ -33,6 +33,9 @@ struct dt_trace {
 
 /* Load and check PATH; errors are printed (prefixed "dlio-trace: PATH: "). */
 int dt_load(const char *path, struct dt_trace *t);
+/* The same for a trace already in memory; NAME is used in messages and
+ * must outlive t. */
+int dt_load_mem(const char *name, const void *buf, size_t len, struct dt_trace *t);
 void dt_free(struct dt_trace *t);
 /* Name of a file id, or NULL when the name table lacks it. */
 const char *dt_name_find(const struct dt_trace *t, uint64_t id);

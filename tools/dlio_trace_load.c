@@ -127,6 +127,98 @@ static int load_names(struct dt_trace *t, const char *map, size_t names_end)
 	return 0;
 }
 
+/* The checks and copies of dt_load on bytes already in memory (also what
+ * the fuzzer feeds): returns 0, or -EINVAL with *why set, or -errno. */
+static int parse(struct dt_trace *t, const char *map, size_t len, const char **why)
+{
+	int ret;
+
+	if (len < sizeof(t->h)) {
+		*why = "too short for a trace header";
+		return -EINVAL;
+	}
+	memcpy(&t->h, map, sizeof(t->h));
+	if (memcmp(t->h.magic, DL_TRACE_MAGIC, sizeof(t->h.magic))) {
+		*why = "not a dliofs trace (bad magic)";
+		return -EINVAL;
+	}
+	/* Version 1 traces load as they are: their pid is the client's
+	 * thread, their tid the daemon's worker, and they have no jobs. */
+	if (t->h.version != 1 && t->h.version != DL_TRACE_VERSION) {
+		*why = "unsupported trace version";
+		return -EINVAL;
+	}
+	/* Later versions may grow the record: read the fields we know. */
+	if (t->h.rec_size < sizeof(struct dl_trace_rec) || t->h.rec_size > 4096) {
+		*why = "bad record size in the header";
+		return -EINVAL;
+	}
+	t->h.config[sizeof(t->h.config) - 1] = 0;
+
+	size_t recs_end = len;
+	if (len >= sizeof(t->h) + sizeof(t->f)) {
+		memcpy(&t->f, map + len - sizeof(t->f), sizeof(t->f));
+		if (!memcmp(t->f.magic, DL_TRACE_MAGIC, sizeof(t->f.magic))) {
+			uint64_t body = len - sizeof(t->f);
+			if (t->f.names_offset < sizeof(t->h) || t->f.names_offset > body ||
+			    (t->f.names_offset - sizeof(t->h)) % t->h.rec_size ||
+			    (t->f.names_offset - sizeof(t->h)) / t->h.rec_size != t->f.nrecords) {
+				*why = "footer does not match the file";
+				return -EINVAL;
+			}
+			t->has_footer = 1;
+			recs_end = t->f.names_offset;
+		}
+	}
+	if (!t->has_footer) {
+		memset(&t->f, 0, sizeof(t->f));
+		fprintf(stderr,
+			"dlio-trace: %s: no footer (tracing was not stopped cleanly): "
+			"reading the whole records, without file names or a drop count\n",
+			t->path);
+	}
+	t->nrecs = (recs_end - sizeof(t->h)) / t->h.rec_size;
+	t->recs = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*t->recs));
+	if (!t->recs)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < t->nrecs; i++)
+		memcpy(&t->recs[i], map + sizeof(t->h) + i * t->h.rec_size, sizeof(*t->recs));
+	/* The file holds writer batches; everything downstream wants arrival order. */
+	qsort(t->recs, t->nrecs, sizeof(*t->recs), cmp_rec);
+	if (t->has_footer) {
+		ret = load_names(t, map, len - sizeof(t->f));
+		if (ret == -EINVAL)
+			*why = "corrupt name table";
+		return ret;
+	}
+	return 0;
+}
+
+/* Errors are printed once, here; t is emptied on failure. */
+static int finish(struct dt_trace *t, int ret, const char *why)
+{
+	if (why) {
+		fprintf(stderr, "dlio-trace: %s: %s\n", t->path, why);
+		ret = -EINVAL;
+	} else if (ret) {
+		fprintf(stderr, "dlio-trace: %s: %s\n", t->path, strerror(-ret));
+	}
+	if (ret)
+		dt_free(t);
+	return ret;
+}
+
+int dt_load_mem(const char *name, const void *buf, size_t len, struct dt_trace *t)
+{
+	const char *why = NULL;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->path = name;
+	ret = parse(t, buf, len, &why);
+	return finish(t, ret, why);
+}
+
 int dt_load(const char *path, struct dt_trace *t)
 {
 	struct stat st;
@@ -152,77 +244,13 @@ int dt_load(const char *path, struct dt_trace *t)
 		ret = -errno;
 		goto out;
 	}
-	memcpy(&t->h, map, sizeof(t->h));
-	if (memcmp(t->h.magic, DL_TRACE_MAGIC, sizeof(t->h.magic))) {
-		why = "not a dliofs trace (bad magic)";
-		goto out;
-	}
-	/* Version 1 traces load as they are: their pid is the client's
-	 * thread, their tid the daemon's worker, and they have no jobs. */
-	if (t->h.version != 1 && t->h.version != DL_TRACE_VERSION) {
-		why = "unsupported trace version";
-		goto out;
-	}
-	/* Later versions may grow the record: read the fields we know. */
-	if (t->h.rec_size < sizeof(struct dl_trace_rec) || t->h.rec_size > 4096) {
-		why = "bad record size in the header";
-		goto out;
-	}
-	t->h.config[sizeof(t->h.config) - 1] = 0;
-
-	size_t recs_end = len;
-	if (len >= sizeof(t->h) + sizeof(t->f)) {
-		memcpy(&t->f, map + len - sizeof(t->f), sizeof(t->f));
-		if (!memcmp(t->f.magic, DL_TRACE_MAGIC, sizeof(t->f.magic))) {
-			uint64_t body = len - sizeof(t->f);
-			if (t->f.names_offset < sizeof(t->h) || t->f.names_offset > body ||
-			    (t->f.names_offset - sizeof(t->h)) % t->h.rec_size ||
-			    (t->f.names_offset - sizeof(t->h)) / t->h.rec_size != t->f.nrecords) {
-				why = "footer does not match the file";
-				goto out;
-			}
-			t->has_footer = 1;
-			recs_end = t->f.names_offset;
-		}
-	}
-	if (!t->has_footer) {
-		memset(&t->f, 0, sizeof(t->f));
-		fprintf(stderr,
-			"dlio-trace: %s: no footer (tracing was not stopped cleanly): "
-			"reading the whole records, without file names or a drop count\n",
-			path);
-	}
-	t->nrecs = (recs_end - sizeof(t->h)) / t->h.rec_size;
-	t->recs = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*t->recs));
-	if (!t->recs) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (uint64_t i = 0; i < t->nrecs; i++)
-		memcpy(&t->recs[i], map + sizeof(t->h) + i * t->h.rec_size, sizeof(*t->recs));
-	/* The file holds writer batches; everything downstream wants arrival order. */
-	qsort(t->recs, t->nrecs, sizeof(*t->recs), cmp_rec);
-	if (t->has_footer) {
-		ret = load_names(t, map, len - sizeof(t->f));
-		if (ret == -EINVAL) {
-			ret = 0;
-			why = "corrupt name table";
-		}
-	}
+	ret = parse(t, map, len, &why);
 out:
 	if (map != MAP_FAILED)
 		munmap(map, len);
 	if (fd >= 0)
 		close(fd);
-	if (why) {
-		fprintf(stderr, "dlio-trace: %s: %s\n", path, why);
-		ret = -EINVAL;
-	} else if (ret) {
-		fprintf(stderr, "dlio-trace: %s: %s\n", path, strerror(-ret));
-	}
-	if (ret)
-		dt_free(t);
-	return ret;
+	return finish(t, ret, why);
 }
 
 void dt_free(struct dt_trace *t)

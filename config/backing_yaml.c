@@ -11,6 +11,7 @@
 
 #include "dliofs/units.h"
 #include "backing_yaml.h"
+#include "dliofs/suggest.h"
 
 enum bk_key { BK_PATH, BK_AT, BK_WRITABLE, BK_SINK, BK_MAX_ENTRIES, BK__COUNT };
 
@@ -136,7 +137,7 @@ static void entry_keys(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *map
 			;
 		snprintf(path, sizeof(path), "%s.%.64s", prefix, name);
 		if (i == BK__COUNT) {
-			hint = cfg_suggest(name, bk_keys, BK__COUNT);
+			hint = dl_suggest(name, bk_keys, BK__COUNT);
 			if (hint)
 				cfg_error(c, cfg_node_loc(k), path, "unknown key (did you mean \"%s\"?)",
 					  hint);

@@ -144,7 +144,6 @@ const char *cfg_kind_of(const yaml_node_t *n);
 /* A scalar's text for a message: escaped, quoted, cut to a readable length. */
 void cfg_quote(const char *s, size_t len, char *buf, size_t buflen);
 /* The closest candidate to `s` if it is a plausible typo of it, else NULL. */
-const char *cfg_suggest(const char *s, const char *const *cands, size_t ncands);
 /* Our key for a DLIO workload key written in a dliofs config, or NULL. */
 const char *cfg_dlio_hint(const char *key);
 

@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dliofs/intmath.h"
 #include "config_i.h"
 
 #define DLIO_MAX_ALIAS 40
@@ -616,19 +617,6 @@ static int boolean(struct tr *r, const yaml_node_t *v, const char *key, int *out
 	return -EINVAL;
 }
 
-static uint64_t isqrt64(uint64_t q)
-{
-	uint64_t d = 0;
-
-	for (int b = 31; b >= 0; b--) {
-		uint64_t t = d | (1ULL << b);
-
-		if (t <= UINT32_MAX && t * t <= q)
-			d = t;
-	}
-	return d;
-}
-
 /* ---- the dataset section ---- */
 
 static void read_dataset_keys(struct tr *r)
@@ -913,7 +901,7 @@ static void tr_sizes(struct tr *r, unsigned dsets)
 		if (number(r, sv, key, "a number of bytes like 68341808", &S))
 			return;
 	}
-	d = isqrt64(L);
+	d = dl_isqrt64(L);
 	if (image) {
 		/* DLIO draws each side from normal(d, S / (2 sqrt(L))). */
 		uint64_t ps = L ? (uint64_t)llroundl((long double)S /
@@ -1045,7 +1033,7 @@ static void tr_hdf5(struct tr *r, unsigned dsets)
 				return;
 			}
 			/* DLIO 2.0's legacy rule: (1, c, c), c = ceil(sqrt(chunk_size)). */
-			c = isqrt64(cs);
+			c = dl_isqrt64(cs);
 			c += c * c < cs;
 			dims[0] = 1;
 			dims[1] = dims[2] = c;

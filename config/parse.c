@@ -11,6 +11,7 @@
 
 #include "dliofs/units.h"
 #include "config_i.h"
+#include "dliofs/suggest.h"
 #include "backing_yaml.h"
 #include "pacer_yaml.h"
 
@@ -347,7 +348,7 @@ static void walk_mapping(struct walk *w, yaml_node_t *map, const char *prefix,
 				cfg_error(w->c, cfg_node_loc(k), path,
 					  "unknown key (this is DLIO's name; dliofs calls it %s)",
 					  hint);
-			} else if ((hint = cfg_suggest(name, keys, nkeys))) {
+			} else if ((hint = dl_suggest(name, keys, nkeys))) {
 				cfg_error(w->c, cfg_node_loc(k), path,
 					  "unknown key (did you mean \"%s\"?)", hint);
 			} else {
@@ -494,7 +495,7 @@ static int get_choice(struct walk *w, yaml_node_t *n, const char *path, const ch
 		}
 	}
 	cfg_quote(s, strlen(s), q, sizeof(q));
-	hint = cfg_suggest(s, names, nnames);
+	hint = dl_suggest(s, names, nnames);
 	if (hint)
 		cfg_error(w->c, cfg_node_loc(n), path, "expected %s, got %s (did you mean \"%s\"?)",
 			  expected, q, hint);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dliofs/intmath.h"
 #include "dliofs/prng.h"
 #include "config_i.h"
 
@@ -257,20 +258,6 @@ static void check_file_bytes(struct vds *v, enum cfg_field about, uint64_t copie
 	}
 }
 
-static uint64_t isqrt64(uint64_t q)
-{
-	uint64_t d = 0;
-
-	/* Bit by bit: exact for every 64-bit value, no floating point. */
-	for (int b = 31; b >= 0; b--) {
-		uint64_t t = d | (1ULL << b);
-
-		if (t <= UINT32_MAX && t * t <= q)
-			d = t;
-	}
-	return d;
-}
-
 static int is_image(enum dl_format f)
 {
 	return f == DL_FMT_JPEG || f == DL_FMT_PNG;
@@ -357,7 +344,7 @@ static int validate_image(struct vds *v)
 		uint64_t q = ds->sample_size.mean / ch, side;
 
 		q = q > UINT64_MAX / CFG_IMG_RAW_PER_BYTE ? UINT64_MAX : q * CFG_IMG_RAW_PER_BYTE;
-		side = isqrt64(q);
+		side = dl_isqrt64(q);
 		side = side < 1 ? 1 : side > CFG_JPEG_MAX_SIDE ? CFG_JPEG_MAX_SIDE : side;
 		ds->width = ds->height = (struct dl_dist){ side, 0, side, side };
 		return 1;
@@ -399,7 +386,7 @@ static unsigned h5_sample_dims(const struct dl_dataset *ds, uint64_t *dims)
 		memcpy(dims, ds->dims, ds->ndims * sizeof(dims[0]));
 		return ds->ndims;
 	}
-	d = isqrt64(ds->sample_size.max / dl_dtype_size(ds->dtype));
+	d = dl_isqrt64(ds->sample_size.max / dl_dtype_size(ds->dtype));
 	dims[0] = dims[1] = d ? d : 1;
 	return 2;
 }

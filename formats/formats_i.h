@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dliofs/bytes.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
 
@@ -62,23 +63,6 @@ extern const struct dl_format_ops dl_fmt_png_ops;
 static inline uint64_t dl_file_stream(const struct dl_file *f, uint64_t region)
 {
 	return dl_key2(f->key, region);
-}
-
-/* Helpers for writing fixed little-endian fields. */
-static inline void dl_put_le16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-static inline void dl_put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline void dl_put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* Copy the part of a fixed byte string [src, src + n) placed at file offset

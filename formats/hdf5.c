@@ -562,15 +562,6 @@ out:
 	return 0;
 }
 
-static uint64_t read_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* The library's own record of the file: superblock v2/v3 stores the EOF at 28. */
 static int check_superblock(const struct h5_sink *s, uint64_t eof)
 {
@@ -578,7 +569,7 @@ static int check_superblock(const struct h5_sink *s, uint64_t eof)
 	uint8_t sb[48];
 
 	sink_read(s, 0, sb, sizeof(sb));
-	if (memcmp(sb, sig, 8) != 0 || sb[8] < 2 || read_le64(sb + 28) != eof)
+	if (memcmp(sb, sig, 8) != 0 || sb[8] < 2 || dl_get_le64(sb + 28) != eof)
 		return -EIO;
 	return 0;
 }

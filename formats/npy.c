@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dliofs/intmath.h"
 #include "dliofs/prng.h"
 #include "formats_i.h"
 #include "npy_i.h"
@@ -22,18 +23,6 @@
  * writing them and the conversion reading them back. */
 #define NPY_FLOAT_CHUNK (32u * 1024u)
 
-static uint64_t isqrt64(uint64_t q)
-{
-	uint64_t d = (uint64_t)sqrtl((long double)q);
-
-	/* sqrtl may be off by one near 2^64: settle it with exact products. */
-	while (d > 0 && (unsigned __int128)d * d > q)
-		d--;
-	while ((unsigned __int128)(d + 1) * (d + 1) <= q)
-		d++;
-	return d;
-}
-
 int dl_npy_sample_shape(struct dl_file *f)
 {
 	const struct dl_dataset *ds = f->ds;
@@ -46,7 +35,7 @@ int dl_npy_sample_shape(struct dl_file *f)
 		f->ndims = ds->ndims;
 		memcpy(f->dims, ds->dims, sizeof(f->dims[0]) * ds->ndims);
 	} else {
-		uint64_t d = isqrt64(f->sample_bytes / isz);
+		uint64_t d = dl_isqrt64(f->sample_bytes / isz);
 		f->ndims = 2;
 		f->dims[0] = f->dims[1] = d ? d : 1;
 	}

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backing_i.h"
+#include "dliofs/json.h"
 
 #define BK_MIN_BUCKETS 64
 
@@ -345,50 +346,25 @@ int dl_bk_path(struct dl_fs *fs, fuse_ino_t ino, char *buf, size_t len)
 	return k < 0 || (size_t)k >= len ? -ENAMETOOLONG : k;
 }
 
-int dl_bk_add_stats(struct dl_fs *fs, char **buf, size_t *len)
+void dl_bk_stats_write(struct dl_fs *fs, struct dl_jw *w)
 {
-	char *end, *out, *obj = NULL, extra[256];
-	size_t olen = 0;
-	FILE *m;
-	int n;
-
 	if (!fs->backing || !fs->backing->n)
-		return 0;
-	end = *len ? memrchr(*buf, '}', *len) : NULL;
-	if (!end)
-		return 0;
-	m = open_memstream(&obj, &olen);
-	if (!m)
-		return -ENOMEM;
+		return;
+	dl_jw_obj(w, "backing");
 	for (unsigned i = 0; i < fs->backing->n; i++) {
 		struct bk_root *r = &fs->backing->roots[i];
 
-		extra[0] = 0;
+		dl_jw_obj(w, r->cfg->at);
+		dl_jw_str(w, "kind", r->sink ? "sink" : r->writable ? "writable" : "read-only");
+		dl_jw_u64(w, "read_bytes", atomic_load(&r->rd_bytes));
+		dl_jw_u64(w, "reads", atomic_load(&r->rd_ops));
+		dl_jw_u64(w, "write_bytes", atomic_load(&r->wr_bytes));
+		dl_jw_u64(w, "writes", atomic_load(&r->wr_ops));
 		if (r->sink)
-			dl_sink_stats(r->sink, extra, sizeof(extra));
-		/* Names are [A-Za-z0-9._-]: nothing to escape. */
-		fprintf(m,
-			"%s\"%s\": {\"kind\": \"%s\", \"read_bytes\": %llu, \"reads\": %llu, "
-			"\"write_bytes\": %llu, \"writes\": %llu%s%s}",
-			i ? ", " : "", r->cfg->at,
-			r->sink ? "sink" : r->writable ? "writable" : "read-only",
-			(unsigned long long)atomic_load(&r->rd_bytes),
-			(unsigned long long)atomic_load(&r->rd_ops),
-			(unsigned long long)atomic_load(&r->wr_bytes),
-			(unsigned long long)atomic_load(&r->wr_ops), extra[0] ? ", " : "", extra);
+			dl_sink_stats_write(r->sink, w);
+		dl_jw_end(w);
 	}
-	if (fclose(m)) {
-		free(obj);
-		return -ENOMEM;
-	}
-	n = asprintf(&out, "%.*s, \"backing\": {%s}}\n", (int)(end - *buf), *buf, obj);
-	free(obj);
-	if (n < 0)
-		return -ENOMEM;
-	free(*buf);
-	*buf = out;
-	*len = (size_t)n;
-	return 0;
+	dl_jw_end(w);
 }
 
 void dl_bk_stats_reset(struct dl_fs *fs)

@@ -32,8 +32,9 @@ void dl_bk_forget(struct dl_fs *fs, fuse_ino_t ino, uint64_t nlookup);
 int dl_bk_root_stat(struct dl_fs *fs, unsigned root, struct stat *st);
 /* Path relative to the mount root ("data/a/b.bin"), for the trace. */
 int dl_bk_path(struct dl_fs *fs, fuse_ino_t ino, char *buf, size_t len);
-/* Append a "backing" object (per entry counters) to stats.json text. */
-int dl_bk_add_stats(struct dl_fs *fs, char **buf, size_t *len);
+/* stats.json's "backing" member (per entry counters), into the object open in w. */
+struct dl_jw;
+void dl_bk_stats_write(struct dl_fs *fs, struct dl_jw *w);
 void dl_bk_stats_reset(struct dl_fs *fs);
 
 #endif

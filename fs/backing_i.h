@@ -142,7 +142,8 @@ void dl_sink_free(struct dl_sink *s);
 void dl_sink_forget(struct dl_sink *s, uint64_t id, uint64_t nlookup);
 int dl_sink_stat(struct dl_sink *s, uint64_t id, fuse_ino_t ino, struct stat *st);
 int dl_sink_path(struct dl_sink *s, uint64_t id, char *buf, size_t len);
-/* "entries": N, "discarded_bytes": N, "reads_refused": N */
-int dl_sink_stats(struct dl_sink *s, char *buf, size_t len);
+/* "entries", "max_entries", "discarded_bytes", "reads_refused" into the
+ * object open in w. */
+void dl_sink_stats_write(struct dl_sink *s, struct dl_jw *w);
 
 #endif

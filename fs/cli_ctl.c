@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "control.h"
+#include "dliofs/json.h"
 #include "dliofs/pacer.h"
 
 static int ctl_path(const char *mnt, const char *file, char *buf, size_t len)
@@ -100,112 +101,17 @@ static int write_ctl(const char *path, const char *text, size_t len, const char 
 	return ret;
 }
 
-/* ---- a small JSON walker that prints "path = value" lines ---- */
-struct jw {
-	const char *p;
-	int (*fn)(void *arg, const char *key, const char *val);
-	void *arg;
-};
-
-static void skip_ws(struct jw *j)
-{
-	while (isspace((unsigned char)*j->p))
-		j->p++;
-}
-
-static int json_value(struct jw *j, char *path, size_t plen);
-
-static int json_string(struct jw *j, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	if (*j->p != '"')
-		return -EINVAL;
-	j->p++;
-	while (*j->p && *j->p != '"') {
-		if (*j->p == '\\' && j->p[1])
-			j->p++;
-		if (n + 1 < len)
-			buf[n++] = *j->p;
-		j->p++;
-	}
-	if (*j->p != '"')
-		return -EINVAL;
-	j->p++;
-	buf[n] = 0;
-	return 0;
-}
-
-static int json_value(struct jw *j, char *path, size_t plen)
-{
-	size_t base = strlen(path);
-	char key[256];
-	unsigned idx = 0;
-
-	skip_ws(j);
-	if (*j->p == '{' || *j->p == '[') {
-		char close = *j->p == '{' ? '}' : ']';
-		int obj = close == '}';
-		j->p++;
-		skip_ws(j);
-		if (*j->p == close) {
-			j->p++;
-			return 0;
-		}
-		for (;;) {
-			skip_ws(j);
-			if (obj) {
-				if (json_string(j, key, sizeof(key)))
-					return -EINVAL;
-				skip_ws(j);
-				if (*j->p++ != ':')
-					return -EINVAL;
-			} else {
-				snprintf(key, sizeof(key), "%u", idx++);
-			}
-			snprintf(path + base, plen - base, "%s%s", base ? "." : "", key);
-			if (json_value(j, path, plen))
-				return -EINVAL;
-			path[base] = 0;
-			skip_ws(j);
-			if (*j->p == ',') {
-				j->p++;
-				continue;
-			}
-			if (*j->p == close) {
-				j->p++;
-				return 0;
-			}
-			return -EINVAL;
-		}
-	}
-	if (*j->p == '"') {
-		char val[512];
-		if (json_string(j, val, sizeof(val)))
-			return -EINVAL;
-		return j->fn(j->arg, path, val);
-	}
-	const char *start = j->p;
-	char val[64];
-	while (*j->p && *j->p != ',' && *j->p != '}' && *j->p != ']' &&
-	       !isspace((unsigned char)*j->p))
-		j->p++;
-	if (j->p == start)
-		return -EINVAL;
-	snprintf(val, sizeof(val), "%.*s", (int)(j->p - start), start);
-	return j->fn(j->arg, path, val);
-}
-
 /* ---- stats.json flattened: "classes.read.ops" -> "12" ---- */
 struct flat {
 	char **key, **val;
 	size_t n, cap;
 };
 
-static int flat_add(void *arg, const char *key, const char *val)
+static int flat_add(void *arg, const char *key, const char *val, int is_string)
 {
 	struct flat *f = arg;
 
+	(void)is_string;
 	if (f->n == f->cap) {
 		size_t cap = f->cap ? 2 * f->cap : 256;
 		char **k = realloc(f->key, cap * sizeof(*k)), **v;
@@ -347,7 +253,7 @@ static void print_table(const struct flat *f, FILE *o)
 
 int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int all, int reset)
 {
-	char path[4096], jpath[1024];
+	char path[4096];
 	char *buf = NULL;
 	size_t len = 0;
 	int ret;
@@ -370,10 +276,7 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int all, i
 		if (raw) {
 			fwrite(buf, 1, len, stdout);
 		} else {
-			struct jw j = {.p = buf, .fn = flat_add, .arg = &f};
-
-			jpath[0] = 0;
-			if (json_value(&j, jpath, sizeof(jpath))) {
+			if (dl_json_flatten(buf, len, flat_add, &f)) {
 				fprintf(stderr, "dliofs stat: malformed stats.json\n");
 				flat_free(&f);
 				free(buf);

@@ -12,6 +12,7 @@
 
 #include "backing.h"
 #include "control.h"
+#include "dliofs/json.h"
 #include "fs_i.h"
 #include "log_i.h"
 #include "reply.h"
@@ -56,36 +57,54 @@ void dl_ctl_stat(struct dl_fs *fs, unsigned id, struct stat *st)
 
 /* The trace's counts join the pacer's statistics: dropped records must be
  * visible where people look, not only in the trace footer. */
-static int add_trace_stats(struct dl_fs *fs, char **buf, size_t *len)
+static void write_trace_stats(struct dl_fs *fs, struct dl_jw *w)
 {
 	uint64_t written = 0, dropped = 0, total;
-	char *end, *out;
-	int active, n;
+	struct dl_trace *t;
 
-	end = *len ? memrchr(*buf, '}', *len) : NULL;
-	if (!end)
-		return 0;
 	pthread_mutex_lock(&fs->trace_lock);
-	struct dl_trace *t = atomic_load(&fs->trace);
-	active = t != NULL;
+	t = atomic_load(&fs->trace);
 	if (t) {
 		written = dl_trace_written(t);
 		dropped = dl_trace_dropped(t);
 	}
 	total = fs->trace_dropped_total + dropped;
+	dl_jw_obj(w, "trace");
+	dl_jw_bool(w, "active", t != NULL);
+	dl_jw_u64(w, "records", written);
+	dl_jw_u64(w, "dropped", dropped);
+	dl_jw_u64(w, "dropped_since_mount", total);
+	dl_jw_bool(w, "disk_full", t && dl_trace_error(t) == -ENOSPC);
+	dl_jw_end(w);
 	pthread_mutex_unlock(&fs->trace_lock);
-	n = asprintf(&out,
-		     "%.*s, \"trace\": {\"active\": %s, \"records\": %llu, \"dropped\": %llu, "
-		     "\"dropped_since_mount\": %llu}}\n",
-		     (int)(end - *buf), *buf, active ? "true" : "false",
-		     (unsigned long long)written, (unsigned long long)dropped,
-		     (unsigned long long)total);
-	if (n < 0)
+}
+
+/* stats.json: the pacer's members, the trace's and the backing
+ * directories', in one document. */
+static int stats_json(struct dl_fs *fs, char **buf, size_t *len)
+{
+	FILE *f = open_memstream(buf, len);
+	struct dl_jw w;
+	int ret;
+
+	if (!f)
 		return -ENOMEM;
-	free(*buf);
-	*buf = out;
-	*len = (size_t)n;
-	return 0;
+	dl_jw_init(&w, f, 2);
+	dl_jw_obj(&w, NULL);
+	ret = dl_pacer_stats_write(fs->pacer, dl_now_ns(), &w);
+	if (!ret) {
+		write_trace_stats(fs, &w);
+		dl_bk_stats_write(fs, &w);
+		ret = dl_jw_finish(&w);
+	}
+	if (fclose(f) && !ret)
+		ret = -ENOMEM;
+	if (ret) {
+		free(*buf);
+		*buf = NULL;
+		*len = 0;
+	}
+	return ret;
 }
 
 static int warm_node(struct dl_fs *fs, const struct dl_node *n, unsigned depth)
@@ -153,10 +172,7 @@ int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len)
 	}
 	switch (id) {
 	case DL_CTL_STATS:
-		ret = dl_pacer_stats_json(fs->pacer, dl_now_ns(), buf, len);
-		if (!ret)
-			ret = add_trace_stats(fs, buf, len);
-		return ret ? ret : dl_bk_add_stats(fs, buf, len);
+		return stats_json(fs, buf, len);
 	case DL_CTL_CONFIG:
 	case DL_CTL_PACER:
 		m = open_memstream(buf, len);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dliofs/json.h"
 #include "sink_i.h"
 
 #define SK_MIN_BUCKETS 64
@@ -415,17 +416,16 @@ int dl_sink_path(struct dl_sink *s, uint64_t id, char *buf, size_t len)
 	return ret;
 }
 
-int dl_sink_stats(struct dl_sink *s, char *buf, size_t len)
+void dl_sink_stats_write(struct dl_sink *s, struct dl_jw *w)
 {
 	size_t count;
 
 	pthread_mutex_lock(&s->lock);
 	count = s->count;
 	pthread_mutex_unlock(&s->lock);
-	snprintf(buf, len, "\"entries\": %zu, \"max_entries\": %zu, \"discarded_bytes\": %llu, "
-		 "\"reads_refused\": %llu",
-		 count, s->max, (unsigned long long)atomic_load(&s->discarded),
-		 (unsigned long long)atomic_load(&s->refused));
-	return 0;
+	dl_jw_u64(w, "entries", count);
+	dl_jw_u64(w, "max_entries", s->max);
+	dl_jw_u64(w, "discarded_bytes", atomic_load(&s->discarded));
+	dl_jw_u64(w, "reads_refused", atomic_load(&s->refused));
 }
 

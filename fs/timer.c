@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "dliofs/clock.h"
 #include "fs_i.h"
 #include "reply.h"
 
@@ -23,12 +24,7 @@ struct dl_timer {
 	int stop;
 };
 
-uint64_t dl_now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
+uint64_t dl_now_ns(void) { return dl_mono_ns(); }
 
 static int earlier(const struct dl_reply *a, const struct dl_reply *b)
 {

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dliofs/json.h"
 #include "dliofs/prng.h"
 #include "pacer_i.h"
 
@@ -736,10 +737,9 @@ void dl_pacer_job_info(struct dl_pacer *p, uint32_t job, const char *name, uint3
 
 /* ---- statistics ---- */
 
-int dl_pacer_stats_json(struct dl_pacer *p, uint64_t now_ns, char **buf, size_t *len)
+int dl_pacer_stats_write(struct dl_pacer *p, uint64_t now_ns, struct dl_jw *w)
 {
 	struct pacer_snapshot *s;
-	int ret;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -788,8 +788,30 @@ int dl_pacer_stats_json(struct dl_pacer *p, uint64_t now_ns, char **buf, size_t 
 		pthread_mutex_unlock(&p->cls[c].lock);
 	}
 	pthread_mutex_unlock(&p->jobs.lock);
-	ret = pacer_stats_format(s, buf, len);
+	pacer_stats_write(s, w);
 	free(s);
+	return 0;
+}
+
+int dl_pacer_stats_json(struct dl_pacer *p, uint64_t now_ns, char **buf, size_t *len)
+{
+	struct dl_jw w;
+	FILE *f = open_memstream(buf, len);
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	dl_jw_init(&w, f, 2);
+	dl_jw_obj(&w, NULL);
+	ret = dl_pacer_stats_write(p, now_ns, &w);
+	if (!ret)
+		ret = dl_jw_finish(&w);
+	if (fclose(f) && !ret)
+		ret = -ENOMEM;
+	if (ret) {
+		free(*buf);
+		*buf = NULL;
+	}
 	return ret;
 }
 

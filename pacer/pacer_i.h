@@ -207,6 +207,8 @@ struct pacer_snapshot {
 	struct pacer_job_cls jcls[PACER_JOB_SLOTS][DL_OP__COUNT];
 };
 
-int pacer_stats_format(const struct pacer_snapshot *s, char **buf, size_t *len);
+struct dl_jw;
+/* The snapshot's members into the object open in w. */
+void pacer_stats_write(const struct pacer_snapshot *s, struct dl_jw *w);
 
 #endif

@@ -14,129 +14,102 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dliofs/json.h"
 #include "pacer_i.h"
 
 /* ---- stats.json ---- */
 
-static void json_str(FILE *f, const char *s)
+static void w_hist(struct dl_jw *w, const char *name, const struct dl_hist *h, int full)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
+	dl_jw_obj(w, name);
+	dl_jw_u64(w, "count", h->count);
+	if (full) {
+		dl_jw_us(w, "min", h->count ? h->min : 0);
+		dl_jw_us(w, "mean", h->count ? h->sum / h->count : 0);
 	}
-	fputc('"', f);
+	dl_jw_us(w, "p50", dl_hist_quantile(h, 0.5));
+	dl_jw_us(w, "p90", dl_hist_quantile(h, 0.9));
+	dl_jw_us(w, "p99", dl_hist_quantile(h, 0.99));
+	dl_jw_us(w, "p99.9", dl_hist_quantile(h, 0.999));
+	dl_jw_us(w, "max", h->max);
+	dl_jw_end(w);
 }
 
-/* Microseconds with three decimals: exact to the nanosecond. */
-static void json_us(FILE *f, const char *name, uint64_t ns)
+static void w_cache(struct dl_jw *w, uint64_t hits, uint64_t misses, uint64_t partial,
+		    uint64_t hit_bytes, uint64_t miss_bytes)
 {
-	fprintf(f, "\"%s\": %" PRIu64 ".%03u", name, ns / 1000, (unsigned)(ns % 1000));
+	dl_jw_obj(w, "cache");
+	dl_jw_u64(w, "hits", hits);
+	dl_jw_u64(w, "misses", misses);
+	dl_jw_u64(w, "partial", partial);
+	dl_jw_u64(w, "hit_bytes", hit_bytes);
+	dl_jw_u64(w, "miss_bytes", miss_bytes);
+	dl_jw_end(w);
 }
 
-static void json_hist(FILE *f, const char *name, const struct dl_hist *h)
+static void w_class(struct dl_jw *w, const char *name, const struct pacer_cls_stats *s,
+		    double secs)
 {
-	fprintf(f, "\"%s\": {\"count\": %" PRIu64 ", ", name, h->count);
-	json_us(f, "min", h->count ? h->min : 0);
-	fprintf(f, ", ");
-	json_us(f, "mean", h->count ? h->sum / h->count : 0);
-	fprintf(f, ", ");
-	json_us(f, "p50", dl_hist_quantile(h, 0.5));
-	fprintf(f, ", ");
-	json_us(f, "p90", dl_hist_quantile(h, 0.9));
-	fprintf(f, ", ");
-	json_us(f, "p99", dl_hist_quantile(h, 0.99));
-	fprintf(f, ", ");
-	json_us(f, "p99.9", dl_hist_quantile(h, 0.999));
-	fprintf(f, ", ");
-	json_us(f, "max", h->max);
-	fprintf(f, "}");
-}
-
-static void json_class(FILE *f, const struct pacer_cls_stats *s, double secs)
-{
-	fprintf(f,
-		"{\"ops\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"nodev_ops\": %" PRIu64
-		", \"iops\": %.3f, \"bandwidth_Bps\": %.1f, \"in_flight\": %" PRIu64
-		", \"in_flight_max\": %" PRIu64 ", \"completed\": %" PRIu64
-		", \"early_replies\": %" PRIu64 ",\n      ",
-		s->ops, s->bytes, s->nodev, secs > 0 ? (double)s->ops / secs : 0.0,
-		secs > 0 ? (double)s->bytes / secs : 0.0, s->in_flight, s->in_flight_max,
-		s->completed, s->early);
-	fprintf(f,
-		"\"cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"partial\": %" PRIu64
-		", \"hit_bytes\": %" PRIu64 ", \"miss_bytes\": %" PRIu64 "},\n      ",
-		s->cache_hits, s->cache_misses, s->cache_partial, s->hit_bytes, s->miss_bytes);
-	json_hist(f, "latency_us", &s->lat);
-	fprintf(f, ",\n      ");
-	json_hist(f, "service_us", &s->service);
-	fprintf(f, ",\n      ");
-	json_hist(f, "queue_us", &s->queue);
-	fprintf(f, ",\n      ");
-	json_hist(f, "lateness_us", &s->late);
-	fprintf(f, "}");
-}
-
-static void json_quantiles(FILE *f, const struct dl_hist *h)
-{
-	fprintf(f, "{\"count\": %" PRIu64 ", ", h->count);
-	json_us(f, "p50", dl_hist_quantile(h, 0.5));
-	fprintf(f, ", ");
-	json_us(f, "p90", dl_hist_quantile(h, 0.9));
-	fprintf(f, ", ");
-	json_us(f, "p99", dl_hist_quantile(h, 0.99));
-	fprintf(f, ", ");
-	json_us(f, "p99.9", dl_hist_quantile(h, 0.999));
-	fprintf(f, ", ");
-	json_us(f, "max", h->max);
-	fprintf(f, "}");
+	dl_jw_obj(w, name);
+	dl_jw_u64(w, "ops", s->ops);
+	dl_jw_u64(w, "bytes", s->bytes);
+	dl_jw_u64(w, "nodev_ops", s->nodev);
+	dl_jw_fixed(w, "iops", secs > 0 ? (double)s->ops / secs : 0.0, 3);
+	dl_jw_fixed(w, "bandwidth_Bps", secs > 0 ? (double)s->bytes / secs : 0.0, 1);
+	dl_jw_u64(w, "in_flight", s->in_flight);
+	dl_jw_u64(w, "in_flight_max", s->in_flight_max);
+	dl_jw_u64(w, "completed", s->completed);
+	dl_jw_u64(w, "early_replies", s->early);
+	w_cache(w, s->cache_hits, s->cache_misses, s->cache_partial, s->hit_bytes, s->miss_bytes);
+	w_hist(w, "latency_us", &s->lat, 1);
+	w_hist(w, "service_us", &s->service, 1);
+	w_hist(w, "queue_us", &s->queue, 1);
+	w_hist(w, "lateness_us", &s->late, 1);
+	dl_jw_end(w);
 }
 
 /* One job: per class what it asked for and what it got. Its rates are over
  * its own span (first to last request), not the whole statistics period. */
-static void json_job(FILE *f, const struct pacer_snapshot *s, unsigned j)
+static void w_job(struct dl_jw *w, const struct pacer_snapshot *s, unsigned j)
 {
 	const struct pacer_job *jb = &s->job[j];
 	double span = jb->last_ns > jb->first_ns ? (double)(jb->last_ns - jb->first_ns) / 1e9 : 0;
 
-	fprintf(f, "\n    {\"id\": %" PRIu32 ", \"name\": ", jb->id);
-	json_str(f, j == PACER_JOB_OTHER ? "(other)" : jb->named ? jb->name : "(unnamed)");
-	fprintf(f, ", \"processes\": %" PRIu32 ", \"threads\": %" PRIu32, jb->procs, jb->threads);
-	fprintf(f, ", \"first_s\": %.6f, \"last_s\": %.6f",
-		jb->first_ns > s->since_ns ? (double)(jb->first_ns - s->since_ns) / 1e9 : 0.0,
-		jb->last_ns > s->since_ns ? (double)(jb->last_ns - s->since_ns) / 1e9 : 0.0);
+	dl_jw_obj(w, NULL);
+	dl_jw_u64(w, "id", jb->id);
+	dl_jw_str(w, "name", j == PACER_JOB_OTHER ? "(other)" : jb->named ? jb->name : "(unnamed)");
+	dl_jw_u64(w, "processes", jb->procs);
+	dl_jw_u64(w, "threads", jb->threads);
+	dl_jw_fixed(w, "first_s",
+		    jb->first_ns > s->since_ns ? (double)(jb->first_ns - s->since_ns) / 1e9 : 0.0, 6);
+	dl_jw_fixed(w, "last_s",
+		    jb->last_ns > s->since_ns ? (double)(jb->last_ns - s->since_ns) / 1e9 : 0.0, 6);
 	if (s->share.policy == DL_SHARE_FAIR)
-		fprintf(f, ", \"share_rule\": %d", jb->rule);
-	fprintf(f, ",\n     \"classes\": {");
+		dl_jw_i64(w, "share_rule", jb->rule);
+	dl_jw_obj(w, "classes");
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		const struct pacer_job_cls *jc = &s->jcls[j][c];
 
-		fprintf(f, "%s\n      \"%s\": {\"ops\": %" PRIu64 ", \"bytes\": %" PRIu64
-			   ", \"nodev_ops\": %" PRIu64 ", \"bandwidth_Bps\": %.1f",
-			c ? "," : "", pacer_class_names[c], jc->ops, jc->bytes, jc->nodev,
-			span > 0 ? (double)jc->bytes / span : 0.0);
-		fprintf(f, ", ");
-		json_us(f, "queue_wait_total_us", jc->queue_ns);
-		fprintf(f, ",\n        \"cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
-			   ", \"partial\": %" PRIu64 ", \"hit_bytes\": %" PRIu64
-			   ", \"miss_bytes\": %" PRIu64 "},\n        \"latency_us\": ",
-			jc->hits, jc->misses, jc->partial, jc->hit_bytes, jc->miss_bytes);
-		json_quantiles(f, &jc->lat);
-		if (s->share.policy == DL_SHARE_FAIR)
-			fprintf(f, ",\n        \"share\": {\"weight\": %" PRIu32
-				   ", \"bandwidth_Bps\": %" PRIu64 ", \"iops\": %" PRIu64
-				   ", \"queue_depth\": %" PRIu32 "}",
-				jc->weight, jc->rates.bandwidth, jc->rates.iops,
-				jc->rates.queue_depth);
-		fprintf(f, "}");
+		dl_jw_obj(w, pacer_class_names[c]);
+		dl_jw_u64(w, "ops", jc->ops);
+		dl_jw_u64(w, "bytes", jc->bytes);
+		dl_jw_u64(w, "nodev_ops", jc->nodev);
+		dl_jw_fixed(w, "bandwidth_Bps", span > 0 ? (double)jc->bytes / span : 0.0, 1);
+		dl_jw_us(w, "queue_wait_total_us", jc->queue_ns);
+		w_cache(w, jc->hits, jc->misses, jc->partial, jc->hit_bytes, jc->miss_bytes);
+		w_hist(w, "latency_us", &jc->lat, 0);
+		if (s->share.policy == DL_SHARE_FAIR) {
+			dl_jw_obj(w, "share");
+			dl_jw_u64(w, "weight", jc->weight);
+			dl_jw_u64(w, "bandwidth_Bps", jc->rates.bandwidth);
+			dl_jw_u64(w, "iops", jc->rates.iops);
+			dl_jw_u64(w, "queue_depth", jc->rates.queue_depth);
+			dl_jw_end(w);
+		}
+		dl_jw_end(w);
 	}
-	fprintf(f, "}}");
+	dl_jw_end(w);
+	dl_jw_end(w);
 }
 
 static int job_used(const struct pacer_snapshot *s, unsigned j)
@@ -170,60 +143,43 @@ static const char *cache_meaning(enum dl_cache_policy p)
 	return "?";
 }
 
-int pacer_stats_format(const struct pacer_snapshot *s, char **buf, size_t *len)
+void pacer_stats_write(const struct pacer_snapshot *s, struct dl_jw *w)
 {
 	double secs = s->now_ns > s->since_ns ? (double)(s->now_ns - s->since_ns) / 1e9 : 0;
-	char *b = NULL;
-	size_t n = 0;
-	FILE *f;
-	int first = 1;
 
-	f = open_memstream(&b, &n);
-	if (!f)
-		return -ENOMEM;
-	fprintf(f, "{\n  \"elapsed_s\": %.6f,\n  \"enabled\": %s,\n  \"profile\": ", secs,
-		s->enabled ? "true" : "false");
-	json_str(f, s->profile);
-	fprintf(f, ",\n  \"phases\": %u,\n  \"phase\": %u,\n", s->nphases, s->phase);
-	fprintf(f, "  \"counting\": \"one op per request as the daemon submits it; in_flight: "
-		   "submitted and not yet completed; nodev_ops: answered without the device "
-		   "(close, refused calls)\",\n");
-	fprintf(f, "  \"classes\": {\n");
-	for (int c = 0; c < DL_OP__COUNT; c++) {
-		fprintf(f, "    \"%s\": ", pacer_class_names[c]);
-		json_class(f, &s->cls[c], secs);
-		fprintf(f, "%s\n", c + 1 < DL_OP__COUNT ? "," : "");
-	}
-	fprintf(f, "  },\n");
-	fprintf(f,
-		"  \"cache\": {\"policy\": \"%s\", \"origin\": ",
-		(unsigned)s->cache.policy < 4 ? pacer_policy_names[s->cache.policy] : "?");
-	json_str(f, s->cache.origin);
-	fprintf(f, ", \"meaning\": ");
-	json_str(f, cache_meaning(s->cache.policy));
-	fprintf(f,
-		", \"size\": %" PRIu64 ", \"block\": %" PRIu64 ", \"unit\": %llu"
-		", \"hit_bandwidth_Bps\": %" PRIu64 ", \"capacity_bytes\": %" PRIu64
-		", \"resident_bytes\": %" PRIu64 ", \"resident_blocks\": %" PRIu64 "},\n",
-		s->cache.size, s->cache.block, DL_CACHE_UNIT, s->cache.hit_bandwidth,
-		s->cache_capacity, s->cache_resident, s->cache_entries);
-	fprintf(f, "  \"share\": {\"policy\": \"%s\", \"rules\": %u},\n",
-		pacer_share_names[s->share.policy == DL_SHARE_FAIR], s->share.nrules);
-	fprintf(f, "  \"jobs\": [");
-	for (unsigned j = 0; j < PACER_JOB_SLOTS; j++) {
-		if (!job_used(s, j))
-			continue;
-		fprintf(f, "%s", first ? "" : ",");
-		json_job(f, s, j);
-		first = 0;
-	}
-	fprintf(f, "%s],\n", first ? "" : "\n  ");
-	fprintf(f, "  \"jobs_folded\": %" PRIu64 "\n}\n", s->jobs_evicted);
-	if (fclose(f)) {
-		free(b);
-		return -ENOMEM;
-	}
-	*buf = b;
-	*len = n;
-	return 0;
+	dl_jw_fixed(w, "elapsed_s", secs, 6);
+	dl_jw_bool(w, "enabled", s->enabled);
+	dl_jw_str(w, "profile", s->profile);
+	dl_jw_u64(w, "phases", s->nphases);
+	dl_jw_u64(w, "phase", s->phase);
+	dl_jw_str(w, "counting",
+		  "one op per request as the daemon submits it; in_flight: submitted and not yet "
+		  "completed; nodev_ops: answered without the device (close, refused calls)");
+	dl_jw_obj(w, "classes");
+	for (int c = 0; c < DL_OP__COUNT; c++)
+		w_class(w, pacer_class_names[c], &s->cls[c], secs);
+	dl_jw_end(w);
+	dl_jw_obj(w, "cache");
+	dl_jw_str(w, "policy",
+		  (unsigned)s->cache.policy < 4 ? pacer_policy_names[s->cache.policy] : "?");
+	dl_jw_str(w, "origin", s->cache.origin);
+	dl_jw_str(w, "meaning", cache_meaning(s->cache.policy));
+	dl_jw_u64(w, "size", s->cache.size);
+	dl_jw_u64(w, "block", s->cache.block);
+	dl_jw_u64(w, "unit", DL_CACHE_UNIT);
+	dl_jw_u64(w, "hit_bandwidth_Bps", s->cache.hit_bandwidth);
+	dl_jw_u64(w, "capacity_bytes", s->cache_capacity);
+	dl_jw_u64(w, "resident_bytes", s->cache_resident);
+	dl_jw_u64(w, "resident_blocks", s->cache_entries);
+	dl_jw_end(w);
+	dl_jw_obj(w, "share");
+	dl_jw_str(w, "policy", pacer_share_names[s->share.policy == DL_SHARE_FAIR]);
+	dl_jw_u64(w, "rules", s->share.nrules);
+	dl_jw_end(w);
+	dl_jw_arr(w, "jobs");
+	for (unsigned j = 0; j < PACER_JOB_SLOTS; j++)
+		if (job_used(s, j))
+			w_job(w, s, j);
+	dl_jw_end(w);
+	dl_jw_u64(w, "jobs_folded", s->jobs_evicted);
 }

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dliofs/clock.h"
 #include "trace_i.h"
 
 /* A slot is one cache line: producers of different slots never share one. */
@@ -94,13 +95,6 @@ struct dl_trace {
 	void *path_arg;
 	pthread_t writer;
 };
-
-static uint64_t mono_ns(clockid_t clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static uint32_t pow2_at_least(uint32_t v)
 {
@@ -262,7 +256,7 @@ static void flush_buf(struct dl_trace *t)
 		atomic_fetch_add_explicit(&t->written, t->buf_recs, memory_order_relaxed);
 	t->buf_len = 0;
 	t->buf_recs = 0;
-	t->last_flush_ns = mono_ns(CLOCK_MONOTONIC_COARSE);
+	t->last_flush_ns = dl_clock_ns(CLOCK_MONOTONIC_COARSE);
 }
 
 static size_t idset_slot(const struct trace_idset *s, uint64_t id)
@@ -443,7 +437,7 @@ static void write_tail(struct dl_trace *t)
 	f.dropped = dl_trace_dropped(t);
 	f.names_offset = names_offset;
 	f.nnames = nnames;
-	f.end_mono_ns = mono_ns(CLOCK_MONOTONIC);
+	f.end_mono_ns = dl_clock_ns(CLOCK_MONOTONIC);
 	memcpy(f.magic, DL_TRACE_MAGIC, sizeof(f.magic));
 	ret = append(t, &f, sizeof(f));
 	if (ret)
@@ -477,7 +471,7 @@ static void *writer_main(void *arg)
 		/* Large writes: flush when full (in drain_ring), or when what
 		 * is buffered has waited a while. */
 		if (t->buf_len &&
-		    mono_ns(CLOCK_MONOTONIC_COARSE) - t->last_flush_ns > 250000000ULL)
+		    dl_clock_ns(CLOCK_MONOTONIC_COARSE) - t->last_flush_ns > 250000000ULL)
 			flush_buf(t);
 		if (t->write_delay_us)
 			sleep_us(t->write_delay_us);
@@ -547,9 +541,9 @@ int dl_trace_start_opts(const char *path, const char *config, uint32_t ops_mask,
 	h.rec_size = sizeof(struct dl_trace_rec);
 	/* The wall clock taken between two monotonic reads: the pair maps
 	 * monotonic record times to wall time within a microsecond. */
-	uint64_t m0 = mono_ns(CLOCK_MONOTONIC);
-	h.epoch_ns = mono_ns(CLOCK_REALTIME);
-	uint64_t m1 = mono_ns(CLOCK_MONOTONIC);
+	uint64_t m0 = dl_clock_ns(CLOCK_MONOTONIC);
+	h.epoch_ns = dl_clock_ns(CLOCK_REALTIME);
+	uint64_t m1 = dl_clock_ns(CLOCK_MONOTONIC);
 	h.start_mono_ns = m0 + (m1 - m0) / 2;
 	h.ops_mask = t->ops_mask;
 	if (config)
@@ -566,7 +560,7 @@ int dl_trace_start_opts(const char *path, const char *config, uint32_t ops_mask,
 		ret = -errno;
 		goto fail;
 	}
-	t->last_flush_ns = mono_ns(CLOCK_MONOTONIC_COARSE);
+	t->last_flush_ns = dl_clock_ns(CLOCK_MONOTONIC_COARSE);
 
 	/* The writer takes no signals: the daemon's handlers run elsewhere. */
 	sigset_t all, old;

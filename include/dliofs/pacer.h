@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dliofs/hist.h"
+
 enum dl_op_class { DL_OP_READ, DL_OP_WRITE, DL_OP_META, DL_OP__COUNT };
 
 enum dl_lat_kind {
@@ -183,21 +185,13 @@ int dl_pacer_cache_warm(struct dl_pacer *p, uint64_t file_id, uint64_t len);
  * it has been seen with; applies the share rule its name matches. */
 void dl_pacer_job_info(struct dl_pacer *p, uint32_t job, const char *name, uint32_t procs,
 		       uint32_t threads);
-/* stats.json: per class ops, bytes, latency p50/p90/p99/p99.9 (log-linear
- * histogram), queue depth now/max, cache hits/misses, timer lateness, per job.
- * Writes into a malloc'd buffer. */
+/* stats.json's pacer members (per class ops, bytes, latency p50/p90/p99/p99.9
+ * from a log-linear histogram, queue depth now/max, cache hits/misses, timer
+ * lateness, per job), written into the JSON object open in w (dliofs/json.h). */
+struct dl_jw;
+int dl_pacer_stats_write(struct dl_pacer *p, uint64_t now_ns, struct dl_jw *w);
+/* The same as a whole document in a malloc'd buffer. */
 int dl_pacer_stats_json(struct dl_pacer *p, uint64_t now_ns, char **buf, size_t *len);
 void dl_pacer_stats_reset(struct dl_pacer *p);
-
-/* ---- log-linear histogram (pacer/hist.c), public for tools and tests ---- */
-#define DL_HIST_SUB 32	/* linear sub-buckets per power of two */
-#define DL_HIST_BUCKETS (64 * DL_HIST_SUB)
-struct dl_hist {
-	uint64_t count, sum, min, max;
-	uint64_t b[DL_HIST_BUCKETS];
-};
-void dl_hist_add(struct dl_hist *h, uint64_t v);
-uint64_t dl_hist_quantile(const struct dl_hist *h, double q); /* q in [0,1] */
-void dl_hist_merge(struct dl_hist *dst, const struct dl_hist *src);
 
 #endif

@@ -3,7 +3,7 @@
  * (3.1% for SUB = 32) of its value wide and a quantile read at the bucket's
  * midpoint is within half of that. Fixed size, no allocation: cheap enough
  * to update under a lock on every request. */
-#include "dliofs/pacer.h"
+#include "dliofs/hist.h"
 
 _Static_assert((DL_HIST_SUB & (DL_HIST_SUB - 1)) == 0, "DL_HIST_SUB must be a power of two");
 _Static_assert(DL_HIST_SUB >= 2, "DL_HIST_SUB too small");

@@ -169,6 +169,7 @@ const struct dl_format_ops dl_fmt_dlrm_ops = {
 	.name = "dlrm",
 	.ext = "bin",
 	.nparts = 1,
+	.read_hints = {.plan = DL_PLAN_CHUNK, .batch = 2048, .read_threads = 4},
 	.layout = dlrm_layout,
 	.read = dlrm_read,
 };

@@ -1272,6 +1272,7 @@ const struct dl_format_ops dl_fmt_hdf5_ops = {
     .name = "hdf5",
     .ext = "hdf5",
     .nparts = 1,
+    .read_hints = {.plan = DL_PLAN_HYPERSLAB, .batch = 64, .read_threads = 4},
     .layout = h5_layout,
     .read = h5_read,
     .state_new = h5_state_new,

@@ -345,6 +345,7 @@ const struct dl_format_ops dl_fmt_jpeg_ops = {
 	.name = "jpeg",
 	.ext = "jpeg",
 	.nparts = 1,
+	.read_hints = {.plan = DL_PLAN_WHOLE, .batch = 24, .read_threads = 8, .flags = DL_RH_IMAGE},
 	.layout = jpeg_layout,
 	.read = jpeg_read,
 };

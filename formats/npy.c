@@ -340,6 +340,7 @@ const struct dl_format_ops dl_fmt_npy_ops = {
     .name = "npy",
     .ext = "npy",
     .nparts = 1,
+    .read_hints = {.plan = DL_PLAN_WHOLE, .batch = 7, .read_threads = 4, .flags = DL_RH_NUMPY},
     .layout = npy_layout,
     .read = npy_read,
 };

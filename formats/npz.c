@@ -477,6 +477,7 @@ const struct dl_format_ops dl_fmt_npz_ops = {
     .name = "npz",
     .ext = "npz",
     .nparts = 1,
+    .read_hints = {.plan = DL_PLAN_WHOLE, .batch = 7, .read_threads = 4, .flags = DL_RH_NUMPY},
     .layout = npz_layout,
     .read = npz_read,
 };

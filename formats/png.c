@@ -470,6 +470,7 @@ const struct dl_format_ops dl_fmt_png_ops = {
 	.name = "png",
 	.ext = "png",
 	.nparts = 1,
+	.read_hints = {.plan = DL_PLAN_WHOLE, .batch = 24, .read_threads = 8, .flags = DL_RH_IMAGE},
 	.layout = png_layout,
 	.read = png_read,
 };

@@ -87,6 +87,7 @@ const struct dl_format_ops dl_fmt_raw_ops = {
 	.name = "raw",
 	.ext = "raw",
 	.nparts = 1,
+	.read_hints = {.plan = DL_PLAN_REGION, .batch = 64, .read_threads = 4},
 	.layout = raw_layout,
 	.read = raw_read,
 };
@@ -96,6 +97,7 @@ const struct dl_format_ops dl_fmt_indexed_binary_ops = {
 	.name = "indexed_binary",
 	.ext = "indexed_binary",
 	.nparts = 3,
+	.read_hints = {.plan = DL_PLAN_REGION, .batch = 64, .read_threads = 4, .flags = DL_RH_INDEXED},
 	.part_suffix = {"", ".off.idx", ".sz.idx"},
 	.layout = ib_layout,
 	.read = ib_read,

@@ -22,3 +22,8 @@ const struct dl_format_ops *dl_format_ops(enum dl_format f)
 		return NULL;
 	return registry[f];
 }
+
+const struct dl_format_ops *dl_ds_ops(const struct dl_dataset *ds)
+{
+	return dl_format_ops(ds->format);
+}

@@ -452,6 +452,7 @@ const struct dl_format_ops dl_fmt_tfrecord_ops = {
 	.name = "tfrecord",
 	.ext = "tfrecord",
 	.nparts = 1,
+	.read_hints = {.plan = DL_PLAN_STREAM, .batch = 64, .read_threads = 8, .flags = DL_RH_CRC},
 	.layout = tfr_layout,
 	.read = tfr_read,
 };

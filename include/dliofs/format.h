@@ -48,6 +48,29 @@ int dl_file_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, void *buf, uin
 int dl_dcache_get(struct dl_fmt_ctx *ctx, uint64_t k1, uint64_t k2, uint32_t *val);
 void dl_dcache_put(struct dl_fmt_ctx *ctx, uint64_t k1, uint64_t k2, uint32_t val);
 
+/* How a training job reads a format: dlio-drive picks its reader from the
+ * plan and its defaults from the hints, so a new format with an existing
+ * plan needs nothing in tools/. */
+enum dl_read_plan {
+	DL_PLAN_WHOLE,		/* a file, or a sample of it, is read whole (npy, npz, images) */
+	DL_PLAN_STREAM,		/* framed records read as a stream, record by record (tfrecord) */
+	DL_PLAN_HYPERSLAB,	/* per-sample selections through the format's library (hdf5) */
+	DL_PLAN_REGION,		/* samples at computed offsets (raw, indexed_binary) */
+	DL_PLAN_CHUNK,		/* batches of fixed-size records in large reads (dlrm) */
+};
+
+#define DL_RH_IMAGE 1u		/* decodable image: --decode applies */
+#define DL_RH_CRC 2u		/* records carry a checksum a reader can check */
+#define DL_RH_NUMPY 4u		/* loaded with numpy.load: DLIO's buffered re-reads */
+#define DL_RH_INDEXED 8u	/* samples located through the companion index files */
+
+struct dl_read_hints {
+	enum dl_read_plan plan;
+	unsigned batch;		/* DLIO's default batch size for the format */
+	unsigned read_threads;	/* DLIO's default reader threads */
+	unsigned flags;		/* DL_RH_* */
+};
+
 /* One format behind one small interface; registered in formats/registry.c. */
 struct dl_format_ops {
 	enum dl_format id;
@@ -55,6 +78,7 @@ struct dl_format_ops {
 	const char *ext;		/* file extension without dot (DLIO's) */
 	unsigned nparts;		/* 1, or data + companions */
 	const char *part_suffix[4];	/* appended to the data file name for part > 0 */
+	struct dl_read_hints read_hints;	/* how a job reads it */
 	/* Fill f->dims/ndims/samples/size/aux from f->ds, f->sample_bytes, f->part. */
 	int (*layout)(struct dl_file *f);
 	/* Bytes [off, off + len) of f, already clipped to f->size. */
@@ -69,5 +93,7 @@ struct dl_format_ops {
 void *dl_fmt_state(struct dl_fmt_ctx *ctx, enum dl_format f);
 
 const struct dl_format_ops *dl_format_ops(enum dl_format f);
+/* The format of a dataset. */
+const struct dl_format_ops *dl_ds_ops(const struct dl_dataset *ds);
 
 #endif

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dliofs/config.h"
 #include "dliofs/crc32.h"
 #include "dliofs/crc32c.h"
 #include "dliofs/format.h"
@@ -123,7 +124,7 @@ int main(int argc, char **argv)
 
 	memset(a, 1, BUF);
 	memset(b, 2, BUF);
-	if (dl_fmt_ctx_new(NULL, 0, &ctx))
+	if (dl_fmt_ctx_new(0, 0, &ctx))
 		return 1;
 	m = rate_memcpy(b, a, secs);
 	printf("generator path: %s\n", dl_prng_isa());

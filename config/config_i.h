@@ -21,30 +21,8 @@
  * directory) and per sample (TFRecord length/CRC, zip member headers). */
 #define CFG_FILE_ROOM (1ULL << 20)
 #define CFG_SAMPLE_ROOM 256ULL
-#define CFG_DLRM_RECORD 160ULL
-#define CFG_DEFAULT_CARDINALITY 10000000ULL
 #define CFG_DEFAULT_COMPRESSION_LEVEL 4
-/* Image sides: JPEG's own limit (libjpeg refuses more than 65500); PNG
- * allows 2^31-1 but the raw image must stay addressable. */
-#define CFG_JPEG_MAX_SIDE 65500ULL
-#define CFG_PNG_MAX_SIDE 0x7fffffffULL
-#define CFG_PNG_MAX_RAW (1ULL << 50)
-/* The smallest exact file sizes the image formats can lay out: a 1x1 image
- * (JPEG: header + one MCU's blocks + EOI; PNG: 1x1 natural size + the
- * 12-byte minimum pad chunk, so every larger target is reachable). */
-#define CFG_JPEG_MIN_BYTES_L 160ULL
-#define CFG_JPEG_MIN_BYTES_RGB 172ULL
-#define CFG_JPEG_MIN_BYTES_RGB420 175ULL
-#define CFG_PNG_MIN_BYTES_L 94ULL
-#define CFG_PNG_MIN_BYTES_RGB 96ULL
-/* Derived image sides (sample_size given, width/height not): a square
- * whose raw pixels are this many times the file size. */
-#define CFG_IMG_RAW_PER_BYTE 4
 #define CFG_MAX_CLASSES 1000000ULL
-/* hdf5: the format's own limits (formats/hdf5_i.h). */
-#define CFG_H5_MAX_DSETS 4096ULL
-#define CFG_H5_MAX_CHUNKS (1ULL << 20)
-#define CFG_H5_MAX_CHUNK_BYTES 0xffffffffULL
 #define CFG_NAME_MAX (DL_NAME_MAX - 1)
 #define CFG_PREFIX_MAX 63
 /* Bounds on the document itself, checked before libyaml builds a tree. */
@@ -54,7 +32,8 @@
 /* Past this many messages the rest are only counted. */
 #define CFG_MAX_ERRORS 1000u
 
-/* Keys of one dataset mapping, in the order the dump prints them. */
+/* The keys every dataset mapping has, in the order the dump prints them
+ * (a format's own keys, from its parameter table, follow file_prefix). */
 enum cfg_field {
 	CF_NAME,
 	CF_FORMAT,
@@ -67,32 +46,22 @@ enum cfg_field {
 	CF_SUBFOLDERS,
 	CF_EVAL_SUBFOLDERS,
 	CF_PREFIX,
-	CF_CARDINALITY,
 	CF_COMPRESSION,
 	CF_COMPRESSION_LEVEL,
-	CF_HDF5,
-	CF_WIDTH,
-	CF_HEIGHT,
-	CF_COLOR,
 	CF_CLASSES,
 	CF__COUNT
 };
 
-/* Keys of a distribution mapping (sample_size, width, height). */
+/* Keys of a distribution mapping (sample_size, an image's sides). */
 enum cfg_dist_field { CD_MEAN, CD_STDEV, CD_MIN, CD_MAX, CD__COUNT };
-
-/* The values that can be a distribution. */
-enum cfg_dist_of { CDO_SIZE, CDO_WIDTH, CDO_HEIGHT, CDO__COUNT };
-
-/* Keys of the hdf5 mapping. */
-enum cfg_h5_field { CH_LAYOUT, CH_DATASETS, CH_CHUNKS, CH__COUNT };
 
 extern const char *const cfg_field_key[CF__COUNT];
 extern const char *const cfg_dist_key[CD__COUNT];
-extern const char *const cfg_h5_key[CH__COUNT];
-extern const char *const cfg_color_name[3];
-extern const char *const cfg_h5_layout_name[2];
-extern const char *const cfg_compression_name[3];
+
+/* Keys a dataset mapping takes: cfg_field_key, then every format's own
+ * top-level keys once each, in registry order. Returns their number. */
+#define CFG_MAX_DS_KEYS (CF__COUNT + 32)
+unsigned cfg_dataset_keys(const char **keys, unsigned max);
 
 /* A key path as the user wrote it, for a document translated from another
  * schema (a DLIO workload): messages about `ours` (and paths below it) name
@@ -110,18 +79,28 @@ struct cfg_ctx {
 	size_t nalias;
 };
 
+/* A key written in a dataset mapping, below the keys every dataset has
+ * (sample_size.mean, a format's own keys and theirs): where, and whether
+ * its value was already reported. */
+#define CFG_MAX_REFS 64
+struct cfg_ref {
+	char key[64];		/* dotted, relative to the dataset: "hdf5.chunks" */
+	yaml_node_t *node;
+	unsigned char bad;
+};
+
 /* Where a dataset's values came from: validate.c points at these. */
 struct cfg_src_ds {
 	yaml_node_t *node;			/* the dataset's mapping (NULL: not a mapping) */
 	yaml_node_t *val[CF__COUNT];		/* NULL: key absent */
 	unsigned char bad[CF__COUNT];		/* present but already reported */
-	yaml_node_t *dist_val[CDO__COUNT][CD__COUNT];	/* a distribution given as a mapping */
-	unsigned char dist_bad[CDO__COUNT][CD__COUNT];
 	unsigned shape_len;			/* items in the shape list, even past 8 */
-	yaml_node_t *h5_val[CH__COUNT];		/* keys of the hdf5 mapping */
-	unsigned char h5_bad[CH__COUNT];
-	unsigned chunks_len;			/* items in hdf5.chunks, even past 8 */
+	struct cfg_ref ref[CFG_MAX_REFS];
+	unsigned nref;
 };
+
+/* The reference for key, NULL if it was not written. */
+const struct cfg_ref *cfg_ref_find(const struct cfg_src_ds *sd, const char *key);
 
 struct cfg_src {
 	yaml_node_t *root;

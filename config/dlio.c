@@ -146,17 +146,6 @@ static const struct {
 	{ "classes", NULL },
 };
 
-/* DLIO formats dliofs serves. */
-static const struct {
-	const char *dlio;
-	enum dl_format ours;
-} dlio_formats[] = {
-	{ "npz", DL_FMT_NPZ },		{ "npy", DL_FMT_NPY },
-	{ "tfrecord", DL_FMT_TFRECORD }, { "hdf5", DL_FMT_HDF5 },
-	{ "jpeg", DL_FMT_JPEG },	{ "png", DL_FMT_PNG },
-	{ "indexed_binary", DL_FMT_INDEXED_BINARY },
-};
-
 /* numpy's names for the dtypes we have (np.dtype(...) spellings). */
 static const struct {
 	const char *np;
@@ -209,7 +198,7 @@ struct tr {
 	yaml_node_t *hv[HK__COUNT];	/* dataset.hdf5's values */
 	unsigned char used[DK__COUNT], hused[HK__COUNT];
 	int map;			/* the native dataset mapping */
-	enum dl_format fmt;
+	const struct dl_format_ops *ops;	/* the format DLIO named */
 	enum dl_dtype dtype;
 	uint64_t sdims[DL_MAX_DIMS + 1];	/* a sample's shape as DLIO writes it */
 	int nsdims;			/* 0: unknown (an error was reported) */
@@ -705,34 +694,60 @@ static void tr_name(struct tr *r)
 	alias(r, "datasets[0].name", "dataset.data_folder", NULL);
 }
 
+/* The format DLIO calls `name`, NULL if dliofs serves none. */
+static const struct dl_format_ops *dlio_format(const char *name)
+{
+	for (unsigned f = 0; f < DL_FMT__COUNT; f++) {
+		const struct dl_format_ops *ops = dl_format_ops((enum dl_format)f);
+
+		if (ops->dlio_name && !strcmp(ops->dlio_name, name))
+			return ops;
+	}
+	return NULL;
+}
+
 static int tr_format(struct tr *r)
 {
 	const yaml_node_t *v = r->dv[DK_FORMAT];
+	const struct dl_format_ops *ops;
+	char q[80], served[256];
 	const char *s;
-	char q[80];
+	size_t o = 0;
 
-	r->fmt = DL_FMT_TFRECORD;	/* DLIO's default */
+	r->ops = dlio_format("tfrecord");	/* DLIO's default */
 	if (!v) {
-		npair(r, r->map, "format", ntext(r, "tfrecord", r->dmap));
+		npair(r, r->map, "format", ntext(r, r->ops->name, r->dmap));
 		return 0;
 	}
 	r->used[DK_FORMAT] = 1;
 	s = scalar(r, v, "dataset.format", "a DLIO format like npz");
 	if (!s)
 		return -EINVAL;
-	for (size_t i = 0; i < NELEM(dlio_formats); i++) {
-		if (!strcmp(s, dlio_formats[i].dlio)) {
-			r->fmt = dlio_formats[i].ours;
-			npair(r, r->map, "format", ntext(r, dl_format_name(r->fmt), v));
-			alias(r, "datasets[0].format", "dataset.format", NULL);
-			return 0;
-		}
+	ops = dlio_format(s);
+	if (ops) {
+		r->ops = ops;
+		npair(r, r->map, "format", ntext(r, ops->name, v));
+		alias(r, "datasets[0].format", "dataset.format", NULL);
+		return 0;
+	}
+	for (unsigned f = 0; f < DL_FMT__COUNT && o < sizeof(served); f++) {
+		const char *dn = dl_format_ops((enum dl_format)f)->dlio_name;
+
+		if (dn)
+			o += (size_t)snprintf(served + o, sizeof(served) - o, "%s%s", o ? ", " : "",
+					      dn);
 	}
 	cfg_quote(s, strlen(s), q, sizeof(q));
-	terr(r, v, "dataset.format",
-	     "DLIO format %s is not served by dliofs (it serves npz, npy, hdf5, tfrecord, jpeg, "
-	     "png, indexed_binary)", q);
+	terr(r, v, "dataset.format", "DLIO format %s is not served by dliofs (it serves %s)", q,
+	     served);
 	return -EINVAL;
+}
+
+/* A format whose samples are images of two sides (DLIO's record_dims are
+ * (height, width) for them). */
+static int takes_sides(const struct dl_format_ops *ops)
+{
+	return dl_format_param(ops, "width") && dl_format_param(ops, "height");
 }
 
 /* A count passed through as written: parse.c reports a bad one. */
@@ -754,7 +769,7 @@ static int tr_dtype(struct tr *r)
 	r->dtype = DL_DT_UINT8;
 	if (!v)
 		return 0;
-	if (r->fmt == DL_FMT_JPEG || r->fmt == DL_FMT_PNG)
+	if (r->ops->features & DL_FF_UINT8)
 		return 0;	/* DLIO forces uint8 for images */
 	r->used[DK_ELEMENT_TYPE] = 1;
 	s = scalar(r, v, "dataset.record_element_type", "a numpy dtype like uint8");
@@ -828,7 +843,7 @@ static void nlist(struct tr *r, int map, const char *key, const uint64_t *dims, 
 /* Sizes: shape, sample_size, or the image's sides. */
 static void tr_sizes(struct tr *r, unsigned dsets)
 {
-	const int image = r->fmt == DL_FMT_JPEG || r->fmt == DL_FMT_PNG;
+	const int image = takes_sides(r->ops);
 	const enum dk rk = r->dv[DK_RECORD_BYTES] ? DK_RECORD_BYTES : DK_RECORD;
 	const enum dk sk = r->dv[DK_STDEV_BYTES] ? DK_STDEV_BYTES : DK_STDEV;
 	const yaml_node_t *rv = r->dv[rk], *sv = r->dv[sk], *dv = r->dv[DK_RECORD_DIMS];
@@ -959,6 +974,7 @@ static void tr_sizes(struct tr *r, unsigned dsets)
 static unsigned tr_hdf5_dsets(struct tr *r)
 {
 	const yaml_node_t *hv = r->dv[DK_HDF5], *v;
+	const struct dl_param *range;
 	uint64_t k = 1;
 
 	if (!hv || hv->type != YAML_MAPPING_NODE)
@@ -972,14 +988,16 @@ static unsigned tr_hdf5_dsets(struct tr *r)
 				r->hv[i] = node(r->src, p->value);
 	}
 	v = r->hv[HK_NUM_DSET];
-	if (r->fmt != DL_FMT_HDF5 || !v)
+	range = dl_format_param(r->ops, "hdf5.datasets");
+	if (!range || !v)
 		return 1;
 	r->hused[HK_NUM_DSET] = 1;
 	if (number(r, v, "dataset.hdf5.num_dset_per_record", "a count like 1", &k))
 		return 1;
-	if (k == 0 || k > CFG_H5_MAX_DSETS) {
-		terr(r, v, "dataset.hdf5.num_dset_per_record", "expected 1 to %llu, got %llu",
-		     CFG_H5_MAX_DSETS, (unsigned long long)k);
+	if (k < range->min || k > range->max) {
+		terr(r, v, "dataset.hdf5.num_dset_per_record", "expected %llu to %llu, got %llu",
+		     (unsigned long long)range->min, (unsigned long long)range->max,
+		     (unsigned long long)k);
 		return 1;
 	}
 	return (unsigned)k;
@@ -1067,11 +1085,12 @@ static void tr_compression(struct tr *r)
 		r->used[DK_COMPRESSION] = 1;
 		return;
 	}
-	if (r->fmt == DL_FMT_NPZ && !strcmp(s, "zip"))
-		ours = "zip";	/* np.savez_compressed */
-	else if (r->fmt == DL_FMT_HDF5 && !strcmp(s, "gzip"))
-		ours = "gzip";
-	if (r->fmt == DL_FMT_HDF5 && !ours) {
+	/* Only what DLIO's writer for the format honours (npz: zip as
+	 * np.savez_compressed; hdf5: gzip as h5py's filter). */
+	for (unsigned c = 0; c < DL_COMP__COUNT; c++)
+		if ((r->ops->dlio_comps & (1u << c)) && !strcmp(s, dl_compression_name(c)))
+			ours = dl_compression_name(c);
+	if (dl_format_param(r->ops, "hdf5") && !ours) {
 		cfg_quote(s, strlen(s), q, sizeof(q));
 		terr(r, v, "dataset.compression",
 		     "hdf5 compression %s is not supported by dliofs (it serves gzip)%s", q,
@@ -1092,7 +1111,6 @@ static void tr_compression(struct tr *r)
 
 static void tr_dataset(struct tr *r)
 {
-	const int image = r->fmt == DL_FMT_JPEG || r->fmt == DL_FMT_PNG;
 	unsigned dsets;
 
 	if (r->dv[DK_FILES_TRAIN])
@@ -1102,7 +1120,7 @@ static void tr_dataset(struct tr *r)
 						 r->dmap));
 	tr_count(r, DK_FILES_EVAL, r->map, "eval_files", "datasets[0].eval_files");
 	/* DLIO writes one image per file whatever num_samples_per_file says. */
-	if (!image)
+	if (!(r->ops->features & DL_FF_ONE_SAMPLE))
 		tr_count(r, DK_SAMPLES, r->map, "samples_per_file", "datasets[0].samples_per_file");
 	tr_count(r, DK_SUB_TRAIN, r->map, "subfolders", "datasets[0].subfolders");
 	tr_count(r, DK_SUB_EVAL, r->map, "eval_subfolders", "datasets[0].eval_subfolders");
@@ -1112,7 +1130,7 @@ static void tr_dataset(struct tr *r)
 	dsets = tr_hdf5_dsets(r);
 	tr_sizes(r, dsets);
 	tr_compression(r);
-	if (r->fmt == DL_FMT_HDF5)
+	if (dl_format_param(r->ops, "hdf5"))
 		tr_hdf5(r, dsets);
 }
 

@@ -53,38 +53,85 @@ static void put_quoted(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void put_pixels(FILE *out, const char *key, const struct dl_dist *d)
+static void put_dims(FILE *out, const uint64_t *dims, unsigned n)
 {
-	if (d->stdev == 0)
-		fprintf(out, "    %s: %llu\n", key, (unsigned long long)d->mean);
-	else
-		fprintf(out, "    %s: {mean: %llu, stdev: %llu, min: %llu, max: %llu}\n", key,
-			(unsigned long long)d->mean, (unsigned long long)d->stdev,
-			(unsigned long long)d->min, (unsigned long long)d->max);
+	fputc('[', out);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out, "%s%llu", i ? ", " : "", (unsigned long long)dims[i]);
+	fputc(']', out);
+}
+
+/* A list of no dimensions (hdf5's contiguous chunks) is left out. */
+static int param_empty(const struct dl_param *p, const unsigned char *block)
+{
+	return p->kind == DL_PK_DIMS && !*(const unsigned *)(const void *)(block + p->count_off);
+}
+
+/* One of a format's own parameters, as its table lays it out. */
+static void put_param(FILE *out, const struct dl_param *p, const unsigned char *block)
+{
+	const unsigned char *at = block + p->off;
+	const struct dl_dist *d;
+	unsigned n;
+
+	switch (p->kind) {
+	case DL_PK_COUNT:
+		fprintf(out, "%s: %llu", p->key,
+			p->width == 4 ? (unsigned long long)*(const unsigned *)(const void *)at
+				      : (unsigned long long)*(const uint64_t *)(const void *)at);
+		return;
+	case DL_PK_CHOICE:
+		n = *(const unsigned *)(const void *)at;
+		fprintf(out, "%s: %s", p->key, n < p->nnames ? p->names[n] : "?");
+		return;
+	case DL_PK_PIXELS:
+		d = (const struct dl_dist *)(const void *)at;
+		if (d->stdev == 0)
+			fprintf(out, "%s: %llu", p->key, (unsigned long long)d->mean);
+		else
+			fprintf(out, "%s: {mean: %llu, stdev: %llu, min: %llu, max: %llu}", p->key,
+				(unsigned long long)d->mean, (unsigned long long)d->stdev,
+				(unsigned long long)d->min, (unsigned long long)d->max);
+		return;
+	case DL_PK_DIMS:
+		n = *(const unsigned *)(const void *)(block + p->count_off);
+		fprintf(out, "%s: ", p->key);
+		put_dims(out, (const uint64_t *)(const void *)at, n);
+		return;
+	case DL_PK_MAP:
+		fprintf(out, "%s: {", p->key);
+		for (unsigned i = 0, first = 1; i < p->nsub; i++) {
+			if (param_empty(&p->sub[i], block))
+				continue;
+			fprintf(out, "%s", first ? "" : ", ");
+			put_param(out, &p->sub[i], block);
+			first = 0;
+		}
+		fputc('}', out);
+		return;
+	}
 }
 
 static void dump_dataset(const struct dl_dataset *ds, FILE *out)
 {
-	const int image = ds->format == DL_FMT_JPEG || ds->format == DL_FMT_PNG;
+	const struct dl_format_ops *ops = dl_ds_ops(ds);
 	char a[32], b[32], c[32], d[32];
 
 	/* Names are [A-Za-z0-9._-]: quoting keeps "null" or "123" strings. */
 	fprintf(out, "  - name: \"%s\"\n", ds->name);
-	fprintf(out, "    format: %s\n", dl_format_name(ds->format));
+	fprintf(out, "    format: %s\n", ops->name);
 	fprintf(out, "    files: %llu\n", (unsigned long long)ds->files[DL_SPLIT_TRAIN]);
 	fprintf(out, "    eval_files: %llu\n", (unsigned long long)ds->files[DL_SPLIT_VALID]);
 	fprintf(out, "    samples_per_file: %llu\n", (unsigned long long)ds->samples_per_file);
-	if (ds->format == DL_FMT_DLRM) {
-		fprintf(out, "    # sample_size: %llu (fixed by the format)\n",
-			(unsigned long long)ds->sample_size.mean);
+	if (ops->record_bytes) {
+		fprintf(out, "    # sample_size: %llu (%s)\n",
+			(unsigned long long)ds->sample_size.mean, ops->size_note);
 	} else if (ds->ndims) {
-		fprintf(out, "    shape: [");
-		for (unsigned i = 0; i < ds->ndims; i++)
-			fprintf(out, "%s%llu", i ? ", " : "", (unsigned long long)ds->dims[i]);
-		fprintf(out, "]    # %s per sample\n",
-			exact_size(ds->sample_size.mean, a, sizeof(a)));
-	} else if (image && !ds->size_given) {
-		fprintf(out, "    # sample_size: set by the image (no exact file size asked)\n");
+		fprintf(out, "    shape: ");
+		put_dims(out, ds->dims, ds->ndims);
+		fprintf(out, "    # %s per sample\n", exact_size(ds->sample_size.mean, a, sizeof(a)));
+	} else if (!(ops->features & DL_FF_SHAPE) && !ds->size_given) {
+		fprintf(out, "    # sample_size: %s\n", ops->size_note);
 	} else if (ds->sample_size.stdev == 0) {
 		fprintf(out, "    sample_size: %s\n", exact_size(ds->sample_size.mean, a, sizeof(a)));
 	} else {
@@ -104,26 +151,15 @@ static void dump_dataset(const struct dl_dataset *ds, FILE *out)
 	}
 	if (!ds->classes)	/* class trees name files n<class>_<k> */
 		fprintf(out, "    file_prefix: \"%s\"\n", ds->file_prefix);
-	if (ds->format == DL_FMT_DLRM)
-		fprintf(out, "    cardinality: %llu\n", (unsigned long long)ds->dlrm_cardinality);
-	if (image) {
-		put_pixels(out, "width", &ds->width);
-		put_pixels(out, "height", &ds->height);
-		fprintf(out, "    color: %s\n", cfg_color_name[ds->color]);
-	}
-	if (ds->format == DL_FMT_HDF5) {
-		fprintf(out, "    hdf5: {layout: %s, datasets: %u", cfg_h5_layout_name[ds->h5_layout],
-			ds->h5_dsets);
-		if (ds->h5_chunk_ndims) {
-			fprintf(out, ", chunks: [");
-			for (unsigned i = 0; i < ds->h5_chunk_ndims; i++)
-				fprintf(out, "%s%llu", i ? ", " : "", (unsigned long long)ds->h5_chunk[i]);
-			fprintf(out, "]");
-		}
-		fprintf(out, "}\n");
+	for (unsigned i = 0; i < ops->nparams; i++) {
+		if (param_empty(&ops->params[i], ds->params))
+			continue;
+		fprintf(out, "    ");
+		put_param(out, &ops->params[i], ds->params);
+		fputc('\n', out);
 	}
 	if (ds->compression != DL_COMP_NONE) {
-		fprintf(out, "    compression: %s\n", cfg_compression_name[ds->compression]);
+		fprintf(out, "    compression: %s\n", dl_compression_name(ds->compression));
 		fprintf(out, "    compression_level: %u\n", ds->compression_level);
 	}
 }

@@ -1,5 +1,5 @@
-/* Names people write and read: formats, dtypes, config keys, and how a
- * value or a near-miss key is shown back to them in a message. */
+/* Names people write and read: the keys every dataset has, and how a
+ * value or a DLIO key is shown back to them in a message. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -7,35 +7,6 @@
 #include <strings.h>
 
 #include "config_i.h"
-
-static const char *const format_names[DL_FMT__COUNT] = {
-	[DL_FMT_NPY] = "npy",
-	[DL_FMT_NPZ] = "npz",
-	[DL_FMT_TFRECORD] = "tfrecord",
-	[DL_FMT_DLRM] = "dlrm",
-	[DL_FMT_RAW] = "raw",
-	[DL_FMT_INDEXED_BINARY] = "indexed_binary",
-	[DL_FMT_HDF5] = "hdf5",
-	[DL_FMT_JPEG] = "jpeg",
-	[DL_FMT_PNG] = "png",
-};
-
-static const struct {
-	const char *name, *descr;
-	unsigned size;
-} dtypes[DL_DT__COUNT] = {
-	[DL_DT_UINT8] = { "uint8", "|u1", 1 },
-	[DL_DT_INT8] = { "int8", "|i1", 1 },
-	[DL_DT_UINT16] = { "uint16", "<u2", 2 },
-	[DL_DT_INT16] = { "int16", "<i2", 2 },
-	[DL_DT_UINT32] = { "uint32", "<u4", 4 },
-	[DL_DT_INT32] = { "int32", "<i4", 4 },
-	[DL_DT_UINT64] = { "uint64", "<u8", 8 },
-	[DL_DT_INT64] = { "int64", "<i8", 8 },
-	[DL_DT_FLOAT16] = { "float16", "<f2", 2 },
-	[DL_DT_FLOAT32] = { "float32", "<f4", 4 },
-	[DL_DT_FLOAT64] = { "float64", "<f8", 8 },
-};
 
 const char *const cfg_field_key[CF__COUNT] = {
 	[CF_NAME] = "name",
@@ -49,37 +20,9 @@ const char *const cfg_field_key[CF__COUNT] = {
 	[CF_SUBFOLDERS] = "subfolders",
 	[CF_EVAL_SUBFOLDERS] = "eval_subfolders",
 	[CF_PREFIX] = "file_prefix",
-	[CF_CARDINALITY] = "cardinality",
 	[CF_COMPRESSION] = "compression",
 	[CF_COMPRESSION_LEVEL] = "compression_level",
-	[CF_HDF5] = "hdf5",
-	[CF_WIDTH] = "width",
-	[CF_HEIGHT] = "height",
-	[CF_COLOR] = "color",
 	[CF_CLASSES] = "classes",
-};
-
-const char *const cfg_h5_key[CH__COUNT] = {
-	[CH_LAYOUT] = "layout",
-	[CH_DATASETS] = "datasets",
-	[CH_CHUNKS] = "chunks",
-};
-
-const char *const cfg_color_name[3] = {
-	[DL_COLOR_L] = "L",
-	[DL_COLOR_RGB] = "RGB",
-	[DL_COLOR_RGB420] = "RGB420",
-};
-
-const char *const cfg_h5_layout_name[2] = {
-	[DL_H5_DLIO] = "dlio",
-	[DL_H5_PLAIN] = "plain",
-};
-
-const char *const cfg_compression_name[3] = {
-	[DL_COMP_NONE] = "none",
-	[DL_COMP_GZIP] = "gzip",
-	[DL_COMP_ZIP] = "zip",
 };
 
 const char *const cfg_dist_key[CD__COUNT] = {
@@ -89,46 +32,33 @@ const char *const cfg_dist_key[CD__COUNT] = {
 	[CD_MAX] = "max",
 };
 
-const char *dl_format_name(enum dl_format f)
+unsigned cfg_dataset_keys(const char **keys, unsigned max)
 {
-	return (unsigned)f < DL_FMT__COUNT ? format_names[f] : NULL;
-}
+	unsigned n = 0;
 
-int dl_format_from_name(const char *s, enum dl_format *out)
-{
-	for (unsigned i = 0; s && i < DL_FMT__COUNT; i++) {
-		if (format_names[i] && strcmp(s, format_names[i]) == 0) {
-			*out = (enum dl_format)i;
-			return 0;
+	for (unsigned f = 0; f < CF__COUNT && n < max; f++)
+		keys[n++] = cfg_field_key[f];
+	for (unsigned f = 0; f < DL_FMT__COUNT; f++) {
+		const struct dl_format_ops *ops = dl_format_ops((enum dl_format)f);
+
+		for (unsigned i = 0; i < ops->nparams && n < max; i++) {
+			unsigned j = 0;
+
+			while (j < n && strcmp(keys[j], ops->params[i].key))
+				j++;
+			if (j == n)
+				keys[n++] = ops->params[i].key;
 		}
 	}
-	return -EINVAL;
+	return n;
 }
 
-const char *dl_dtype_name(enum dl_dtype t)
+const struct cfg_ref *cfg_ref_find(const struct cfg_src_ds *sd, const char *key)
 {
-	return (unsigned)t < DL_DT__COUNT ? dtypes[t].name : NULL;
-}
-
-const char *dl_dtype_descr(enum dl_dtype t)
-{
-	return (unsigned)t < DL_DT__COUNT ? dtypes[t].descr : NULL;
-}
-
-unsigned dl_dtype_size(enum dl_dtype t)
-{
-	return (unsigned)t < DL_DT__COUNT ? dtypes[t].size : 0;
-}
-
-int dl_dtype_from_name(const char *s, enum dl_dtype *out)
-{
-	for (unsigned i = 0; s && i < DL_DT__COUNT; i++) {
-		if (strcmp(s, dtypes[i].name) == 0) {
-			*out = (enum dl_dtype)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	for (unsigned i = 0; i < sd->nref; i++)
+		if (!strcmp(sd->ref[i].key, key))
+			return &sd->ref[i];
+	return NULL;
 }
 
 void cfg_quote(const char *s, size_t len, char *buf, size_t buflen)

@@ -87,7 +87,7 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
  * a section sized_ok() accepted. */
 static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix, yaml_node_t *at)
 {
-	char key[256], err[256];
+	char key[256], err[768];
 
 	if (w->c->nerr > CFG_MAX_ERRORS)
 		return;
@@ -122,50 +122,64 @@ static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix, yaml_node_
 		}
 		snprintf(key, sizeof(key), "%s%s%s", prefix, prefix[0] ? "." : "",
 			 (const char *)k->data.scalar.value);
-		/* latency: {dist: lognormal, median: 1ms, p99: 10ms} -> lognormal(1ms,10ms) */
+		/* latency: {dist: lognormal, median: 1ms, p99: 10ms} -> lognormal(1ms,10ms);
+		 * which keys a distribution takes is the pacer's table (dl_lat_dist_arg). */
 		if (v->type == YAML_MAPPING_NODE && strlen(key) >= 7 &&
 		    !strcmp(key + strlen(key) - 7, "latency")) {
-			char val[512] = "", *dist = NULL;
-			const char *a = NULL, *b = NULL;
+			char val[512] = "", forms[512];
+			const char *dist = NULL, *arg[2] = {NULL, NULL};
+			yaml_node_t *dist_at = v;
+			int bad = 0;
+
 			for (yaml_node_pair_t *q = v->data.mapping.pairs.start;
 			     q < v->data.mapping.pairs.top; q++) {
 				yaml_node_t *qk = yaml_document_get_node(w->doc, q->key);
 				yaml_node_t *qv = yaml_document_get_node(w->doc, q->value);
-				const char *name, *value;
+
 				if (qk->type != YAML_SCALAR_NODE || qv->type != YAML_SCALAR_NODE) {
 					perr(w, qk, key, "expected dist: and its parameters as scalars");
 					goto next;
 				}
-				name = (const char *)qk->data.scalar.value;
-				value = (const char *)qv->data.scalar.value;
-				if (!strcmp(name, "dist"))
-					dist = (char *)value;
-				else if (!strcmp(name, "value") || !strcmp(name, "min") ||
-					 !strcmp(name, "mean") || !strcmp(name, "median") ||
-					 !strcmp(name, "file"))
-					a = value;
-				else if (!strcmp(name, "max") || !strcmp(name, "stdev") ||
-					 !strcmp(name, "p99"))
-					b = value;
-				else {
-					snprintf(err, sizeof(err),
-						 "unknown latency parameter '%s' (expected dist, "
-						 "value, min/max, mean/stdev, median/p99, file)",
-						 name);
-					perr(w, qk, key, err);
-					goto next;
+				if (!strcmp((const char *)qk->data.scalar.value, "dist")) {
+					dist = (const char *)qv->data.scalar.value;
+					dist_at = qv;
 				}
 			}
+			dl_lat_forms(forms, sizeof(forms));
 			if (!dist) {
-				perr(w, v, key, "expected dist: constant|uniform|normal|lognormal|"
-						"exponential|empirical");
+				snprintf(err, sizeof(err), "expected dist: NAME and its parameters (%s)",
+					 forms);
+				perr(w, v, key, err);
 				continue;
 			}
-			if (!strcmp(dist, "constant"))
-				snprintf(val, sizeof(val), "%s", a ? a : "");
+			for (yaml_node_pair_t *q = v->data.mapping.pairs.start;
+			     q < v->data.mapping.pairs.top; q++) {
+				yaml_node_t *qk = yaml_document_get_node(w->doc, q->key);
+				yaml_node_t *qv = yaml_document_get_node(w->doc, q->value);
+				const char *name = (const char *)qk->data.scalar.value;
+				int at;
+
+				if (!strcmp(name, "dist"))
+					continue;
+				at = dl_lat_dist_arg(dist, name, err, sizeof(err));
+				if (at == -ENOENT) {
+					perr(w, dist_at, key, err);
+					goto next;
+				}
+				if (at < 0) {
+					perr(w, qk, key, err);
+					bad = 1;
+					continue;
+				}
+				arg[at] = (const char *)qv->data.scalar.value;
+			}
+			if (bad)
+				continue;
+			if (!strcmp(dist, "constant") || !strcmp(dist, "const"))
+				snprintf(val, sizeof(val), "%s", arg[0] ? arg[0] : "");
 			else
-				snprintf(val, sizeof(val), "%s(%s%s%s)", dist, a ? a : "", b ? "," : "",
-					 b ? b : "");
+				snprintf(val, sizeof(val), "%s(%s%s%s)", dist, arg[0] ? arg[0] : "",
+					 arg[1] ? "," : "", arg[1] ? arg[1] : "");
 			if (dl_pacer_cfg_set(w->pc, key, val, err, sizeof(err)))
 				perr(w, v, key, err);
 			continue;

@@ -506,51 +506,59 @@ static int get_choice(struct walk *w, yaml_node_t *n, const char *path, const ch
 
 /* ---- the dataset mapping ---- */
 
-/* The formats the schema accepts, in the order listed in messages. */
-static const enum dl_format cfg_formats[] = {
-	DL_FMT_NPY, DL_FMT_NPZ, DL_FMT_TFRECORD, DL_FMT_DLRM, DL_FMT_RAW, DL_FMT_INDEXED_BINARY,
-	DL_FMT_HDF5, DL_FMT_JPEG, DL_FMT_PNG,
-};
-
-#define NFORMATS (sizeof(cfg_formats) / sizeof(cfg_formats[0]))
-
 #define EXPECT_PIXELS "a number of pixels like 224"
 
-/* sample_size, width or height: one value, or {mean, stdev, min, max}. */
-static void parse_dist(struct walk *w, yaml_node_t *n, const char *prefix, enum cfg_field f,
-		       enum cfg_dist_of which, struct dl_dist *d, struct cfg_src_ds *sd)
+static struct cfg_ref *add_ref(struct cfg_src_ds *sd, const char *rel, yaml_node_t *n)
 {
-	char path[300];
-	yaml_node_t *keys[CD__COUNT] = { 0 };
+	struct cfg_ref *r;
+	size_t len;
+
+	if (sd->nref == CFG_MAX_REFS)
+		return NULL;
+	r = &sd->ref[sd->nref++];
+	len = strnlen(rel, sizeof(r->key) - 1);
+	memcpy(r->key, rel, len);
+	r->key[len] = '\0';
+	r->node = n;
+	r->bad = 0;
+	return r;
+}
+
+/* A distribution (sample_size, an image side) at path: one value, or
+ * {mean, stdev, min, max}, whose keys are remembered as rel.mean, ...
+ * Returns -EINVAL when the value itself is unusable; problems in the
+ * mapping's values are marked on their own references. */
+static int parse_dist(struct walk *w, yaml_node_t *n, const char *path, const char *rel,
+		      int is_size, struct dl_dist *d, struct cfg_src_ds *sd)
+{
+	yaml_node_t *vals[CD__COUNT] = { 0 }, *keys[CD__COUNT] = { 0 };
 	uint64_t *dst[CD__COUNT] = { &d->mean, &d->stdev, &d->min, &d->max };
-	const int is_size = which == CDO_SIZE;
-	int ret;
 
-	snprintf(path, sizeof(path), "%s.%s", prefix, cfg_field_key[f]);
 	if (n->type != YAML_MAPPING_NODE) {
-		if (is_size) {
-			ret = get_size(w, n, path, &d->mean);
-		} else {
-			const char *s = scalar_of(w, n, path, EXPECT_PIXELS " or {mean: ..., stdev: ...}");
+		const char *s;
 
-			ret = s ? get_count(w, n, path, UINT64_MAX, &d->mean) : -EINVAL;
-		}
-		if (ret)
-			sd->bad[f] = 1;
-		return;
+		if (is_size)
+			return get_size(w, n, path, &d->mean);
+		s = scalar_of(w, n, path, EXPECT_PIXELS " or {mean: ..., stdev: ...}");
+		return s ? get_count(w, n, path, UINT64_MAX, &d->mean) : -EINVAL;
 	}
-	walk_mapping(w, n, path, cfg_dist_key, CD__COUNT, sd->dist_val[which], keys, 0);
+	walk_mapping(w, n, path, cfg_dist_key, CD__COUNT, vals, keys, 0);
 	for (unsigned i = 0; i < CD__COUNT; i++) {
-		yaml_node_t *v = sd->dist_val[which][i];
-		char sub[340];
+		char sub[340], subrel[64];
+		struct cfg_ref *r;
+		int ret;
 
-		if (!v)
+		if (!vals[i])
 			continue;
 		snprintf(sub, sizeof(sub), "%s.%s", path, cfg_dist_key[i]);
-		ret = is_size ? get_size(w, v, sub, dst[i]) : get_count(w, v, sub, UINT64_MAX, dst[i]);
-		if (ret)
-			sd->dist_bad[which][i] = 1;
+		snprintf(subrel, sizeof(subrel), "%s.%s", rel, cfg_dist_key[i]);
+		r = add_ref(sd, subrel, vals[i]);
+		ret = is_size ? get_size(w, vals[i], sub, dst[i])
+			      : get_count(w, vals[i], sub, UINT64_MAX, dst[i]);
+		if (ret && r)
+			r->bad = 1;
 	}
+	return 0;
 }
 
 /* A list of 1..8 dimensions, each >= 1: shape and hdf5.chunks. Returns
@@ -603,51 +611,75 @@ static void parse_shape(struct walk *w, yaml_node_t *n, const char *prefix,
 		ds->ndims = sd->shape_len;
 }
 
-static void parse_hdf5(struct walk *w, yaml_node_t *n, const char *prefix,
-		       struct dl_dataset *ds, struct cfg_src_ds *sd)
+#define MAX_SUB_KEYS 16
+
+/* One of a format's own keys, into its parameter block, as its table says
+ * (format.h): the value, and where it was written (rel, dotted). */
+static void parse_param(struct walk *w, yaml_node_t *n, const char *path, const char *rel,
+			const struct dl_param *p, unsigned char *block, struct cfg_src_ds *sd)
 {
-	yaml_node_t *keys[CH__COUNT] = { 0 };
-	char path[300], sub[340];
-	unsigned choice;
+	struct cfg_ref *r = add_ref(sd, rel, n);
+	unsigned char *at = block + p->off, bad = 0;
+	unsigned choice, len;
 	uint64_t u;
+	int ret = 0;
 
-	snprintf(path, sizeof(path), "%s.hdf5", prefix);
-	if (n->type != YAML_MAPPING_NODE) {
-		cfg_error(w->c, cfg_node_loc(n), path,
-			  "expected a mapping like {layout: dlio, datasets: 1, chunks: [1, 64, 64]}, "
-			  "got %s", cfg_kind_of(n));
-		sd->bad[CF_HDF5] = 1;
-		return;
-	}
-	walk_mapping(w, n, path, cfg_h5_key, CH__COUNT, sd->h5_val, keys, 0);
-	for (unsigned i = 0; i < CH__COUNT; i++) {
-		yaml_node_t *v = sd->h5_val[i];
+	switch (p->kind) {
+	case DL_PK_COUNT:
+		ret = get_count(w, n, path, p->unit || !p->max ? UINT64_MAX : p->max, &u);
+		if (!ret && p->unit && (u < p->min || u > p->max)) {
+			cfg_error(w->c, cfg_node_loc(n), path, "expected %llu to %llu %s, got %llu",
+				  (unsigned long long)p->min, (unsigned long long)p->max, p->unit,
+				  (unsigned long long)u);
+			ret = -ERANGE;
+		}
+		if (!ret && p->width == 4)
+			*(unsigned *)(void *)at = (unsigned)u;
+		else if (!ret)
+			*(uint64_t *)(void *)at = u;
+		break;
+	case DL_PK_CHOICE:
+		ret = get_choice(w, n, path, p->names, p->nnames, &choice);
+		if (!ret)
+			*(unsigned *)(void *)at = choice;
+		break;
+	case DL_PK_PIXELS:
+		ret = parse_dist(w, n, path, rel, 0, (struct dl_dist *)(void *)at, sd);
+		break;
+	case DL_PK_DIMS:
+		len = parse_dims(w, n, path, (uint64_t *)(void *)at, &bad);
+		if (!bad)
+			*(unsigned *)(void *)(block + p->count_off) = len;
+		ret = bad ? -EINVAL : 0;
+		break;
+	case DL_PK_MAP: {
+		yaml_node_t *vals[MAX_SUB_KEYS] = { 0 }, *keys[MAX_SUB_KEYS] = { 0 };
+		const char *names[MAX_SUB_KEYS] = { 0 };
+		unsigned nsub = p->nsub < MAX_SUB_KEYS ? p->nsub : MAX_SUB_KEYS;
 
-		if (!v)
-			continue;
-		snprintf(sub, sizeof(sub), "%s.%s", path, cfg_h5_key[i]);
-		switch ((enum cfg_h5_field)i) {
-		case CH_LAYOUT:
-			if (get_choice(w, v, sub, cfg_h5_layout_name, 2, &choice))
-				sd->h5_bad[i] = 1;
-			else
-				ds->h5_layout = (enum dl_hdf5_layout)choice;
-			break;
-		case CH_DATASETS:
-			if (get_count(w, v, sub, UINT32_MAX, &u))
-				sd->h5_bad[i] = 1;
-			else
-				ds->h5_dsets = (unsigned)u;
-			break;
-		case CH_CHUNKS:
-			sd->chunks_len = parse_dims(w, v, sub, ds->h5_chunk, &sd->h5_bad[i]);
-			if (!sd->h5_bad[i])
-				ds->h5_chunk_ndims = sd->chunks_len;
-			break;
-		case CH__COUNT:
+		if (n->type != YAML_MAPPING_NODE) {
+			cfg_error(w->c, cfg_node_loc(n), path, "expected %s, got %s", p->expected,
+				  cfg_kind_of(n));
+			ret = -EINVAL;
 			break;
 		}
+		for (unsigned i = 0; i < nsub; i++)
+			names[i] = p->sub[i].key;
+		walk_mapping(w, n, path, names, nsub, vals, keys, 0);
+		for (unsigned i = 0; i < nsub; i++) {
+			char sub[340], subrel[64];
+
+			if (!vals[i])
+				continue;
+			snprintf(sub, sizeof(sub), "%s.%s", path, names[i]);
+			snprintf(subrel, sizeof(subrel), "%s.%s", rel, names[i]);
+			parse_param(w, vals[i], sub, subrel, &p->sub[i], block, sd);
+		}
+		break;
 	}
+	}
+	if (ret && r)
+		r->bad = 1;
 }
 
 static void copy_text(char *dst, size_t dstlen, const char *s)
@@ -658,13 +690,43 @@ static void copy_text(char *dst, size_t dstlen, const char *s)
 	dst[n] = '\0';
 }
 
+/* A format's key written for a dataset: into the dataset's parameters when
+ * its format has it; otherwise (validate.c says which formats use it) into
+ * a scratch block, so a bad value is still reported where it stands. */
+static void parse_format_key(struct walk *w, yaml_node_t *v, const char *prefix,
+			     const char *key, int fmt_ok, struct dl_dataset *ds,
+			     struct cfg_src_ds *sd)
+{
+	const struct dl_param *p = fmt_ok ? dl_format_param(dl_ds_ops(ds), key) : NULL;
+	char path[300];
+
+	snprintf(path, sizeof(path), "%s.%s", prefix, key);
+	if (p) {
+		parse_param(w, v, path, key, p, ds->params, sd);
+		return;
+	}
+	for (unsigned f = 0; f < DL_FMT__COUNT; f++) {
+		struct dl_dataset scratch = { .format = (enum dl_format)f };
+
+		p = dl_format_param(dl_format_ops((enum dl_format)f), key);
+		if (p) {
+			dl_format_param_defaults(&scratch);
+			parse_param(w, v, path, key, p, scratch.params, sd);
+			return;
+		}
+	}
+}
+
 static void parse_dataset(struct walk *w, yaml_node_t *n, unsigned index, struct dl_dataset *ds,
 			  struct cfg_src_ds *sd)
 {
-	yaml_node_t *keys[CF__COUNT] = { 0 };
+	const char *names[CFG_MAX_DS_KEYS];
+	yaml_node_t *vals[CFG_MAX_DS_KEYS] = { 0 }, *keys[CFG_MAX_DS_KEYS] = { 0 };
+	unsigned nkeys = cfg_dataset_keys(names, CFG_MAX_DS_KEYS);
 	char prefix[64], path[300];
 	const char *s;
 	unsigned choice;
+	int fmt_ok = 0;
 
 	snprintf(prefix, sizeof(prefix), "datasets[%u]", index);
 	ds->index = index;
@@ -672,9 +734,7 @@ static void parse_dataset(struct walk *w, yaml_node_t *n, unsigned index, struct
 	ds->files[DL_SPLIT_TRAIN] = 1;
 	ds->samples_per_file = 1;
 	ds->dtype = DL_DT_UINT8;
-	ds->dlrm_cardinality = CFG_DEFAULT_CARDINALITY;
 	ds->compression_level = CFG_DEFAULT_COMPRESSION_LEVEL;
-	ds->h5_dsets = 1;
 	copy_text(ds->file_prefix, sizeof(ds->file_prefix), "img");
 	if (n->type != YAML_MAPPING_NODE) {
 		cfg_error(w->c, cfg_node_loc(n), prefix,
@@ -682,14 +742,30 @@ static void parse_dataset(struct walk *w, yaml_node_t *n, unsigned index, struct
 		return;
 	}
 	sd->node = n;
-	walk_mapping(w, n, prefix, cfg_field_key, CF__COUNT, sd->val, keys, 1);
+	walk_mapping(w, n, prefix, names, nkeys, vals, keys, 1);
+	memcpy(sd->val, vals, sizeof(sd->val));
 
+	/* The format first: it says which keys follow and their defaults. */
+	if (sd->val[CF_FORMAT]) {
+		const char *fmts[DL_FMT__COUNT];
+
+		for (unsigned i = 0; i < DL_FMT__COUNT; i++)
+			fmts[i] = dl_format_name((enum dl_format)i);
+		snprintf(path, sizeof(path), "%s.format", prefix);
+		if (get_choice(w, sd->val[CF_FORMAT], path, fmts, DL_FMT__COUNT, &choice)) {
+			sd->bad[CF_FORMAT] = 1;
+		} else {
+			ds->format = (enum dl_format)choice;
+			dl_format_param_defaults(ds);
+			fmt_ok = 1;
+		}
+	}
 	for (unsigned f = 0; f < CF__COUNT; f++) {
 		yaml_node_t *v = sd->val[f];
 		uint64_t u;
 		int ret = 0;
 
-		if (!v)
+		if (!v || f == CF_FORMAT)
 			continue;
 		snprintf(path, sizeof(path), "%s.%s", prefix, cfg_field_key[f]);
 		switch ((enum cfg_field)f) {
@@ -705,16 +781,6 @@ static void parse_dataset(struct walk *w, yaml_node_t *n, unsigned index, struct
 				copy_text(ds->file_prefix, sizeof(ds->file_prefix), s);
 			ret = s ? 0 : -EINVAL;
 			break;
-		case CF_FORMAT: {
-			const char *fmts[NFORMATS];
-
-			for (unsigned i = 0; i < NFORMATS; i++)
-				fmts[i] = dl_format_name(cfg_formats[i]);
-			ret = get_choice(w, v, path, fmts, NFORMATS, &choice);
-			if (!ret)
-				ds->format = cfg_formats[choice];
-			break;
-		}
 		case CF_DTYPE: {
 			const char *dts[DL_DT__COUNT];
 
@@ -734,9 +800,6 @@ static void parse_dataset(struct walk *w, yaml_node_t *n, unsigned index, struct
 		case CF_SAMPLES:
 			ret = get_count(w, v, path, UINT64_MAX, &ds->samples_per_file);
 			break;
-		case CF_CARDINALITY:
-			ret = get_count(w, v, path, UINT64_MAX, &ds->dlrm_cardinality);
-			break;
 		case CF_SUBFOLDERS:
 		case CF_EVAL_SUBFOLDERS:
 			ret = get_count(w, v, path, UINT32_MAX, &u);
@@ -745,46 +808,41 @@ static void parse_dataset(struct walk *w, yaml_node_t *n, unsigned index, struct
 					(uint32_t)u;
 			break;
 		case CF_SAMPLE_SIZE:
-			parse_dist(w, v, prefix, CF_SAMPLE_SIZE, CDO_SIZE, &ds->sample_size, sd);
-			break;
-		case CF_WIDTH:
-			parse_dist(w, v, prefix, CF_WIDTH, CDO_WIDTH, &ds->width, sd);
-			break;
-		case CF_HEIGHT:
-			parse_dist(w, v, prefix, CF_HEIGHT, CDO_HEIGHT, &ds->height, sd);
+			ret = parse_dist(w, v, path, "sample_size", 1, &ds->sample_size, sd);
 			break;
 		case CF_SHAPE:
 			parse_shape(w, v, prefix, ds, sd);
 			break;
-		case CF_HDF5:
-			parse_hdf5(w, v, prefix, ds, sd);
-			break;
-		case CF_COMPRESSION:
-			ret = get_choice(w, v, path, cfg_compression_name, 3, &choice);
+		case CF_COMPRESSION: {
+			const char *comps[DL_COMP__COUNT];
+
+			for (unsigned i = 0; i < DL_COMP__COUNT; i++)
+				comps[i] = dl_compression_name((enum dl_compression)i);
+			ret = get_choice(w, v, path, comps, DL_COMP__COUNT, &choice);
 			if (!ret)
 				ds->compression = (enum dl_compression)choice;
 			break;
+		}
 		case CF_COMPRESSION_LEVEL:
 			ret = get_count(w, v, path, UINT32_MAX, &u);
 			if (!ret)
 				ds->compression_level = (unsigned)u;
-			break;
-		case CF_COLOR:
-			ret = get_choice(w, v, path, cfg_color_name, 3, &choice);
-			if (!ret)
-				ds->color = (enum dl_color)choice;
 			break;
 		case CF_CLASSES:
 			ret = get_count(w, v, path, UINT32_MAX, &u);
 			if (!ret)
 				ds->classes = (uint32_t)u;
 			break;
+		case CF_FORMAT:
 		case CF__COUNT:
 			break;
 		}
 		if (ret)
 			sd->bad[f] = 1;
 	}
+	for (unsigned i = CF__COUNT; i < nkeys; i++)
+		if (vals[i])
+			parse_format_key(w, vals[i], prefix, names[i], fmt_ok, ds, sd);
 }
 
 static void parse_datasets(struct walk *w, yaml_node_t *n, struct dl_config *cfg,

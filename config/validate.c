@@ -17,9 +17,6 @@ struct vds {
 	char prefix[32];
 };
 
-static const char *const fmt_list =
-	"npy, npz, tfrecord, dlrm, raw, indexed_binary, hdf5, jpeg, png";
-
 static struct dl_loc loc_of(const struct vds *v, enum cfg_field f)
 {
 	return v->sd->val[f] ? cfg_node_loc(v->sd->val[f]) : v->ds->loc;
@@ -108,48 +105,71 @@ static int check_component(const struct vds *v, enum cfg_field f, size_t max, in
 	return 0;
 }
 
-/* What a distribution counts, for messages and limits. */
-struct dist_kind {
-	enum cfg_field f;
-	enum cfg_dist_of which;
-	const char *one, *many;		/* "byte", "bytes" */
-	uint64_t cap;			/* largest allowed value */
-	const char *cap_why;		/* why (NULL: the 2^64 limit only) */
-};
-
-/* A distribution (sample_size, width, height) from what was given, defaults
- * filled; 0 when usable. */
-static int check_dist(struct vds *v, const struct dist_kind *k, struct dl_dist *d)
+/* The node written at a dotted key ("sample_size", "width.mean",
+ * "hdf5.chunks"), NULL if none; *bad when it was already reported. */
+static yaml_node_t *node_of(const struct vds *v, const char *key, int *bad)
 {
-	const struct cfg_src_ds *sd = v->sd;
-	yaml_node_t *const *dv = sd->dist_val[k->which];
-	const unsigned char *db = sd->dist_bad[k->which];
-	const yaml_node_t *n = sd->val[k->f];
-	const char *key = cfg_field_key[k->f];
-	struct dl_loc at = loc_of(v, k->f);
-	char sub[48];
-	int ret = 0;
+	const struct cfg_ref *r;
 
-	if (sd->bad[k->f])
+	*bad = 0;
+	for (unsigned f = 0; f < CF__COUNT; f++) {
+		if (!strcmp(key, cfg_field_key[f])) {
+			*bad = v->sd->bad[f];
+			return v->sd->val[f];
+		}
+	}
+	r = cfg_ref_find(v->sd, key);
+	if (!r)
+		return NULL;
+	*bad = r->bad;
+	return r->node;
+}
+
+static struct dl_loc loc_at(const struct vds *v, const char *key)
+{
+	int bad;
+	const yaml_node_t *n = key ? node_of(v, key, &bad) : NULL;
+
+	return n ? cfg_node_loc(n) : v->ds->loc;
+}
+
+/* A distribution (sample_size, width, height) written at key, defaults
+ * filled; 0 when usable. one/many name the unit, cap the largest value. */
+static int check_dist(const struct vds *v, const char *key, struct dl_dist *d, const char *one,
+		      const char *many, uint64_t cap, const char *cap_why)
+{
+	static const char *const sub_key[CD__COUNT] = { "mean", "stdev", "min", "max" };
+	yaml_node_t *dv[CD__COUNT];
+	int top_bad, ret = 0;
+	const yaml_node_t *n = node_of(v, key, &top_bad);
+	struct dl_loc at;
+	char sub[64];
+
+	if (!n || top_bad)
 		return -EINVAL;
+	at = cfg_node_loc(n);
 	if (n->type != YAML_MAPPING_NODE) {
 		if (d->mean == 0) {
-			verr(v, at, key, "must be at least 1 %s", k->one);
+			verr(v, at, key, "must be at least 1 %s", one);
 			return -EINVAL;
 		}
-		if (d->mean > k->cap) {
+		if (d->mean > cap) {
 			verr(v, at, key, "%llu %s is too large (at most %llu: %s)",
-			     (unsigned long long)d->mean, k->many, (unsigned long long)k->cap,
-			     k->cap_why);
+			     (unsigned long long)d->mean, many, (unsigned long long)cap, cap_why);
 			return -EINVAL;
 		}
 		d->stdev = 0;
 		d->min = d->max = d->mean;
 		return 0;
 	}
-	for (unsigned i = 0; i < CD__COUNT; i++)
-		if (db[i])
+	for (unsigned i = 0; i < CD__COUNT; i++) {
+		int bad;
+
+		snprintf(sub, sizeof(sub), "%s.%s", key, sub_key[i]);
+		dv[i] = node_of(v, sub, &bad);
+		if (bad)
 			ret = -EINVAL;
+	}
 	snprintf(sub, sizeof(sub), "%s.mean", key);
 	if (!dv[CD_MEAN]) {
 		verr(v, at, sub, "missing: a distribution needs a mean");
@@ -158,7 +178,7 @@ static int check_dist(struct vds *v, const struct dist_kind *k, struct dl_dist *
 	if (ret)
 		return ret;
 	if (d->mean == 0) {
-		verr(v, cfg_node_loc(dv[CD_MEAN]), sub, "must be at least 1 %s", k->one);
+		verr(v, cfg_node_loc(dv[CD_MEAN]), sub, "must be at least 1 %s", one);
 		return -EINVAL;
 	}
 	if (d->stdev == 0) {
@@ -171,43 +191,42 @@ static int check_dist(struct vds *v, const struct dist_kind *k, struct dl_dist *
 			if (d->stdev > (UINT64_MAX - d->mean) / 6) {
 				snprintf(sub, sizeof(sub), "%s.max", key);
 				verr(v, at, sub, "mean + 6 x stdev is over 2^64-1 %s; give a max",
-				     k->many);
+				     many);
 				return -EINVAL;
 			}
 			d->max = d->mean + 6 * d->stdev;
 			/* The default bound stays inside the limit; a written one must. */
-			if (d->max > k->cap && d->mean <= k->cap)
-				d->max = k->cap;
+			if (d->max > cap && d->mean <= cap)
+				d->max = cap;
 		}
 		if (d->min == 0) {
 			snprintf(sub, sizeof(sub), "%s.min", key);
-			verr(v, cfg_node_loc(dv[CD_MIN]), sub, "must be at least 1 %s", k->one);
+			verr(v, cfg_node_loc(dv[CD_MIN]), sub, "must be at least 1 %s", one);
 			ret = -EINVAL;
 		}
 		if (d->min > d->max) {
 			verr(v, dv[CD_MIN] ? cfg_node_loc(dv[CD_MIN]) : at, key,
 			     "min (%llu %s) is greater than max (%llu %s)",
-			     (unsigned long long)d->min, k->many, (unsigned long long)d->max,
-			     k->many);
+			     (unsigned long long)d->min, many, (unsigned long long)d->max, many);
 			ret = -EINVAL;
 		} else if (d->mean < d->min || d->mean > d->max) {
 			snprintf(sub, sizeof(sub), "%s.mean", key);
 			verr(v, cfg_node_loc(dv[CD_MEAN]), sub,
 			     "%llu %s is outside [min, max] = [%llu, %llu]",
-			     (unsigned long long)d->mean, k->many, (unsigned long long)d->min,
+			     (unsigned long long)d->mean, many, (unsigned long long)d->min,
 			     (unsigned long long)d->max);
 			ret = -EINVAL;
 		}
 		if (ret)
 			return ret;
 	}
-	if (d->max > k->cap) {
+	if (d->max > cap) {
 		const yaml_node_t *m = dv[CD_MAX] ? dv[CD_MAX] : dv[CD_MEAN];
 
 		snprintf(sub, sizeof(sub), "%s.%s", key, dv[CD_MAX] ? "max" : "mean");
 		verr(v, cfg_node_loc(m), sub, "%llu %s is too large (at most %llu: %s)",
-		     (unsigned long long)(dv[CD_MAX] ? d->max : d->mean), k->many,
-		     (unsigned long long)k->cap, k->cap_why);
+		     (unsigned long long)(dv[CD_MAX] ? d->max : d->mean), many,
+		     (unsigned long long)cap, cap_why);
 		return -EINVAL;
 	}
 	return 0;
@@ -215,10 +234,39 @@ static int check_dist(struct vds *v, const struct dist_kind *k, struct dl_dist *
 
 static int check_size(struct vds *v)
 {
-	static const struct dist_kind k = { CF_SAMPLE_SIZE, CDO_SIZE, "byte", "bytes",
-					    UINT64_MAX, NULL };
+	return check_dist(v, "sample_size", &v->ds->sample_size, "byte", "bytes", UINT64_MAX,
+			  NULL);
+}
 
-	return check_dist(v, &k, &v->ds->sample_size);
+/* ---- what a format's check calls (struct dl_check) ---- */
+
+static int chk_given(void *arg, const char *key)
+{
+	int bad;
+
+	return node_of(arg, key, &bad) != NULL;
+}
+
+static int chk_usable(void *arg, const char *key)
+{
+	int bad;
+
+	return node_of(arg, key, &bad) && !bad;
+}
+
+static void chk_error(void *arg, const char *at, const char *key, const char *fmt, va_list ap)
+{
+	const struct vds *v = arg;
+	char path[96];
+
+	snprintf(path, sizeof(path), "%s%s%s", v->prefix, key ? "." : "", key ? key : "");
+	cfg_verror(v->c, loc_at(v, at), path, fmt, ap);
+}
+
+static int chk_dist(void *arg, const char *key, struct dl_dist *d, const char *one,
+		    const char *many, uint64_t cap, const char *cap_why)
+{
+	return check_dist(arg, key, d, one, many, cap, cap_why);
 }
 
 /* Bytes of one shaped sample; 0 when usable. */
@@ -239,8 +287,10 @@ static int check_shape(struct vds *v, uint64_t *bytes)
 }
 
 /* Largest file the format could lay out must stay below 2^62 bytes
- * (`copies`: hdf5's records_0..k-1 each hold every sample). */
-static void check_file_bytes(struct vds *v, enum cfg_field about, uint64_t copies)
+ * (`copies`: a format that stores every sample several times, named by
+ * copies_key, as hdf5's records_0..k-1). */
+static void check_file_bytes(struct vds *v, enum cfg_field about, uint64_t copies,
+			     const char *copies_key)
 {
 	const struct dl_dataset *ds = v->ds;
 	uint64_t per, total;
@@ -252,223 +302,107 @@ static void check_file_bytes(struct vds *v, enum cfg_field about, uint64_t copie
 		verr(v, loc_of(v, about), cfg_field_key[about],
 		     "a file would be too large: %s%ssamples_per_file (%llu) x sample size (up to "
 		     "%llu bytes) must stay below 2^62 bytes per file",
-		     copies > 1 ? "hdf5.datasets" : "", copies > 1 ? " x " : "",
+		     copies > 1 ? copies_key : "", copies > 1 ? " x " : "",
 		     (unsigned long long)ds->samples_per_file,
 		     (unsigned long long)ds->sample_size.max);
 	}
 }
 
-static int is_image(enum dl_format f)
+/* "format hdf5", "formats jpeg and png": the formats that have the key
+ * (key NULL: that have the feature). */
+static void formats_with(const char *key, unsigned feature, const char *const *what,
+			 char *buf, size_t buflen)
 {
-	return f == DL_FMT_JPEG || f == DL_FMT_PNG;
+	unsigned idx[DL_FMT__COUNT], n = 0;
+	size_t o;
+
+	for (unsigned f = 0; f < DL_FMT__COUNT; f++) {
+		const struct dl_format_ops *ops = dl_format_ops((enum dl_format)f);
+
+		if (key ? dl_format_param(ops, key) != NULL : (ops->features & feature) != 0)
+			idx[n++] = f;
+	}
+	o = (size_t)snprintf(buf, buflen, "format%s ", n == 1 ? "" : "s");
+	for (unsigned i = 0; i < n && o < buflen; i++) {
+		const char *sep = i == 0 ? "" : i + 1 == n ? " and " : ", ";
+
+		o += (size_t)snprintf(buf + o, buflen - o, "%s%s", sep,
+				      dl_format_name((enum dl_format)idx[i]));
+		if (what && what[idx[i]] && o < buflen)
+			o += (size_t)snprintf(buf + o, buflen - o, " (%s)", what[idx[i]]);
+	}
 }
 
-/* A key given for a format that has no use for it. */
-static void only_for(struct vds *v, enum cfg_field f, const char *which)
+/* Keys of other formats written for this one. */
+static void check_foreign_keys(struct vds *v, const struct dl_format_ops *ops)
 {
-	if (v->sd->val[f])
-		verr(v, loc_of(v, f), cfg_field_key[f], "only used by %s (this dataset is %s)",
-		     which, dl_format_name(v->ds->format));
+	char who[256];
+
+	for (unsigned i = 0; i < v->sd->nref; i++) {
+		const struct cfg_ref *r = &v->sd->ref[i];
+
+		if (strchr(r->key, '.') || dl_format_param(ops, r->key))
+			continue;
+		formats_with(r->key, 0, NULL, who, sizeof(who));
+		verr(v, cfg_node_loc(r->node), r->key, "only used by %s (this dataset is %s)", who,
+		     ops->name);
+	}
+	if (v->sd->val[CF_CLASSES] && !(ops->features & DL_FF_CLASSES)) {
+		formats_with(NULL, DL_FF_CLASSES, NULL, who, sizeof(who));
+		verr(v, loc_of(v, CF_CLASSES), "classes",
+		     "only used by %s (an ImageNet-style tree) (this dataset is %s)", who,
+		     ops->name);
+	}
 }
 
-static uint64_t image_min_bytes(const struct dl_dataset *ds)
+static int takes_comp(const struct dl_format_ops *ops, enum dl_compression c, const char **what)
 {
-	if (ds->format == DL_FMT_PNG)
-		return ds->color == DL_COLOR_L ? CFG_PNG_MIN_BYTES_L : CFG_PNG_MIN_BYTES_RGB;
-	return ds->color == DL_COLOR_L ? CFG_JPEG_MIN_BYTES_L :
-	       ds->color == DL_COLOR_RGB ? CFG_JPEG_MIN_BYTES_RGB : CFG_JPEG_MIN_BYTES_RGB420;
+	for (unsigned i = 0; i < ops->ncomps; i++) {
+		if (ops->comps[i].comp == c) {
+			*what = ops->comps[i].what;
+			return 1;
+		}
+	}
+	return 0;
 }
 
-/* jpeg / png: one image per file of width x height pixels; sample_size,
- * when given, is the exact file size. Returns whether sizes are usable. */
-static int validate_image(struct vds *v)
+static void validate_compression(struct vds *v, const struct dl_format_ops *ops)
 {
 	struct dl_dataset *ds = v->ds;
-	const struct cfg_src_ds *sd = v->sd;
-	const int jpeg = ds->format == DL_FMT_JPEG;
-	const uint64_t side_max = jpeg ? CFG_JPEG_MAX_SIDE : CFG_PNG_MAX_SIDE;
-	const char *why = jpeg ? "JPEG's limit" : "PNG's limit";
-	const struct dist_kind kw = { CF_WIDTH, CDO_WIDTH, "pixel", "pixels", side_max, why };
-	const struct dist_kind kh = { CF_HEIGHT, CDO_HEIGHT, "pixel", "pixels", side_max, why };
-	unsigned ch;
-	int size_ok = 1, w_ok = 0, h_ok = 0;
+	const char *what, *whats[DL_FMT__COUNT] = { 0 };
+	char who[256] = "";
 
-	if (!sd->val[CF_COLOR])
-		ds->color = DL_COLOR_RGB;
-	ch = ds->color == DL_COLOR_L ? 1 : 3;
-	if (sd->val[CF_SHAPE])
-		verr(v, loc_of(v, CF_SHAPE), "shape",
-		     "not used by format %s: give width and height (and color)",
-		     dl_format_name(ds->format));
-	if (usable(v, CF_SAMPLES) && ds->samples_per_file != 1)
-		verr(v, loc_of(v, CF_SAMPLES), "samples_per_file",
-		     "format %s holds one image per file: must be 1", dl_format_name(ds->format));
-	if (usable(v, CF_DTYPE) && ds->dtype != DL_DT_UINT8)
-		verr(v, loc_of(v, CF_DTYPE), "dtype", "images are 8-bit: must be uint8");
+	if (usable(v, CF_COMPRESSION) && ds->compression != DL_COMP_NONE &&
+	    !takes_comp(ops, ds->compression, &what)) {
+		unsigned n = 0;
+		size_t o;
 
-	if (sd->val[CF_SAMPLE_SIZE]) {
-		size_ok = check_size(v) == 0;
-		if (size_ok && ds->sample_size.min < image_min_bytes(ds)) {
-			const yaml_node_t *at = sd->dist_val[CDO_SIZE][CD_MIN] ?
-				sd->dist_val[CDO_SIZE][CD_MIN] : sd->val[CF_SAMPLE_SIZE];
-
-			verr(v, cfg_node_loc(at), "sample_size",
-			     "%llu bytes is below the smallest %s file of color %s (%llu bytes, "
-			     "a 1x1 image)", (unsigned long long)ds->sample_size.min,
-			     dl_format_name(ds->format), cfg_color_name[ds->color],
-			     (unsigned long long)image_min_bytes(ds));
-			size_ok = 0;
+		/* formats_with by feature cannot say "takes gzip": list them here. */
+		for (unsigned f = 0; f < DL_FMT__COUNT; f++)
+			if (takes_comp(dl_format_ops((enum dl_format)f), ds->compression, &whats[f]))
+				n++;
+		o = (size_t)snprintf(who, sizeof(who), "format%s ", n == 1 ? "" : "s");
+		for (unsigned f = 0, k = 0; f < DL_FMT__COUNT && o < sizeof(who); f++) {
+			if (!whats[f])
+				continue;
+			o += (size_t)snprintf(who + o, sizeof(who) - o, "%s%s (%s)",
+					      k == 0 ? "" : k + 1 == n ? " and " : ", ",
+					      dl_format_name((enum dl_format)f), whats[f]);
+			k++;
 		}
-		if (size_ok && ds->sample_size.max >= CFG_MAX_FILE_BYTES) {
-			verr(v, loc_of(v, CF_SAMPLE_SIZE), "sample_size",
-			     "a file would be too large: must stay below 2^62 bytes");
-			size_ok = 0;
-		}
-	}
-	if (sd->val[CF_WIDTH])
-		w_ok = check_dist(v, &kw, &ds->width) == 0;
-	if (sd->val[CF_HEIGHT])
-		h_ok = check_dist(v, &kh, &ds->height) == 0;
-	if (!sd->val[CF_WIDTH] && !sd->val[CF_HEIGHT]) {
-		if (!sd->val[CF_SAMPLE_SIZE]) {
-			verr(v, ds->loc, "width",
-			     "missing: format %s needs width and height (or a sample_size, from "
-			     "which a square is derived)", dl_format_name(ds->format));
-			return 0;
-		}
-		if (!size_ok)
-			return 0;
-		/* A square whose raw pixels are a few times the file: both
-		 * encoders then sit in the middle of their range (JPEG about
-		 * 16 bytes per 8x8 block; PNG shrinks it to fit). */
-		uint64_t q = ds->sample_size.mean / ch, side;
-
-		q = q > UINT64_MAX / CFG_IMG_RAW_PER_BYTE ? UINT64_MAX : q * CFG_IMG_RAW_PER_BYTE;
-		side = dl_isqrt64(q);
-		side = side < 1 ? 1 : side > CFG_JPEG_MAX_SIDE ? CFG_JPEG_MAX_SIDE : side;
-		ds->width = ds->height = (struct dl_dist){ side, 0, side, side };
-		return 1;
-	}
-	/* One side given: the other is the same (a square, or the same spread). */
-	if (!sd->val[CF_HEIGHT]) {
-		ds->height = ds->width;
-		h_ok = w_ok;
-	} else if (!sd->val[CF_WIDTH]) {
-		ds->width = ds->height;
-		w_ok = h_ok;
-	}
-	if (!w_ok || !h_ok)
-		return 0;
-	if (!jpeg) {
-		uint64_t raw;
-
-		if (__builtin_mul_overflow(ds->width.max, (uint64_t)ch, &raw) ||
-		    __builtin_add_overflow(raw, 1, &raw) ||
-		    __builtin_mul_overflow(raw, ds->height.max, &raw) || raw > CFG_PNG_MAX_RAW) {
-			verr(v, loc_of(v, sd->val[CF_WIDTH] ? CF_WIDTH : CF_HEIGHT),
-			     sd->val[CF_WIDTH] ? "width" : "height",
-			     "an image of up to %llu x %llu pixels is too large (at most 2^50 raw "
-			     "bytes)", (unsigned long long)ds->width.max,
-			     (unsigned long long)ds->height.max);
-			return 0;
-		}
-	}
-	return size_ok;
-}
-
-/* Per-file sample dims (the largest of a size distribution) as hdf5 lays
- * them out: the shape, or (d, d) with d = isqrt(bytes / itemsize). */
-static unsigned h5_sample_dims(const struct dl_dataset *ds, uint64_t *dims)
-{
-	uint64_t d;
-
-	if (ds->ndims) {
-		memcpy(dims, ds->dims, ds->ndims * sizeof(dims[0]));
-		return ds->ndims;
-	}
-	d = dl_isqrt64(ds->sample_size.max / dl_dtype_size(ds->dtype));
-	dims[0] = dims[1] = d ? d : 1;
-	return 2;
-}
-
-static void validate_hdf5(struct vds *v, int size_ok)
-{
-	struct dl_dataset *ds = v->ds;
-	const struct cfg_src_ds *sd = v->sd;
-	yaml_node_t *const *hv = sd->h5_val;
-	uint64_t dims[DL_MAX_DIMS + 1], cbytes = dl_dtype_size(ds->dtype), nchunks = 1;
-	unsigned rank;
-	int dsets_ok = !sd->h5_bad[CH_DATASETS];
-
-	if (hv[CH_DATASETS] && dsets_ok) {
-		if (ds->h5_dsets == 0 || ds->h5_dsets > CFG_H5_MAX_DSETS) {
-			verr(v, cfg_node_loc(hv[CH_DATASETS]), "hdf5.datasets",
-			     "expected 1 to %llu data datasets (records_0..), got %u",
-			     CFG_H5_MAX_DSETS, ds->h5_dsets);
-			dsets_ok = 0;
-		} else if (ds->h5_layout == DL_H5_PLAIN && ds->h5_dsets > 1) {
-			verr(v, cfg_node_loc(hv[CH_DATASETS]), "hdf5.datasets",
-			     "layout plain has one data dataset (x); datasets > 1 needs layout dlio");
-		}
-	}
-	/* The chunk count below is per data dataset and per sample row: without
-	 * a usable count of either (0 is reported elsewhere) there is nothing to
-	 * check it against, and nothing to divide by. */
-	if (!ds->h5_chunk_ndims || !size_ok || sd->bad[CF_SAMPLES] || !ds->samples_per_file ||
-	    !dsets_ok)
-		return;
-	dims[0] = ds->samples_per_file;
-	rank = 1 + h5_sample_dims(ds, dims + 1);
-	if (ds->h5_chunk_ndims != rank) {
-		verr(v, cfg_node_loc(hv[CH_CHUNKS]), "hdf5.chunks",
-		     "expected %u dimensions (samples, then the %u of a sample%s), got %u", rank,
-		     rank - 1, ds->ndims ? "" : ": (d, d) from sample_size", ds->h5_chunk_ndims);
-		return;
-	}
-	/* Chunks larger than the data are clipped to it (as h5py requires). */
-	for (unsigned i = 0; i < rank; i++) {
-		uint64_t c = ds->h5_chunk[i] < dims[i] ? ds->h5_chunk[i] : dims[i];
-
-		if (__builtin_mul_overflow(cbytes, c, &cbytes))
-			cbytes = UINT64_MAX;
-		if (__builtin_mul_overflow(nchunks, (dims[i] + c - 1) / c, &nchunks))
-			nchunks = UINT64_MAX;
-	}
-	if (cbytes > CFG_H5_MAX_CHUNK_BYTES)
-		verr(v, cfg_node_loc(hv[CH_CHUNKS]), "hdf5.chunks",
-		     "a chunk of %llu bytes is too large (HDF5 chunks are below 4 GiB)",
-		     (unsigned long long)cbytes);
-	else if (nchunks > CFG_H5_MAX_CHUNKS / ds->h5_dsets)
-		verr(v, cfg_node_loc(hv[CH_CHUNKS]), "hdf5.chunks",
-		     "too small: a file would have over %llu chunks (give larger chunks)",
-		     CFG_H5_MAX_CHUNKS);
-}
-
-static void validate_compression(struct vds *v)
-{
-	struct dl_dataset *ds = v->ds;
-	const struct cfg_src_ds *sd = v->sd;
-	const enum dl_format f = ds->format;
-
-	if (usable(v, CF_COMPRESSION)) {
-		if (ds->compression == DL_COMP_GZIP && f != DL_FMT_TFRECORD && f != DL_FMT_HDF5)
+		if (ops->ncomps)
 			verr(v, loc_of(v, CF_COMPRESSION), "compression",
-			     "gzip is for formats tfrecord (a GZIP file) and hdf5 (deflate chunks)%s; "
-			     "this dataset is %s", f == DL_FMT_NPZ ? "; npz uses zip" : "",
-			     dl_format_name(f));
-		else if (ds->compression == DL_COMP_ZIP && f != DL_FMT_NPZ)
+			     "%s is for %s; this dataset is %s, which takes %s",
+			     dl_compression_name(ds->compression), who, ops->name,
+			     dl_compression_name(ops->comps[0].comp));
+		else
 			verr(v, loc_of(v, CF_COMPRESSION), "compression",
-			     "zip is for format npz (np.savez_compressed)%s; this dataset is %s",
-			     f == DL_FMT_TFRECORD || f == DL_FMT_HDF5 ? "; use gzip" : "",
-			     dl_format_name(f));
-		else if (ds->compression == DL_COMP_GZIP && f == DL_FMT_HDF5 &&
-			 !sd->h5_val[CH_CHUNKS])
-			verr(v, loc_of(v, CF_COMPRESSION), "compression",
-			     "hdf5 compresses chunks: gzip needs hdf5.chunks");
+			     "%s is for %s; this dataset is %s", dl_compression_name(ds->compression),
+			     who, ops->name);
 	}
-	if (sd->val[CF_COMPRESSION_LEVEL]) {
-		if (!sd->val[CF_COMPRESSION] || (usable(v, CF_COMPRESSION) &&
-						 ds->compression == DL_COMP_NONE))
+	if (v->sd->val[CF_COMPRESSION_LEVEL]) {
+		if (!v->sd->val[CF_COMPRESSION] || (usable(v, CF_COMPRESSION) &&
+						    ds->compression == DL_COMP_NONE))
 			verr(v, loc_of(v, CF_COMPRESSION_LEVEL), "compression_level",
 			     "only used with compression gzip or zip");
 		else if (usable(v, CF_COMPRESSION_LEVEL) &&
@@ -478,12 +412,12 @@ static void validate_compression(struct vds *v)
 	}
 }
 
-static void validate_classes(struct vds *v)
+static void validate_classes(struct vds *v, const struct dl_format_ops *ops)
 {
 	struct dl_dataset *ds = v->ds;
 	const struct cfg_src_ds *sd = v->sd;
 
-	if (!usable(v, CF_CLASSES))
+	if (!usable(v, CF_CLASSES) || !(ops->features & DL_FF_CLASSES))
 		return;
 	if (ds->classes == 0 || ds->classes > CFG_MAX_CLASSES) {
 		verr(v, loc_of(v, CF_CLASSES), "classes", "expected 1 to %llu classes, got %u",
@@ -493,7 +427,7 @@ static void validate_classes(struct vds *v)
 	if (sd->val[CF_PREFIX])
 		verr(v, loc_of(v, CF_PREFIX), "file_prefix",
 		     "not used with classes (files are named n<class>_<k>.%s, as in ImageNet)",
-		     ds->format == DL_FMT_JPEG ? "JPEG" : "png");
+		     ops->class_ext ? ops->class_ext : ops->ext);
 	for (unsigned i = 0; i < 2; i++) {
 		enum cfg_field f = i ? CF_EVAL_SUBFOLDERS : CF_SUBFOLDERS;
 
@@ -513,13 +447,56 @@ static void validate_classes(struct vds *v)
 	}
 }
 
+/* A format whose records have one fixed size (dlrm): nothing to choose. */
+static void fixed_records(struct vds *v, const struct dl_format_ops *ops)
+{
+	struct dl_dataset *ds = v->ds;
+	const uint64_t rb = ops->record_bytes;
+
+	if (v->sd->val[CF_SHAPE])
+		verr(v, loc_of(v, CF_SHAPE), "shape", "not used by format %s (its records are %llu "
+		     "bytes)", ops->name, (unsigned long long)rb);
+	if (v->sd->val[CF_SAMPLE_SIZE] && check_size(v) == 0 &&
+	    (ds->sample_size.stdev || ds->sample_size.mean != rb))
+		verr(v, loc_of(v, CF_SAMPLE_SIZE), "sample_size",
+		     "format %s has fixed %llu-byte records; leave sample_size out", ops->name,
+		     (unsigned long long)rb);
+	ds->ndims = 0;
+	ds->size_given = 0;	/* the dump leaves it out */
+	ds->sample_size = (struct dl_dist){ rb, 0, rb, rb };
+}
+
+/* Sample size from shape x dtype or from sample_size; 0 when usable. */
+static int shaped_samples(struct vds *v)
+{
+	struct dl_dataset *ds = v->ds;
+	const struct cfg_src_ds *sd = v->sd;
+	uint64_t bytes;
+
+	if (sd->val[CF_SHAPE]) {
+		if (sd->val[CF_SAMPLE_SIZE])
+			verr(v, loc_of(v, CF_SAMPLE_SIZE), "sample_size",
+			     "cannot be given together with shape (the shape and dtype set the "
+			     "sample size)");
+		if (sd->bad[CF_SHAPE] || check_shape(v, &bytes))
+			return -EINVAL;
+		ds->sample_size = (struct dl_dist){ bytes, 0, bytes, bytes };
+		return sd->val[CF_SAMPLE_SIZE] ? -EINVAL : 0;
+	}
+	if (sd->val[CF_SAMPLE_SIZE])
+		return check_size(v);
+	verr(v, ds->loc, "sample_size", "missing: expected a size like 140MB or 4KiB (or a shape)");
+	return -EINVAL;
+}
+
 /* Returns whether the name is usable (for the duplicate check). */
 static int validate_dataset(struct cfg_ctx *c, struct dl_dataset *ds,
 			    const struct cfg_src_ds *sd)
 {
 	struct vds v = { c, ds, sd, "" };
-	int size_ok = 0, fmt_ok = usable(&v, CF_FORMAT), name_ok = 0;
-	uint64_t bytes;
+	struct dl_check chk = { &v, chk_given, chk_usable, chk_error, chk_dist };
+	const struct dl_format_ops *ops = usable(&v, CF_FORMAT) ? dl_ds_ops(ds) : NULL;
+	int size_ok = 0, name_ok = 0;
 
 	snprintf(v.prefix, sizeof(v.prefix), "datasets[%u]", ds->index);
 	if (!sd->val[CF_NAME])
@@ -528,8 +505,15 @@ static int validate_dataset(struct cfg_ctx *c, struct dl_dataset *ds,
 	else if (!sd->bad[CF_NAME])
 		name_ok = check_component(&v, CF_NAME, CFG_NAME_MAX, 1) == 0;
 	ds->id = dl_mix64(fnv1a64(ds->name));
-	if (!sd->val[CF_FORMAT])
-		verr(&v, ds->loc, "format", "missing: expected one of %s", fmt_list);
+	if (!sd->val[CF_FORMAT]) {
+		char list[256];
+		size_t o = 0;
+
+		for (unsigned f = 0; f < DL_FMT__COUNT && o < sizeof(list); f++)
+			o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", f ? ", " : "",
+					      dl_format_name((enum dl_format)f));
+		verr(&v, ds->loc, "format", "missing: expected one of %s", list);
+	}
 	if (usable(&v, CF_PREFIX))
 		check_component(&v, CF_PREFIX, CFG_PREFIX_MAX, 0);
 
@@ -547,69 +531,40 @@ static int validate_dataset(struct cfg_ctx *c, struct dl_dataset *ds,
 		     "a dataset needs at least one file (files + eval_files >= 1)");
 	if (usable(&v, CF_SAMPLES) && ds->samples_per_file == 0)
 		verr(&v, loc_of(&v, CF_SAMPLES), "samples_per_file", "must be at least 1");
-
-	if (sd->val[CF_CARDINALITY]) {
-		if (fmt_ok && ds->format != DL_FMT_DLRM)
-			verr(&v, loc_of(&v, CF_CARDINALITY), "cardinality",
-			     "only used by format dlrm (this dataset is %s)",
-			     dl_format_name(ds->format));
-		else if (usable(&v, CF_CARDINALITY) && ds->dlrm_cardinality == 0)
-			verr(&v, loc_of(&v, CF_CARDINALITY), "cardinality", "must be at least 1");
-	}
-	if (fmt_ok) {
-		if (ds->format != DL_FMT_HDF5)
-			only_for(&v, CF_HDF5, "format hdf5");
-		if (!is_image(ds->format)) {
-			only_for(&v, CF_WIDTH, "formats jpeg and png");
-			only_for(&v, CF_HEIGHT, "formats jpeg and png");
-			only_for(&v, CF_COLOR, "formats jpeg and png");
-			only_for(&v, CF_CLASSES, "formats jpeg and png (an ImageNet-style tree)");
-		}
-		validate_compression(&v);
-	}
-
 	ds->size_given = sd->val[CF_SAMPLE_SIZE] != NULL;
-	/* Sample size: from shape, from sample_size, or fixed by the format. */
-	if (fmt_ok && ds->format == DL_FMT_DLRM) {
-		if (sd->val[CF_SHAPE])
-			verr(&v, loc_of(&v, CF_SHAPE), "shape",
-			     "not used by format dlrm (its records are %llu bytes)", CFG_DLRM_RECORD);
-		if (sd->val[CF_SAMPLE_SIZE] && check_size(&v) == 0 &&
-		    (ds->sample_size.stdev || ds->sample_size.mean != CFG_DLRM_RECORD))
-			verr(&v, loc_of(&v, CF_SAMPLE_SIZE), "sample_size",
-			     "format dlrm has fixed %llu-byte records; leave sample_size out",
-			     CFG_DLRM_RECORD);
-		ds->ndims = 0;
-		ds->size_given = 0;	/* nothing to choose: the dump leaves it out */
-		ds->sample_size = (struct dl_dist){ CFG_DLRM_RECORD, 0, CFG_DLRM_RECORD,
-						    CFG_DLRM_RECORD };
-		size_ok = 1;
-	} else if (fmt_ok && is_image(ds->format)) {
-		validate_image(&v);
-		validate_classes(&v);
-		return name_ok;		/* file sizes bounded by the image checks */
-	} else if (sd->val[CF_SHAPE]) {
-		if (sd->val[CF_SAMPLE_SIZE])
-			verr(&v, loc_of(&v, CF_SAMPLE_SIZE), "sample_size",
-			     "cannot be given together with shape (the shape and dtype set the "
-			     "sample size)");
-		if (!sd->bad[CF_SHAPE] && check_shape(&v, &bytes) == 0) {
-			ds->sample_size = (struct dl_dist){ bytes, 0, bytes, bytes };
-			size_ok = !sd->val[CF_SAMPLE_SIZE];
-		}
-	} else if (sd->val[CF_SAMPLE_SIZE]) {
-		size_ok = check_size(&v) == 0;
-	} else {
-		verr(&v, ds->loc, "sample_size",
-		     "missing: expected a size like 140MB or 4KiB (or a shape)");
+	if (!ops) {
+		/* Without a format only what every dataset has can be checked. */
+		if (!sd->bad[CF_FORMAT] && (sd->val[CF_SHAPE] || sd->val[CF_SAMPLE_SIZE]))
+			shaped_samples(&v);
+		return name_ok;
 	}
-	if (size_ok && !sd->bad[CF_SAMPLES] && ds->samples_per_file)
+	check_foreign_keys(&v, ops);
+	validate_compression(&v, ops);
+
+	/* Sample size: fixed by the format, decided by it (images), or from
+	 * shape or sample_size. */
+	if (ops->record_bytes) {
+		fixed_records(&v, ops);
+		size_ok = 1;
+	} else if (!(ops->features & DL_FF_SHAPE)) {
+		if (ops->check)
+			ops->check(ds, &chk, 1);
+		validate_classes(&v, ops);
+		return name_ok;		/* the format bounds its own file sizes */
+	} else {
+		size_ok = shaped_samples(&v) == 0;
+	}
+	if (size_ok && !sd->bad[CF_SAMPLES] && ds->samples_per_file) {
+		const char *copies_key = NULL;
+		uint64_t copies = ops->copies ? ops->copies(ds, &copies_key) : 1;
+
 		check_file_bytes(&v, sd->val[CF_SHAPE] ? CF_SHAPE :
 				 sd->val[CF_SAMPLE_SIZE] ? CF_SAMPLE_SIZE : CF_SAMPLES,
-				 ds->format == DL_FMT_HDF5 && ds->h5_layout == DL_H5_DLIO &&
-				 ds->h5_dsets > 1 ? ds->h5_dsets : 1);
-	if (fmt_ok && ds->format == DL_FMT_HDF5)
-		validate_hdf5(&v, size_ok);
+				 copies, copies_key);
+	}
+	if (ops->check)
+		ops->check(ds, &chk, size_ok);
+	validate_classes(&v, ops);
 	return name_ok;
 }
 

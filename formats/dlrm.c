@@ -17,6 +17,7 @@
 
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
+#include "dlrm_i.h"
 #include "formats_i.h"
 
 #define FIELDS 40
@@ -31,7 +32,7 @@
 
 static uint64_t cardinality(const struct dl_file *f)
 {
-	uint64_t c = f->ds->dlrm_cardinality;
+	uint64_t c = dl_dlrm_params(f->ds)->cardinality;
 
 	if (c == 0)
 		return DEFAULT_CARD;
@@ -164,10 +165,32 @@ static int dlrm_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *b
 	return 0;
 }
 
+static const struct dl_param dlrm_params[] = {
+	{.key = "cardinality",
+	 .kind = DL_PK_COUNT,
+	 .off = offsetof(struct dl_dlrm_params, cardinality),
+	 .width = 8,
+	 .def = DL_DLRM_DEFAULT_CARDINALITY,
+	 .max = UINT64_MAX},
+};
+
+static void dlrm_check(struct dl_dataset *ds, const struct dl_check *chk, int size_ok)
+{
+	(void)size_ok;
+	if (chk->usable(chk->arg, "cardinality") && dl_dlrm_params(ds)->cardinality == 0)
+		dl_check_error(chk, "cardinality", "cardinality", "must be at least 1");
+}
+
 const struct dl_format_ops dl_fmt_dlrm_ops = {
 	.id = DL_FMT_DLRM,
 	.name = "dlrm",
 	.ext = "bin",
+	.example = "samples_per_file: 64, cardinality: 1000",
+	.record_bytes = DL_DLRM_RECORD_BYTES,
+	.size_note = "fixed by the format",
+	.params = dlrm_params,
+	.nparams = 1,
+	.check = dlrm_check,
 	.nparts = 1,
 	.read_hints = {.plan = DL_PLAN_CHUNK, .batch = 2048, .read_threads = 4},
 	.layout = dlrm_layout,

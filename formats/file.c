@@ -11,14 +11,14 @@
 /* Region id of the size draw: no format uses it for content. */
 #define REGION_SIZE_DRAW 0x73697a65ULL
 
-int dl_fmt_ctx_new(const struct dl_config *cfg, size_t cache_entries, struct dl_fmt_ctx **out)
+int dl_fmt_ctx_new(uint64_t seed, size_t cache_entries, struct dl_fmt_ctx **out)
 {
 	struct dl_fmt_ctx *ctx = calloc(1, sizeof(*ctx));
 	int ret;
 
 	if (!ctx)
 		return -ENOMEM;
-	ctx->seed = cfg ? cfg->seed : 0;
+	ctx->seed = seed;
 	ret = dl_dcache_init(&ctx->dcache, cache_entries ? cache_entries : (1u << 20));
 	if (ret) {
 		free(ctx);
@@ -27,7 +27,7 @@ int dl_fmt_ctx_new(const struct dl_config *cfg, size_t cache_entries, struct dl_
 	for (int i = 0; i < DL_FMT__COUNT; i++) {
 		const struct dl_format_ops *ops = dl_format_ops((enum dl_format)i);
 		if (ops && ops->state_new) {
-			ret = ops->state_new(cfg, &ctx->state[i]);
+			ret = ops->state_new(&ctx->state[i]);
 			if (ret) {
 				dl_fmt_ctx_free(ctx);
 				return ret;

@@ -47,16 +47,10 @@ static inline uint64_t dl_dist_draw(const struct dl_dist *d, uint64_t key)
 	return (uint64_t)llround(v);
 }
 
-/* Per-format ops tables (one file each). */
-extern const struct dl_format_ops dl_fmt_npy_ops;
-extern const struct dl_format_ops dl_fmt_npz_ops;
-extern const struct dl_format_ops dl_fmt_tfrecord_ops;
-extern const struct dl_format_ops dl_fmt_dlrm_ops;
-extern const struct dl_format_ops dl_fmt_raw_ops;
-extern const struct dl_format_ops dl_fmt_indexed_binary_ops;
-extern const struct dl_format_ops dl_fmt_hdf5_ops;
-extern const struct dl_format_ops dl_fmt_jpeg_ops;
-extern const struct dl_format_ops dl_fmt_png_ops;
+/* Per-format ops tables (one file each), as format_list.h names them. */
+#define DL_FORMAT(UPPER, lower) extern const struct dl_format_ops dl_fmt_##lower##_ops;
+#include "dliofs/format_list.h"
+#undef DL_FORMAT
 
 /* Content sub-streams of one file: a format keys each region with its own id so
  * that, e.g., sample data and labels never share a stream. */

@@ -344,16 +344,17 @@ static uint64_t gz_stored(uint64_t n)
 static int shape_of(const struct dl_file *f, struct h5_shape *sh, uint64_t *nchunks)
 {
 	const struct dl_dataset *ds = f->ds;
+	const struct dl_h5_params *hp = dl_h5_params(ds);
 	uint64_t raw = dl_dtype_size(ds->dtype), n = 1;
 
 	memset(sh, 0, sizeof(*sh));
-	if (ds->h5_layout != DL_H5_DLIO && ds->h5_layout != DL_H5_PLAIN)
+	if (hp->layout != DL_H5_DLIO && hp->layout != DL_H5_PLAIN)
 		return -EINVAL;
 	if ((unsigned)ds->dtype >= DL_DT__COUNT || f->ndims + 1 > H5_RANK_MAX)
 		return -EINVAL;
-	sh->layout = ds->h5_layout;
+	sh->layout = hp->layout;
 	sh->dtype = ds->dtype;
-	sh->ndsets = ds->h5_layout == DL_H5_DLIO && ds->h5_dsets > 1 ? ds->h5_dsets : 1;
+	sh->ndsets = hp->layout == DL_H5_DLIO && hp->dsets > 1 ? hp->dsets : 1;
 	if (sh->ndsets > DL_H5_MAX_DSETS)
 		return -EINVAL;
 	sh->rank = f->ndims + 1;
@@ -366,13 +367,13 @@ static int shape_of(const struct dl_file *f, struct h5_shape *sh, uint64_t *nchu
 		return -EFBIG;
 	if (ds->compression != DL_COMP_NONE && ds->compression != DL_COMP_GZIP)
 		return -EINVAL;
-	if (ds->h5_chunk_ndims) {
+	if (hp->chunk_ndims) {
 		uint64_t cb = dl_dtype_size(ds->dtype);
-		if (ds->h5_chunk_ndims != sh->rank)
+		if (hp->chunk_ndims != sh->rank)
 			return -EINVAL;
 		sh->chunked = 1;
 		for (unsigned i = 0; i < sh->rank; i++) {
-			uint64_t c = ds->h5_chunk[i];
+			uint64_t c = hp->chunk[i];
 			if (c == 0)
 				return -EINVAL;
 			sh->chunk[i] = c < sh->dims[i] ? c : sh->dims[i];
@@ -919,11 +920,10 @@ static int tmpl_get(struct h5_state *st, const struct h5_shape *sh, uint64_t nch
 	return 0;
 }
 
-static int h5_state_new(const struct dl_config *cfg, void **out)
+static int h5_state_new(void **out)
 {
 	struct h5_state *st = calloc(1, sizeof(*st));
 
-	(void)cfg;
 	if (!st)
 		return -ENOMEM;
 	pthread_mutex_init(&st->lib_lock, NULL);
@@ -1270,7 +1270,18 @@ int dl_h5_meta_ranges(struct dl_fmt_ctx *ctx, const struct dl_file *f,
 const struct dl_format_ops dl_fmt_hdf5_ops = {
     .id = DL_FMT_HDF5,
     .name = "hdf5",
+    .dlio_name = "hdf5",
     .ext = "hdf5",
+    .example = "shape: [16, 16], dtype: float32, samples_per_file: 4, "
+               "hdf5: {chunks: [1, 16, 16]}, compression: gzip",
+    .features = DL_FF_SHAPE,
+    .comps = (const struct dl_comp_use[]){{DL_COMP_GZIP, "deflate chunks"}},
+    .ncomps = 1,
+    .dlio_comps = 1u << DL_COMP_GZIP,
+    .params = dl_h5_param_table,
+    .nparams = 1,
+    .check = dl_h5_check,
+    .copies = dl_h5_copies,
     .nparts = 1,
     .read_hints = {.plan = DL_PLAN_HYPERSLAB, .batch = 64, .read_threads = 4},
     .layout = h5_layout,

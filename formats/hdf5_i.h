@@ -7,6 +7,31 @@
 
 #include "dliofs/format.h"
 
+enum dl_hdf5_layout {
+	DL_H5_DLIO,	/* records_0..k-1 (samples, d, d) + labels, as DLIO writes */
+	DL_H5_PLAIN,	/* x (samples, ...) + y (samples,) */
+};
+
+/* An hdf5 dataset's own parameters (the hdf5: mapping). */
+struct dl_h5_params {
+	unsigned layout;	/* enum dl_hdf5_layout */
+	unsigned dsets;		/* DLIO's num_dset_per_record (records_0..k-1), >= 1 */
+	unsigned chunk_ndims;	/* 0: contiguous; else chunk shape (per dataset dims) */
+	uint64_t chunk[DL_MAX_DIMS];
+};
+DL_DS_PARAMS_FIT(struct dl_h5_params);
+
+static inline const struct dl_h5_params *dl_h5_params(const struct dl_dataset *ds)
+{
+	return DL_DS_PARAMS(ds, const struct dl_h5_params);
+}
+
+/* The format's config side (hdf5_config.c). */
+extern const struct dl_param dl_h5_param_table[];
+extern const unsigned dl_h5_nparams;
+void dl_h5_check(struct dl_dataset *ds, const struct dl_check *chk, int size_ok);
+uint64_t dl_h5_copies(const struct dl_dataset *ds, const char **key);
+
 /* Content streams: data dataset i (records_i, or x) is stream
  * dl_file_stream(f, DL_H5_REGION_DATA + i) fed through the npy conversion
  * (dl_npy_fill_data), so integers are raw stream bytes and floats uniform in

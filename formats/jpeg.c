@@ -137,7 +137,7 @@ static unsigned build_header(enum dl_color c, uint64_t w, uint64_t h, uint8_t *p
 
 static int jpeg_geom(const struct dl_file *f, struct jpeg_geom *g)
 {
-	const enum dl_color c = f->ds->color;
+	const enum dl_color c = dl_img_params(f->ds)->color;
 	uint64_t w, h, E;
 
 	dl_img_dims(f, &w, &h);
@@ -211,8 +211,8 @@ static void geom_from_file(const struct dl_file *f, struct jpeg_geom *g)
 	g->h = f->aux[1];
 	g->E = f->aux[2];
 	g->pad = f->aux[3];
-	g->hdr = header_len(f->ds->color);
-	g->nb = nblocks(f->ds->color, g->w, g->h);
+	g->hdr = header_len(dl_img_params(f->ds)->color);
+	g->nb = nblocks(dl_img_params(f->ds)->color, g->w, g->h);
 	g->k = g->E / g->nb - 1;
 	g->m = g->E % g->nb;
 }
@@ -321,7 +321,7 @@ static int jpeg_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *b
 
 	(void)ctx;
 	geom_from_file(f, &g);
-	build_header(f->ds->color, g.w, g.h, hdr);
+	build_header(dl_img_params(f->ds)->color, g.w, g.h, hdr);
 	dl_copy_overlap(buf, off, len, hdr, 0, APP0_END);
 	at = APP0_END;
 	lo = off > at ? off : at;
@@ -340,12 +340,33 @@ static int jpeg_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *b
 	return 0;
 }
 
+static void jpeg_check(struct dl_dataset *ds, const struct dl_check *chk, int size_ok)
+{
+	/* Smallest files: header + one MCU's blocks + EOI of a 1x1 image. */
+	static const struct dl_img_limits lim = {
+		.max_side = 65500, /* libjpeg refuses more */
+		.max_why = "JPEG's limit",
+		.min_bytes = {[DL_COLOR_L] = 160, [DL_COLOR_RGB] = 172, [DL_COLOR_RGB420] = 175},
+	};
+
+	(void)size_ok;
+	dl_img_check(ds, chk, &lim);
+}
+
 const struct dl_format_ops dl_fmt_jpeg_ops = {
 	.id = DL_FMT_JPEG,
 	.name = "jpeg",
+	.dlio_name = "jpeg",
 	.ext = "jpeg",
+	.example = "width: 48, height: {mean: 32, stdev: 4}, classes: 2",
+	.class_ext = "JPEG", /* as in ImageNet's tree */
 	.nparts = 1,
 	.read_hints = {.plan = DL_PLAN_WHOLE, .batch = 24, .read_threads = 8, .flags = DL_RH_IMAGE},
+	.features = DL_FF_CLASSES | DL_FF_ONE_SAMPLE | DL_FF_UINT8,
+	.size_note = "set by the image (no exact file size asked)",
+	.params = dl_img_param_table,
+	.nparams = 3,
+	.check = jpeg_check,
 	.layout = jpeg_layout,
 	.read = jpeg_read,
 };

@@ -27,7 +27,9 @@ uint32_t dl_split_nsub(const struct dl_dataset *ds, uint32_t split)
  k-th (k = i / C), so torchvision's ImageFolder and Keras find their classes. */
 static const char *class_ext(const struct dl_dataset *ds)
 {
-	return ds->format == DL_FMT_JPEG ? "JPEG" : dl_format_ops(ds->format)->ext;
+	const struct dl_format_ops *ops = dl_ds_ops(ds);
+
+	return ops->class_ext ? ops->class_ext : ops->ext;
 }
 
 int dl_name_file(const struct dl_dataset *ds, uint32_t split, uint64_t index, uint32_t part,

@@ -338,7 +338,10 @@ static int npy_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *bu
 const struct dl_format_ops dl_fmt_npy_ops = {
     .id = DL_FMT_NPY,
     .name = "npy",
+    .dlio_name = "npy",
     .ext = "npy",
+    .example = "shape: [8, 16], dtype: float32",
+    .features = DL_FF_SHAPE,
     .nparts = 1,
     .read_hints = {.plan = DL_PLAN_WHOLE, .batch = 7, .read_threads = 4, .flags = DL_RH_NUMPY},
     .layout = npy_layout,

@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dliofs/config.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
 

@@ -475,7 +475,13 @@ static int npz_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *bu
 const struct dl_format_ops dl_fmt_npz_ops = {
     .id = DL_FMT_NPZ,
     .name = "npz",
+    .dlio_name = "npz",
     .ext = "npz",
+    .example = "sample_size: 3KiB, samples_per_file: 2, compression: zip",
+    .features = DL_FF_SHAPE,
+    .comps = (const struct dl_comp_use[]){{DL_COMP_ZIP, "np.savez_compressed"}},
+    .ncomps = 1,
+    .dlio_comps = 1u << DL_COMP_ZIP,
     .nparts = 1,
     .read_hints = {.plan = DL_PLAN_WHOLE, .batch = 7, .read_threads = 4, .flags = DL_RH_NUMPY},
     .layout = npz_layout,

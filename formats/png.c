@@ -90,7 +90,7 @@ static int fits(uint64_t T, uint64_t nat)
 
 static int png_layout(struct dl_file *f)
 {
-	const uint64_t ch = dl_img_channels(f->ds->color);
+	const uint64_t ch = dl_img_channels(dl_img_params(f->ds)->color);
 	struct png_geom g;
 	uint64_t w, h, pad = 0;
 
@@ -143,7 +143,7 @@ static int png_layout(struct dl_file *f)
 
 static void geom_from_file(const struct dl_file *f, struct png_geom *g)
 {
-	geom_fill(g, f->aux[0], f->aux[1], dl_img_channels(f->ds->color), f->aux[2]);
+	geom_fill(g, f->aux[0], f->aux[1], dl_img_channels(dl_img_params(f->ds)->color), f->aux[2]);
 }
 
 static uint64_t chunk_at(uint64_t j)
@@ -465,12 +465,34 @@ static int png_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *bu
 	return 0;
 }
 
+static void png_check(struct dl_dataset *ds, const struct dl_check *chk, int size_ok)
+{
+	/* Smallest files: a 1x1 image at its natural size plus the 12-byte
+	 * minimum pad chunk, so every larger target is reachable. */
+	static const struct dl_img_limits lim = {
+		.max_side = 0x7fffffff, /* PNG's */
+		.max_why = "PNG's limit",
+		.max_raw = 1ULL << 50,	/* the raw image must stay addressable */
+		.min_bytes = {[DL_COLOR_L] = 94, [DL_COLOR_RGB] = 96, [DL_COLOR_RGB420] = 96},
+	};
+
+	(void)size_ok;
+	dl_img_check(ds, chk, &lim);
+}
+
 const struct dl_format_ops dl_fmt_png_ops = {
 	.id = DL_FMT_PNG,
 	.name = "png",
+	.dlio_name = "png",
 	.ext = "png",
+	.example = "width: 40, height: 30, color: L",
 	.nparts = 1,
 	.read_hints = {.plan = DL_PLAN_WHOLE, .batch = 24, .read_threads = 8, .flags = DL_RH_IMAGE},
+	.features = DL_FF_CLASSES | DL_FF_ONE_SAMPLE | DL_FF_UINT8,
+	.size_note = "set by the image (no exact file size asked)",
+	.params = dl_img_param_table,
+	.nparams = 3,
+	.check = png_check,
 	.layout = png_layout,
 	.read = png_read,
 };

@@ -450,7 +450,13 @@ static int tfr_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *bu
 const struct dl_format_ops dl_fmt_tfrecord_ops = {
 	.id = DL_FMT_TFRECORD,
 	.name = "tfrecord",
+	.dlio_name = "tfrecord",
 	.ext = "tfrecord",
+	.example = "sample_size: {mean: 3000, stdev: 500}, samples_per_file: 5",
+	.features = DL_FF_SHAPE,
+	.comps = (const struct dl_comp_use[]){{DL_COMP_GZIP, "a GZIP file"}},
+	.ncomps = 1,
+	/* DLIO's TFRecord writer ignores its compression key. */
 	.nparts = 1,
 	.read_hints = {.plan = DL_PLAN_STREAM, .batch = 64, .read_threads = 8, .flags = DL_RH_CRC},
 	.layout = tfr_layout,

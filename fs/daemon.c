@@ -33,7 +33,7 @@ static int fs_init(struct dl_fs *fs, struct dl_config *cfg, int no_pacer)
 	fs->gid = getgid();
 	clock_gettime(CLOCK_REALTIME, &fs->mount_time);
 	fs->mount_time.tv_nsec = 0;
-	ret = dl_fmt_ctx_new(cfg, 0, &fs->fmt);
+	ret = dl_fmt_ctx_new(cfg->seed, 0, &fs->fmt);
 	if (ret)
 		return ret;
 	fs->bufs_cap = 64;

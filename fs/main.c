@@ -30,6 +30,7 @@ static void usage(FILE *o)
 		"                    [--readahead SIZE] [--no-pacer] [--fuse-overhead TIME]\n"
 		"       dliofs umount MOUNTPOINT\n"
 		"       dliofs check CONFIG.yaml\n"
+		"       dliofs formats [--config]\n"
 		"       dliofs stat MOUNTPOINT [--watch [SECONDS]] [--all | --json] [--reset]\n"
 		"       dliofs set MOUNTPOINT key=value ...\n"
 		"       dliofs cache drop MOUNTPOINT | dliofs cache warm MOUNTPOINT PATH\n"
@@ -46,6 +47,8 @@ static void usage(FILE *o)
 		"        SIGINT/SIGTERM unmount cleanly.\n"
 		"umount  unmount MOUNTPOINT (the daemon then exits)\n"
 		"check   validate CONFIG.yaml and print every dataset: files, sizes, total bytes\n"
+		"formats the formats served, their own keys and read plans (--config: a config\n"
+		"        with one small dataset of every format)\n"
 		"stat    the mount's live statistics: a table per class and per job (--all:\n"
 		"        every figure of .dliofs/stats.json; --json: the file; --watch redraws)\n"
 		"set     change storage-model settings live, e.g. read.bandwidth=500MB/s\n"
@@ -106,7 +109,7 @@ static int cmd_check(const char *path)
 	ret = dl_config_load(path, stderr, &cfg);
 	if (ret)
 		return 2;
-	ret = dl_fmt_ctx_new(cfg, 1024, &ctx);
+	ret = dl_fmt_ctx_new(cfg->seed, 1024, &ctx);
 	if (ret)
 		goto out;
 	printf("%s: seed %llu, io %s, %u dataset%s\n", path, (unsigned long long)cfg->seed,
@@ -348,6 +351,8 @@ int main(int argc, char **argv)
 		return dl_cli_trace(argv[3], argv[2], argc > 4 ? argv[4] : NULL,
 				    argc > 5 ? argv[5] : NULL);
 	}
+	if (!strcmp(argv[1], "formats"))
+		return dl_cli_formats(argc - 2, argv + 2);
 	if (!strcmp(argv[1], "check")) {
 		if (argc != 3) {
 			usage(stderr);

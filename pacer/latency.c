@@ -22,11 +22,6 @@
 #define EMPIRICAL_MAX_BYTES (64LL << 20)
 #define EMPIRICAL_MAX_LINE 4096
 
-#define LAT_EXPECTED                                                                               \
-	"expected a latency: a time (200us), constant(t), uniform(min, max), normal(mean, "        \
-	"stdev), "                                                                                 \
-	"lognormal(median, p99), exponential(mean), empirical(FILE) or none"
-
 void pacer_fmt_time(uint64_t ns, char *buf, size_t len)
 {
 	static const struct {
@@ -52,49 +47,184 @@ static uint64_t to_ns(double x)
 	return (uint64_t)(x + 0.5);
 }
 
+/* ---- the distributions ---- */
+
+static uint64_t draw_none(const struct dl_lat_model *m, uint64_t key, uint64_t i)
+{
+	(void)m, (void)key, (void)i;
+	return 0;
+}
+
+static uint64_t draw_const(const struct dl_lat_model *m, uint64_t key, uint64_t i)
+{
+	(void)key, (void)i;
+	return m->a_ns;
+}
+
+static uint64_t draw_uniform(const struct dl_lat_model *m, uint64_t key, uint64_t i)
+{
+	uint64_t span = m->b_ns - m->a_ns;
+
+	if (span == UINT64_MAX)
+		return dl_prng_word(key, i);
+	return m->a_ns + dl_prng_below(key, i, span + 1);
+}
+
+static uint64_t draw_normal(const struct dl_lat_model *m, uint64_t key, uint64_t i)
+{
+	return to_ns((double)m->a_ns + (double)m->b_ns * dl_prng_normal(key, i));
+}
+
+static uint64_t draw_lognormal(const struct dl_lat_model *m, uint64_t key, uint64_t i)
+{
+	/* median a, p99 b: mu = ln a, sigma = ln(b / a) / z99. */
+	double sigma = log((double)m->b_ns / (double)m->a_ns) / Z99;
+
+	return to_ns((double)m->a_ns * exp(sigma * dl_prng_normal(key, i)));
+}
+
+static uint64_t draw_exp(const struct dl_lat_model *m, uint64_t key, uint64_t i)
+{
+	return to_ns(-(double)m->a_ns * log1p(-dl_prng_unit(key, i)));
+}
+
+static uint64_t draw_empirical(const struct dl_lat_model *m, uint64_t key, uint64_t i)
+{
+	uint64_t lo = 0, hi;
+	double u;
+
+	if (!m->n)
+		return 0;
+	/* The smallest point whose cumulative probability exceeds u: each
+	 * measured value comes back with its own frequency. */
+	u = dl_prng_unit(key, i);
+	hi = m->n - 1;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (m->cdf[mid] > u)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return m->values_ns[lo];
+}
+
+static const char *check_uniform(const struct dl_lat_model *m)
+{
+	return m->b_ns < m->a_ns ? "uniform(min, max) needs max >= min" : NULL;
+}
+
+static const char *check_lognormal(const struct dl_lat_model *m)
+{
+	if (!m->a_ns)
+		return "lognormal(median, p99) needs a median above 0";
+	return m->b_ns < m->a_ns ? "lognormal(median, p99) needs p99 >= median" : NULL;
+}
+
+static const char *check_empirical(const struct dl_lat_model *m)
+{
+	return !m->n || !m->values_ns || !m->cdf ? "empirical latency table is empty" : NULL;
+}
+
+/* One distribution: how it is written, its arguments (times, or a file),
+ * its seeded draw and what makes it unusable. Adding a distribution is a
+ * value of enum dl_lat_kind (pacer.h) and a row here: parsing, the dump,
+ * the help, the YAML mapping form ({dist: NAME, ARG: ...}) and the
+ * messages all come from this table. */
+static const struct lat_dist {
+	enum dl_lat_kind kind;
+	const char *name;
+	const char *alias;		/* a second spelling, or NULL */
+	unsigned nargs;
+	const char *args[2];		/* their names (the YAML mapping's keys) */
+	int file;			/* the argument is a file of measured values */
+	uint64_t (*draw)(const struct dl_lat_model *m, uint64_t key, uint64_t i);
+	const char *(*check)(const struct dl_lat_model *m);	/* NULL: always usable */
+} dists[] = {
+	{DL_LAT_NONE, "none", NULL, 0, {NULL, NULL}, 0, draw_none, NULL},
+	{DL_LAT_CONST, "constant", "const", 1, {"value", NULL}, 0, draw_const, NULL},
+	{DL_LAT_UNIFORM, "uniform", NULL, 2, {"min", "max"}, 0, draw_uniform, check_uniform},
+	{DL_LAT_NORMAL, "normal", NULL, 2, {"mean", "stdev"}, 0, draw_normal, NULL},
+	{DL_LAT_LOGNORMAL, "lognormal", NULL, 2, {"median", "p99"}, 0, draw_lognormal,
+	 check_lognormal},
+	{DL_LAT_EXP, "exponential", "exp", 1, {"mean", NULL}, 0, draw_exp, NULL},
+	{DL_LAT_EMPIRICAL, "empirical", NULL, 1, {"file", NULL}, 1, draw_empirical,
+	 check_empirical},
+};
+
+#define NDISTS (sizeof(dists) / sizeof(dists[0]))
+
+static const struct lat_dist *dist_of(enum dl_lat_kind k)
+{
+	for (unsigned i = 0; i < NDISTS; i++)
+		if (dists[i].kind == k)
+			return &dists[i];
+	return &dists[0];
+}
+
+static const struct lat_dist *dist_named(const char *name)
+{
+	for (unsigned i = 0; i < NDISTS; i++)
+		if (!strcmp(name, dists[i].name) || (dists[i].alias && !strcmp(name, dists[i].alias)))
+			return &dists[i];
+	return NULL;
+}
+
+/* "uniform(min, max)"; "FILE" for a file argument. */
+static size_t put_form(const struct lat_dist *d, char *buf, size_t len)
+{
+	if (!d->nargs)
+		return (size_t)snprintf(buf, len, "%s", d->name);
+	if (d->file)
+		return (size_t)snprintf(buf, len, "%s(FILE)", d->name);
+	return (size_t)snprintf(buf, len, "%s(%s%s%s)", d->name, d->args[0], d->nargs > 1 ? ", " : "",
+				d->nargs > 1 ? d->args[1] : "");
+}
+
+void dl_lat_forms(char *buf, size_t len)
+{
+	size_t o = (size_t)snprintf(buf, len, "a time (200us)");
+
+	for (unsigned i = 1; i < NDISTS && o < len; i++) {
+		o += (size_t)snprintf(buf + o, len - o, ", ");
+		if (o < len)
+			o += put_form(&dists[i], buf + o, len - o);
+	}
+	if (o < len)
+		snprintf(buf + o, len - o, " or none");
+}
+
+int dl_lat_dist_arg(const char *dist, const char *arg, char *why, size_t whylen)
+{
+	const struct lat_dist *d = dist_named(dist);
+	char forms[512];
+
+	if (!d) {
+		dl_lat_forms(forms, sizeof(forms));
+		snprintf(why, whylen, "unknown distribution \"%s\": expected %s", dist, forms);
+		return -ENOENT;
+	}
+	for (unsigned k = 0; k < d->nargs; k++)
+		if (!strcmp(arg, d->args[k]))
+			return (int)k;
+	put_form(d, forms, sizeof(forms));
+	snprintf(why, whylen, "%s takes no parameter '%s' (it is %s)", d->name, arg, forms);
+	return -EINVAL;
+}
+
+/* The message of a latency that cannot be parsed. */
+static void expected(char *why, size_t whylen, const char *pre, const char *post)
+{
+	char forms[512];
+
+	dl_lat_forms(forms, sizeof(forms));
+	snprintf(why, whylen, "%sexpected a latency: %s%s", pre, forms, post);
+}
+
 uint64_t pacer_lat_sample(const struct dl_lat_model *m, uint64_t key, uint64_t i)
 {
-	uint64_t span, lo, hi;
-	double u, sigma;
-
-	switch (m->kind) {
-	case DL_LAT_NONE:
-		return 0;
-	case DL_LAT_CONST:
-		return m->a_ns;
-	case DL_LAT_UNIFORM:
-		span = m->b_ns - m->a_ns;
-		if (span == UINT64_MAX)
-			return dl_prng_word(key, i);
-		return m->a_ns + dl_prng_below(key, i, span + 1);
-	case DL_LAT_NORMAL:
-		return to_ns((double)m->a_ns + (double)m->b_ns * dl_prng_normal(key, i));
-	case DL_LAT_LOGNORMAL:
-		/* median a, p99 b: mu = ln a, sigma = ln(b / a) / z99. */
-		sigma = log((double)m->b_ns / (double)m->a_ns) / Z99;
-		return to_ns((double)m->a_ns * exp(sigma * dl_prng_normal(key, i)));
-	case DL_LAT_EXP:
-		u = dl_prng_unit(key, i);
-		return to_ns(-(double)m->a_ns * log1p(-u));
-	case DL_LAT_EMPIRICAL:
-		if (!m->n)
-			return 0;
-		/* The smallest point whose cumulative probability exceeds u:
-		 * each measured value comes back with its own frequency. */
-		u = dl_prng_unit(key, i);
-		lo = 0;
-		hi = m->n - 1;
-		while (lo < hi) {
-			uint64_t mid = lo + (hi - lo) / 2;
-
-			if (m->cdf[mid] > u)
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
-		return m->values_ns[lo];
-	}
-	return 0;
+	return dist_of(m->kind)->draw(m, key, i);
 }
 
 void pacer_lat_free(struct dl_lat_model *m)
@@ -131,81 +261,43 @@ int pacer_lat_copy(struct dl_lat_model *dst, const struct dl_lat_model *src)
 
 int pacer_lat_equal(const struct dl_lat_model *a, const struct dl_lat_model *b)
 {
+	const struct lat_dist *d = dist_of(a->kind);
+
 	if (a->kind != b->kind)
 		return 0;
-	switch (a->kind) {
-	case DL_LAT_NONE:
-		return 1;
-	case DL_LAT_CONST:
-	case DL_LAT_EXP:
-		return a->a_ns == b->a_ns;
-	case DL_LAT_EMPIRICAL:
+	if (d->file)
 		return a->n == b->n && !strcmp(a->source, b->source);
-	default:
-		return a->a_ns == b->a_ns && a->b_ns == b->b_ns;
-	}
+	return (d->nargs < 1 || a->a_ns == b->a_ns) && (d->nargs < 2 || a->b_ns == b->b_ns);
 }
 
 int pacer_lat_check(const struct dl_lat_model *m, char *why, size_t whylen)
 {
-	switch (m->kind) {
-	case DL_LAT_UNIFORM:
-		if (m->b_ns < m->a_ns) {
-			snprintf(why, whylen, "uniform(min, max) needs max >= min");
-			return -EINVAL;
-		}
-		break;
-	case DL_LAT_LOGNORMAL:
-		if (!m->a_ns) {
-			snprintf(why, whylen, "lognormal(median, p99) needs a median above 0");
-			return -EINVAL;
-		}
-		if (m->b_ns < m->a_ns) {
-			snprintf(why, whylen, "lognormal(median, p99) needs p99 >= median");
-			return -EINVAL;
-		}
-		break;
-	case DL_LAT_EMPIRICAL:
-		if (!m->n || !m->values_ns || !m->cdf) {
-			snprintf(why, whylen, "empirical latency table is empty");
-			return -EINVAL;
-		}
-		break;
-	default:
-		break;
-	}
-	return 0;
+	const struct lat_dist *d = dist_of(m->kind);
+	const char *w = d->check ? d->check(m) : NULL;
+
+	if (!w)
+		return 0;
+	snprintf(why, whylen, "%s", w);
+	return -EINVAL;
 }
 
 void pacer_lat_format(const struct dl_lat_model *m, char *buf, size_t len)
 {
+	const struct lat_dist *d = dist_of(m->kind);
 	char a[32], b[32];
 
 	pacer_fmt_time(m->a_ns, a, sizeof(a));
 	pacer_fmt_time(m->b_ns, b, sizeof(b));
-	switch (m->kind) {
-	case DL_LAT_NONE:
-		snprintf(buf, len, "none");
-		break;
-	case DL_LAT_CONST:
-		snprintf(buf, len, "%s", a);
-		break;
-	case DL_LAT_UNIFORM:
-		snprintf(buf, len, "uniform(%s, %s)", a, b);
-		break;
-	case DL_LAT_NORMAL:
-		snprintf(buf, len, "normal(%s, %s)", a, b);
-		break;
-	case DL_LAT_LOGNORMAL:
-		snprintf(buf, len, "lognormal(%s, %s)", a, b);
-		break;
-	case DL_LAT_EXP:
-		snprintf(buf, len, "exponential(%s)", a);
-		break;
-	case DL_LAT_EMPIRICAL:
-		snprintf(buf, len, "empirical(%s)", m->source);
-		break;
-	}
+	if (!d->nargs)
+		snprintf(buf, len, "%s", d->name);
+	else if (d->file)
+		snprintf(buf, len, "%s(%s)", d->name, m->source);
+	else if (d->kind == DL_LAT_CONST)
+		snprintf(buf, len, "%s", a);	/* a bare time reads back as constant */
+	else if (d->nargs == 1)
+		snprintf(buf, len, "%s(%s)", d->name, a);
+	else
+		snprintf(buf, len, "%s(%s, %s)", d->name, a, b);
 }
 
 /* ---- empirical tables ---- */
@@ -459,30 +551,17 @@ static int split_call(char *s, char **name, char **args, unsigned *nargs, int wh
 
 int pacer_lat_parse(const char *str, struct dl_lat_model *out, char *why, size_t whylen)
 {
-	static const struct {
-		const char *name;
-		enum dl_lat_kind kind;
-		unsigned nargs;
-	} fns[] = {
-	    {"const", DL_LAT_CONST, 1},
-	    {"constant", DL_LAT_CONST, 1},
-	    {"uniform", DL_LAT_UNIFORM, 2},
-	    {"normal", DL_LAT_NORMAL, 2},
-	    {"lognormal", DL_LAT_LOGNORMAL, 2},
-	    {"exponential", DL_LAT_EXP, 1},
-	    {"exp", DL_LAT_EXP, 1},
-	    {"empirical", DL_LAT_EMPIRICAL, 1},
-	};
+	const struct lat_dist *d;
 	struct dl_lat_model m;
 	char buf[512], *s, *name, *args[2];
 	const char *w = NULL;
-	unsigned nargs, i;
 	uint64_t v[2] = {0, 0};
+	unsigned nargs;
 	int ret;
 
 	memset(&m, 0, sizeof(m));
 	if (!str || strlen(str) >= sizeof(buf)) {
-		snprintf(why, whylen, LAT_EXPECTED);
+		expected(why, whylen, "", "");
 		return -EINVAL;
 	}
 	snprintf(buf, sizeof(buf), "%s", str);
@@ -492,8 +571,11 @@ int pacer_lat_parse(const char *str, struct dl_lat_model *out, char *why, size_t
 		return 0;
 	}
 	if (!strchr(s, '(')) {
+		char tail[96];
+
 		if (dl_parse_time(s, &v[0], &w)) {
-			snprintf(why, whylen, "%s (%s)", LAT_EXPECTED, w ? w : "bad time");
+			snprintf(tail, sizeof(tail), " (%s)", w ? w : "bad time");
+			expected(why, whylen, "", tail);
 			return -EINVAL;
 		}
 		m.kind = v[0] ? DL_LAT_CONST : DL_LAT_NONE;
@@ -503,30 +585,35 @@ int pacer_lat_parse(const char *str, struct dl_lat_model *out, char *why, size_t
 	}
 	ret = split_call(s, &name, args, &nargs, !strncmp(s, "empirical", 9));
 	if (ret) {
-		snprintf(why, whylen, "%s", LAT_EXPECTED);
+		expected(why, whylen, "", "");
 		return ret;
 	}
-	for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
-		if (!strcmp(name, fns[i].name))
-			break;
-	if (i == sizeof(fns) / sizeof(fns[0])) {
-		snprintf(why, whylen, "unknown distribution \"%s\": %s", name, LAT_EXPECTED);
+	d = dist_named(name);
+	if (!d || !d->nargs) {
+		char pre[96];
+
+		snprintf(pre, sizeof(pre), "unknown distribution \"%.40s\": ", name);
+		expected(why, whylen, pre, "");
 		return -EINVAL;
 	}
-	if (fns[i].kind == DL_LAT_EMPIRICAL) {
+	if (d->file) {
 		if (!args[0][0]) {
-			snprintf(why, whylen, "empirical(FILE) needs a file name");
+			snprintf(why, whylen, "%s(FILE) needs a file name", d->name);
 			return -EINVAL;
 		}
 		ret = load_empirical(args[0], &m, why, whylen);
 		if (ret)
 			return ret;
+		m.kind = d->kind;
 		*out = m;
 		return 0;
 	}
-	if (nargs != fns[i].nargs) {
-		snprintf(why, whylen, "%s() takes %u argument%s: %s", name, fns[i].nargs,
-			 fns[i].nargs > 1 ? "s" : "", LAT_EXPECTED);
+	if (nargs != d->nargs) {
+		char pre[96];
+
+		snprintf(pre, sizeof(pre), "%s() takes %u argument%s: ", name, d->nargs,
+			 d->nargs > 1 ? "s" : "");
+		expected(why, whylen, pre, "");
 		return -EINVAL;
 	}
 	for (unsigned k = 0; k < nargs; k++) {
@@ -536,7 +623,7 @@ int pacer_lat_parse(const char *str, struct dl_lat_model *out, char *why, size_t
 			return -EINVAL;
 		}
 	}
-	m.kind = fns[i].kind;
+	m.kind = d->kind;
 	m.a_ns = v[0];
 	m.b_ns = v[1];
 	ret = pacer_lat_check(&m, why, whylen);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dliofs/suggest.h"
 #include "dliofs/units.h"
 #include "pacer_i.h"
 
@@ -66,8 +67,7 @@ static const struct opt opts[] = {
      "requests in service at once (at most 65536); later ones wait in arrival order; "
      "unlimited or 0: no limit"},
     {"latency", T_LAT, DEV(latency), 0,
-     "per-request latency: 200us | constant(200us) | uniform(min, max) | normal(mean, stdev) "
-     "| lognormal(median, p99) | exponential(mean) | empirical(FILE) | none"},
+     "per-request latency, in YAML also {dist: NAME, PARAM: time, ...}: "},
     {"phases.count", T_NPHASES, TOP(nphases), 1,
      "number of phases (0: the constant model above; at most 16); setting phases.N.* with "
      "N = count appends a phase that starts as a copy of the constant model"},
@@ -428,6 +428,50 @@ static void key_list(char *buf, size_t len)
 		snprintf(buf + j, len - j, " phases.N.{read,write,meta}.*");
 }
 
+/* The full key nearest to an unknown one ("read.bandwith" -> "read.bandwidth"),
+ * NULL if none is near: every key as written, numbered ones with the number
+ * the user wrote (or 0). */
+static const char *suggest_key(const char *key, char *buf, size_t len)
+{
+	static const char *const classes[] = {"read.", "write.", "meta."};
+	char names[NOPTS * 4][64];
+	const char *cands[NOPTS * 4], *hit;
+	unsigned long n = 0;
+	size_t nc = 0;
+	const char *num = strpbrk(key, "0123456789");
+
+	if (num)
+		n = strtoul(num, NULL, 10);
+	for (unsigned i = 0; i < NOPTS; i++) {
+		unsigned k = opts[i].scope == S_DEV ? 3 : 1;
+
+		for (unsigned c = 0; c < k; c++) {
+			switch (opts[i].scope) {
+			case S_DEV:
+				snprintf(names[nc], sizeof(names[nc]), "%s%s", classes[c], opts[i].name);
+				break;
+			case S_PHASE:
+				snprintf(names[nc], sizeof(names[nc]), "phases.%lu.%s", n, opts[i].name);
+				break;
+			case S_RULE:
+				snprintf(names[nc], sizeof(names[nc]), "share.jobs.%lu.%s", n,
+					 opts[i].name);
+				break;
+			default:
+				snprintf(names[nc], sizeof(names[nc]), "%s", opts[i].name);
+				break;
+			}
+			cands[nc] = names[nc];
+			nc++;
+		}
+	}
+	hit = dl_suggest(key, cands, nc);
+	if (!hit)
+		return NULL;
+	snprintf(buf, len, "%s", hit);
+	return buf;
+}
+
 struct target {
 	const struct opt *o;
 	int phase; /* -1: not in a phase */
@@ -474,6 +518,13 @@ static int resolve(const char *key, struct target *t, char *err, size_t errlen)
 		t->o = find_opt(S_TOP, key);
 	}
 	if (!t->o) {
+		char near[64];
+
+		if (suggest_key(key, near, sizeof(near))) {
+			snprintf(err, errlen, "unknown pacer key \"%s\" (did you mean \"%s\"?)", key,
+				 near);
+			return -EINVAL;
+		}
 		key_list(keys, sizeof(keys));
 		snprintf(err, errlen, "unknown pacer key \"%s\" (%s)", key, keys);
 		return -EINVAL;
@@ -896,11 +947,14 @@ void dl_pacer_cfg_dump(const struct dl_pacer_cfg *cfg, FILE *out, int indent)
 
 void dl_pacer_cfg_help(FILE *out)
 {
+	char forms[512];
+
+	dl_lat_forms(forms, sizeof(forms));
 	fprintf(out,
 		"pacer keys (the YAML pacer: section, flattened with dots, and live changes):\n");
 	for (unsigned i = 0; i < NOPTS; i++) {
-		fprintf(out, "  %s%s\n      %s\n", scope_prefix(opts[i].scope), opts[i].name,
-			opts[i].help);
+		fprintf(out, "  %s%s\n      %s%s\n", scope_prefix(opts[i].scope), opts[i].name,
+			opts[i].help, opts[i].type == T_LAT ? forms : "");
 	}
 	fprintf(out,
 		"  phases.N.{read,write,meta}.KEY\n"

@@ -10,6 +10,13 @@
 
 #include "dliofs/config.h"
 #include "dliofs/prng.h"
+#include "dlrm_i.h"
+#include "hdf5_i.h"
+#include "image_i.h"
+
+/* A dataset's format parameters, as the formats lay them out. */
+#define IMGP(d) dl_img_params(d)
+#define H5(d) dl_h5_params(d)
 
 static unsigned passed, failed;
 
@@ -189,7 +196,7 @@ static void test_full(void)
 
 	d = &r.cfg->datasets[2];
 	CHECK(d->format == DL_FMT_DLRM && d->samples_per_file == 1048576 &&
-		      d->dlrm_cardinality == 10000000ULL && d->sample_size.mean == 160 &&
+		      dl_dlrm_params(d)->cardinality == 10000000ULL && d->sample_size.mean == 160 &&
 		      d->sample_size.stdev == 0 && d->sample_size.min == 160 &&
 		      d->sample_size.max == 160,
 	      "dlrm: fixed 160-byte records without sample_size");
@@ -229,8 +236,7 @@ static void test_defaults(void)
 	CHECK(r.cfg->seed == 1 && r.cfg->io_mode == DL_IO_CACHE, "top defaults");
 	CHECK(d->files[0] == 1 && d->files[1] == 0 && d->samples_per_file == 1 &&
 		      d->dtype == DL_DT_UINT8 && d->subfolders[0] == 0 && d->subfolders[1] == 0 &&
-		      !strcmp(d->file_prefix, "img") && d->dlrm_cardinality == 10000000ULL &&
-		      d->ndims == 0 && d->format == DL_FMT_RAW && !strcmp(d->name, "a"),
+		      !strcmp(d->file_prefix, "img") && d->ndims == 0 && d->format == DL_FMT_RAW && !strcmp(d->name, "a"),
 	      "dataset defaults");
 	CHECK(d->loc.line == 2 && d->loc.col == 5, "loc %u:%u", d->loc.line, d->loc.col);
 	res_free(&r);
@@ -330,6 +336,15 @@ static void test_dump(void)
 	res_free(&r);
 
 	roundtrip(__LINE__, full_yaml);
+	/* Every registered format's example, named nowhere here. */
+	for (unsigned f = 0; f < DL_FMT__COUNT; f++) {
+		const struct dl_format_ops *ops = dl_format_ops((enum dl_format)f);
+		char yaml[512];
+
+		snprintf(yaml, sizeof(yaml), "datasets:\n  - {name: x, format: %s, files: 4, %s}\n",
+			 ops->name, ops->example);
+		roundtrip(__LINE__, yaml);
+	}
 	roundtrip(__LINE__, HEAD "    sample_size: 1\n");
 	roundtrip(__LINE__, "seed: 0\n" HEAD "    sample_size: 1EiB\n");
 	roundtrip(__LINE__, HEAD "    sample_size: {mean: 1234567, stdev: 3}\n");
@@ -791,38 +806,38 @@ static void test_formats2(void)
 	}
 	CHECK(r.cfg->ndatasets == 8, "n %u", r.cfg->ndatasets);
 	d = &r.cfg->datasets[0];
-	CHECK(d->format == DL_FMT_HDF5 && d->h5_layout == DL_H5_DLIO && d->h5_dsets == 2 &&
-		      d->h5_chunk_ndims == 3 && d->h5_chunk[0] == 4 && d->h5_chunk[1] == 64 &&
-		      d->h5_chunk[2] == 64 && d->compression == DL_COMP_GZIP &&
+	CHECK(d->format == DL_FMT_HDF5 && H5(d)->layout == DL_H5_DLIO && H5(d)->dsets == 2 &&
+		      H5(d)->chunk_ndims == 3 && H5(d)->chunk[0] == 4 && H5(d)->chunk[1] == 64 &&
+		      H5(d)->chunk[2] == 64 && d->compression == DL_COMP_GZIP &&
 		      d->compression_level == 6 && d->sample_size.mean == 1048576,
 	      "hdf5 fields");
 	d = &r.cfg->datasets[1];
-	CHECK(d->format == DL_FMT_HDF5 && d->h5_layout == DL_H5_PLAIN && d->h5_dsets == 1 &&
-		      d->h5_chunk_ndims == 0 && d->compression == DL_COMP_NONE &&
+	CHECK(d->format == DL_FMT_HDF5 && H5(d)->layout == DL_H5_PLAIN && H5(d)->dsets == 1 &&
+		      H5(d)->chunk_ndims == 0 && d->compression == DL_COMP_NONE &&
 		      d->compression_level == 4 && d->ndims == 3 && d->dtype == DL_DT_FLOAT32,
 	      "hdf5 plain: defaults");
 	d = &r.cfg->datasets[2];
 	/* Derived square: raw RGB pixels ~4x the mean file size: isqrt(4 * 110000 / 3). */
 	CHECK(d->format == DL_FMT_JPEG && d->classes == 10 && d->size_given == 1 &&
-		      d->color == DL_COLOR_RGB && d->samples_per_file == 1 &&
+		      IMGP(d)->color == DL_COLOR_RGB && d->samples_per_file == 1 &&
 		      dist_is(&d->sample_size, 110000, 30000, 5000, 1000000) &&
-		      dist_is(&d->width, 382, 0, 382, 382) && dist_is(&d->height, 382, 0, 382, 382),
+		      dist_is(&IMGP(d)->width, 382, 0, 382, 382) && dist_is(&IMGP(d)->height, 382, 0, 382, 382),
 	      "jpeg with classes and a size: width %" PRIu64 " height %" PRIu64 " color %d",
-	      d->width.mean, d->height.mean, d->color);
+	      IMGP(d)->width.mean, IMGP(d)->height.mean, IMGP(d)->color);
 	d = &r.cfg->datasets[3];
-	CHECK(d->format == DL_FMT_PNG && d->size_given == 0 && d->color == DL_COLOR_L &&
-		      dist_is(&d->width, 400, 100, 64, 1024) && dist_is(&d->height, 300, 0, 300, 300),
+	CHECK(d->format == DL_FMT_PNG && d->size_given == 0 && IMGP(d)->color == DL_COLOR_L &&
+		      dist_is(&IMGP(d)->width, 400, 100, 64, 1024) && dist_is(&IMGP(d)->height, 300, 0, 300, 300),
 	      "png: width distribution, fixed height");
 	d = &r.cfg->datasets[4];
-	CHECK(d->color == DL_COLOR_RGB420 && dist_is(&d->width, 224, 0, 224, 224) &&
-		      dist_is(&d->height, 224, 0, 224, 224) && d->size_given == 0,
+	CHECK(IMGP(d)->color == DL_COLOR_RGB420 && dist_is(&IMGP(d)->width, 224, 0, 224, 224) &&
+		      dist_is(&IMGP(d)->height, 224, 0, 224, 224) && d->size_given == 0,
 	      "jpeg: height defaults to width");
 	CHECK(r.cfg->datasets[5].compression == DL_COMP_GZIP &&
 		      r.cfg->datasets[6].compression == DL_COMP_ZIP &&
 		      r.cfg->datasets[6].compression_level == 4,
 	      "tfrecord gzip, npz zip");
 	d = &r.cfg->datasets[7];
-	CHECK(dist_is(&d->width, 300, 50, 1, 600) && dist_is(&d->height, 300, 50, 1, 600) &&
+	CHECK(dist_is(&IMGP(d)->width, 300, 50, 1, 600) && dist_is(&IMGP(d)->height, 300, 50, 1, 600) &&
 		      d->size_given && d->sample_size.mean == 200000,
 	      "png: width distribution defaults (min 1, max mean + 6 stdev), height copies it");
 	res_free(&r);
@@ -836,7 +851,7 @@ static void test_formats2(void)
 
 	/* Big enough for 65500-pixel sides: the derived square stays within JPEG. */
 	r = load("datasets:\n  - {name: j, format: jpeg, sample_size: 100GB}\n");
-	CHECK(r.ret == 0 && r.cfg && r.cfg->datasets[0].width.mean == 65500,
+	CHECK(r.ret == 0 && r.cfg && IMGP(&r.cfg->datasets[0])->width.mean == 65500,
 	      "derived side capped at 65500: %s", r.err);
 	res_free(&r);
 	/* The smallest exact sizes are accepted. */
@@ -864,9 +879,9 @@ static void test_formats2_errors(void)
 	/* compression */
 	EXPECT_ERR("datasets:\n  - {name: a, format: npz, sample_size: 1, compression: gzip}\n",
 		   "t.yaml:2:57: datasets[0].compression: gzip is for formats tfrecord",
-		   "npz uses zip");
+		   "this dataset is npz, which takes zip");
 	EXPECT_ERR("datasets:\n  - {name: a, format: tfrecord, sample_size: 1, compression: zip}\n",
-		   "datasets[0].compression: zip is for format npz", "use gzip");
+		   "datasets[0].compression: zip is for format npz", "which takes gzip");
 	EXPECT_ERR("datasets:\n  - {name: a, format: raw, sample_size: 1, compression: zip}\n",
 		   "datasets[0].compression: zip is for format npz (np.savez_compressed); this "
 		   "dataset is raw");
@@ -1196,16 +1211,16 @@ static void test_dlio(void)
 				"  record_length_bytes: 150528\n  record_length_bytes_stdev: 30000\n");
 	if (r.cfg) {
 		d = &r.cfg->datasets[0];
-		CHECK(d->format == DL_FMT_JPEG && d->color == DL_COLOR_L && d->samples_per_file == 1 &&
-			      !d->size_given && dist_is(&d->width, 387, 39, 1, 387 + 6 * 39) &&
-			      dist_is(&d->height, 387, 39, 1, 387 + 6 * 39) &&
+		CHECK(d->format == DL_FMT_JPEG && IMGP(d)->color == DL_COLOR_L && d->samples_per_file == 1 &&
+			      !d->size_given && dist_is(&IMGP(d)->width, 387, 39, 1, 387 + 6 * 39) &&
+			      dist_is(&IMGP(d)->height, 387, 39, 1, 387 + 6 * 39) &&
 			      strstr(r.err, "dataset.num_samples_per_file\n"),
-		      "jpeg: %" PRIu64 " %" PRIu64 " %s", d->width.mean, d->width.stdev, r.err);
+		      "jpeg: %" PRIu64 " %" PRIu64 " %s", IMGP(d)->width.mean, IMGP(d)->width.stdev, r.err);
 	}
 	res_free(&r);
 	r = load_dlio(__LINE__, "dataset:\n  format: png\n  record_dims: [300, 400]\n");
-	CHECK(r.cfg && dist_is(&r.cfg->datasets[0].height, 300, 0, 300, 300) &&
-		      dist_is(&r.cfg->datasets[0].width, 400, 0, 400, 400),
+	CHECK(r.cfg && dist_is(&IMGP(&r.cfg->datasets[0])->height, 300, 0, 300, 300) &&
+		      dist_is(&IMGP(&r.cfg->datasets[0])->width, 400, 0, 400, 400),
 	      "png record_dims are (height, width)");
 	res_free(&r);
 
@@ -1218,11 +1233,11 @@ static void test_dlio(void)
 				"  train:\n    seed: 99\nhydra: {run: {dir: x}}\n");
 	if (r.cfg) {
 		d = &r.cfg->datasets[0];
-		CHECK(!strcmp(d->name, "cosmo") && d->format == DL_FMT_HDF5 && d->h5_dsets == 4 &&
-			      d->h5_layout == DL_H5_DLIO && d->ndims == 2 && d->dims[0] == 128 &&
+		CHECK(!strcmp(d->name, "cosmo") && d->format == DL_FMT_HDF5 && H5(d)->dsets == 4 &&
+			      H5(d)->layout == DL_H5_DLIO && d->ndims == 2 && d->dims[0] == 128 &&
 			      d->dims[1] == 128 && d->compression == DL_COMP_GZIP &&
-			      d->compression_level == 6 && d->h5_chunk_ndims == 3 &&
-			      d->h5_chunk[0] == 1 && d->h5_chunk[1] == 128 && d->h5_chunk[2] == 128 &&
+			      d->compression_level == 6 && H5(d)->chunk_ndims == 3 &&
+			      H5(d)->chunk[0] == 1 && H5(d)->chunk[1] == 128 && H5(d)->chunk[2] == 128 &&
 			      r.cfg->seed == 99,
 		      "hdf5 translation");
 		CHECK(!strcmp(r.err, "t.yaml: ignored DLIO keys: workload.dataset.hdf5.max_shape, "
@@ -1233,15 +1248,15 @@ static void test_dlio(void)
 	r = load_dlio(__LINE__, "dataset:\n  format: hdf5\n  record_dims: [4, 8]\n"
 				"  hdf5: {num_dset_per_record: 2, chunk_dims: [1, 2, 8]}\n");
 	CHECK(r.cfg && r.cfg->datasets[0].ndims == 2 && r.cfg->datasets[0].dims[0] == 2 &&
-		      r.cfg->datasets[0].h5_chunk_ndims == 3 && r.cfg->datasets[0].h5_chunk[1] == 2,
+		      H5(&r.cfg->datasets[0])->chunk_ndims == 3 && H5(&r.cfg->datasets[0])->chunk[1] == 2,
 	      "hdf5 split 4 -> 2 and chunk_dims");
 	res_free(&r);
 	/* The legacy chunking keys: (1, c, c) with c = ceil(sqrt(chunk_size)). */
 	r = load_dlio(__LINE__, "dataset:\n  format: hdf5\n  record_length_bytes: 1048576\n"
 				"  enable_chunking: True\n  chunk_size: 1000\n");
-	CHECK(r.cfg && r.cfg->datasets[0].h5_chunk_ndims == 3 &&
-		      r.cfg->datasets[0].h5_chunk[0] == 1 && r.cfg->datasets[0].h5_chunk[1] == 32 &&
-		      r.cfg->datasets[0].h5_chunk[2] == 32 && r.cfg->datasets[0].h5_dsets == 1,
+	CHECK(r.cfg && H5(&r.cfg->datasets[0])->chunk_ndims == 3 &&
+		      H5(&r.cfg->datasets[0])->chunk[0] == 1 && H5(&r.cfg->datasets[0])->chunk[1] == 32 &&
+		      H5(&r.cfg->datasets[0])->chunk[2] == 32 && H5(&r.cfg->datasets[0])->dsets == 1,
 	      "legacy chunking");
 	res_free(&r);
 	/* Compression where DLIO's writer uses it, ignored where it does not. */
@@ -1293,7 +1308,7 @@ static void test_dlio_errors(void)
 {
 	EXPECT_ERR("framework: pytorch\ndataset:\n  data_folder: data/x\n  format: csv\n",
 		   "t.yaml:4:11: dataset.format: DLIO format \"csv\" is not served by dliofs (it "
-		   "serves npz, npy, hdf5, tfrecord, jpeg, png, indexed_binary)");
+		   "serves npy, npz, tfrecord, indexed_binary, hdf5, jpeg, png)");
 	EXPECT_ERR("dataset:\n  format: mmap_indexed_binary\n",
 		   "t.yaml:2:11: dataset.format: DLIO format \"mmap_indexed_binary\" is not served");
 	EXPECT_ERR("dataset:\n  format: synthetic\n", "t.yaml:2:11: dataset.format:", "synthetic");

@@ -245,7 +245,7 @@ def corpus():
     add("hdf5-on-npz", HEAD.replace("raw", "npz") + "    sample_size: 1\n    hdf5: {datasets: 2}\n",
         (5, 11), "only used by format hdf5")
     add("gzip-npz", HEAD.replace("raw", "npz") + "    sample_size: 1\n    compression: gzip\n",
-        (5, 18), "npz uses zip")
+        (5, 18), "npz, which takes zip")
     add("zip-tfrecord", HEAD.replace("raw", "tfrecord") + "    sample_size: 1\n    compression: zip\n",
         (5, 18), "zip is for format npz")
     add("gzip-hdf5-no-chunks", HEAD.replace("raw", "hdf5") + "    sample_size: 1\n"

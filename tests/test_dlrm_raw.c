@@ -8,6 +8,7 @@
 
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
+#include "dlrm_i.h"
 #include "formats_i.h"
 #include "tap.h"
 
@@ -54,19 +55,16 @@ static struct dl_dataset mkds(enum dl_format fmt, uint64_t S, uint64_t stdev, ui
 	ds.sample_size.stdev = stdev;
 	ds.sample_size.min = stdev ? 1 : S;
 	ds.sample_size.max = stdev ? S + 6 * stdev : S;
-	ds.dlrm_cardinality = card;
+	DL_DS_PARAMS(&ds, struct dl_dlrm_params)->cardinality = card;
 	strcpy(ds.file_prefix, "img");
 	return ds;
 }
 
 static struct dl_fmt_ctx *mkctx(uint64_t seed)
 {
-	struct dl_config cfg;
 	struct dl_fmt_ctx *ctx = NULL;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.seed = seed;
-	if (dl_fmt_ctx_new(&cfg, 1024, &ctx))
+	if (dl_fmt_ctx_new(seed, 1024, &ctx))
 		abort();
 	return ctx;
 }

@@ -18,7 +18,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "dliofs/config.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
 #include "hdf5_i.h"
@@ -88,10 +87,10 @@ static struct dl_dataset mkds(const struct cfg *c)
 	ds.ndims = c->nd;
 	memcpy(ds.dims, c->dims, sizeof(c->dims));
 	snprintf(ds.file_prefix, sizeof(ds.file_prefix), "img");
-	ds.h5_layout = c->layout;
-	ds.h5_dsets = c->dsets;
-	ds.h5_chunk_ndims = c->cnd;
-	memcpy(ds.h5_chunk, c->chunk, sizeof(c->chunk));
+	DL_DS_PARAMS(&ds, struct dl_h5_params)->layout = c->layout;
+	DL_DS_PARAMS(&ds, struct dl_h5_params)->dsets = c->dsets;
+	DL_DS_PARAMS(&ds, struct dl_h5_params)->chunk_ndims = c->cnd;
+	memcpy(DL_DS_PARAMS(&ds, struct dl_h5_params)->chunk, c->chunk, sizeof(c->chunk));
 	ds.compression = c->gzip ? DL_COMP_GZIP : DL_COMP_NONE;
 	ds.compression_level = 4;
 	return ds;
@@ -557,7 +556,7 @@ static void test_slices(void)
 		uint8_t *full, *b;
 		int bad = 0;
 
-		if (dl_fmt_ctx_new(NULL, 0, &ctx) != 0)
+		if (dl_fmt_ctx_new(0, 0, &ctx) != 0)
 			continue;
 		CHECK(dl_file_init(ctx, &ds, DL_SPLIT_VALID, 0, 0, &f) == 0, "%s: init", c->name);
 		/* Cold cache first: tails before the chunks they close. */
@@ -602,7 +601,7 @@ static void test_reuse(void)
 	struct dl_file f0, f1, g1;
 	uint8_t *b0, *b1, *c1;
 
-	if (dl_fmt_ctx_new(NULL, 0, &ctx) || dl_fmt_ctx_new(NULL, 0, &ctx2))
+	if (dl_fmt_ctx_new(0, 0, &ctx) || dl_fmt_ctx_new(0, 0, &ctx2))
 		return;
 	CHECK(dl_file_init(ctx, &ds, DL_SPLIT_TRAIN, 0, 0, &f0) == 0, "init");
 	b0 = full_read(ctx, &f0);
@@ -838,7 +837,7 @@ static void test_threads(void)
 	struct thr_arg arg[4];
 	unsigned bad = 0;
 
-	if (dl_fmt_ctx_new(NULL, 0, &ctx) != 0)
+	if (dl_fmt_ctx_new(0, 0, &ctx) != 0)
 		return;
 	for (size_t i = 0; i < NCFG; i++) {
 		struct dl_file f;
@@ -848,7 +847,7 @@ static void test_threads(void)
 			      : 1;
 	}
 	dl_fmt_ctx_free(ctx);
-	if (dl_fmt_ctx_new(NULL, 64, &ctx) != 0)
+	if (dl_fmt_ctx_new(0, 64, &ctx) != 0)
 		return;
 	dl_h5_set_cache_max(ctx, 2);
 	for (int t = 0; t < 4; t++) {
@@ -906,7 +905,7 @@ static int bench(void)
 	struct dl_file f;
 	double t0, best = 1e9;
 
-	if (dl_fmt_ctx_new(NULL, 0, &ctx) != 0)
+	if (dl_fmt_ctx_new(0, 0, &ctx) != 0)
 		return 1;
 	/* Template builds: 200 distinct shapes of DLIO's default layout. */
 	for (unsigned i = 0; i < 200; i++) {
@@ -969,7 +968,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "--bench") == 0)
 		return bench();
-	if (dl_fmt_ctx_new(NULL, 0, &ctx) != 0)
+	if (dl_fmt_ctx_new(0, 0, &ctx) != 0)
 		return 1;
 	test_configs(ctx);
 	test_errors(ctx);

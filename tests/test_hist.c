@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dliofs/pacer.h"
+#include "dliofs/hist.h"
 #include "dliofs/prng.h"
 #include "tap.h"
 

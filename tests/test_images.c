@@ -36,9 +36,9 @@ static struct dl_dataset mkds(enum dl_format fmt, enum dl_color c, uint64_t w, u
 	ds.format = fmt;
 	ds.files[DL_SPLIT_TRAIN] = 4;
 	ds.samples_per_file = 1;
-	ds.width = (struct dl_dist){w, 0, w, w};
-	ds.height = (struct dl_dist){h, 0, h, h};
-	ds.color = c;
+	DL_DS_PARAMS(&ds, struct dl_img_params)->width = (struct dl_dist){w, 0, w, w};
+	DL_DS_PARAMS(&ds, struct dl_img_params)->height = (struct dl_dist){h, 0, h, h};
+	DL_DS_PARAMS(&ds, struct dl_img_params)->color = c;
 	ds.size_given = target != 0;
 	ds.sample_size = (struct dl_dist){target, 0, target, target};
 	strcpy(ds.file_prefix, "img");
@@ -47,12 +47,9 @@ static struct dl_dataset mkds(enum dl_format fmt, enum dl_color c, uint64_t w, u
 
 static struct dl_fmt_ctx *mkctx(uint64_t seed, size_t entries)
 {
-	struct dl_config cfg;
 	struct dl_fmt_ctx *ctx = NULL;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.seed = seed;
-	if (dl_fmt_ctx_new(&cfg, entries, &ctx))
+	if (dl_fmt_ctx_new(seed, entries, &ctx))
 		abort();
 	return ctx;
 }
@@ -233,7 +230,7 @@ static struct jres decode_jpeg(const struct dl_file *f, const uint8_t *p, uint64
 									     arr[c], br, 1, FALSE);
 				for (JDIMENSION bq = 0; bq < ci->width_in_blocks; bq++) {
 					const uint64_t b =
-					    scan_index(f->ds->color, r.w, (unsigned)c, br, bq);
+					    scan_index(dl_img_params(f->ds)->color, r.w, (unsigned)c, br, bq);
 					const uint64_t s = b * (k + 1) + (b < m ? b : m);
 					const uint64_t nc = k + (b < m);
 					JCOEF *blk = rows[0][bq];
@@ -268,14 +265,14 @@ static uint8_t *check_jpeg(struct dl_fmt_ctx *ctx, const struct dl_file *f, cons
 {
 	uint8_t *p = read_all(ctx, f);
 	const uint64_t W = f->aux[0], H = f->aux[1], E = f->aux[2], P = f->aux[3];
-	const unsigned hdr = f->ds->color == DL_COLOR_L ? 157 : 167;
+	const unsigned hdr = dl_img_params(f->ds)->color == DL_COLOR_L ? 157 : 167;
 	uint64_t nb;
 	struct jpeg_walk w = walk_jpeg(p, f->size);
 	struct jres r;
 	uint8_t *ref;
 
-	nb = f->ds->color == DL_COLOR_L	    ? ((W + 7) / 8) * ((H + 7) / 8)
-	     : f->ds->color == DL_COLOR_RGB ? ((W + 7) / 8) * ((H + 7) / 8) * 3
+	nb = dl_img_params(f->ds)->color == DL_COLOR_L	    ? ((W + 7) / 8) * ((H + 7) / 8)
+	     : dl_img_params(f->ds)->color == DL_COLOR_RGB ? ((W + 7) / 8) * ((H + 7) / 8) * 3
 					    : ((W + 15) / 16) * ((H + 15) / 16) * 6;
 	CHECK(f->size == hdr + P + E + 2, "%s: size %llu", what, (unsigned long long)f->size);
 	CHECK(E >= nb && E <= 63 * nb, "%s: E %llu nb %llu", what, (unsigned long long)E,
@@ -293,7 +290,7 @@ static uint8_t *check_jpeg(struct dl_fmt_ctx *ctx, const struct dl_file *f, cons
 	CHECK(r.ok, "%s: libjpeg: %s", what, r.msg);
 	CHECK(r.w == W && r.h == H, "%s: decoded %ux%u, want %llux%llu", what, r.w, r.h,
 	      (unsigned long long)W, (unsigned long long)H);
-	CHECK(r.comps == (f->ds->color == DL_COLOR_L ? 1u : 3u), "%s: %u components", what,
+	CHECK(r.comps == (dl_img_params(f->ds)->color == DL_COLOR_L ? 1u : 3u), "%s: %u components", what,
 	      r.comps);
 	CHECK(r.coef_blocks > 0 && r.coef_bad == 0, "%s: %ld of %ld blocks with wrong coefficients",
 	      what, r.coef_bad, r.coef_blocks);
@@ -426,7 +423,7 @@ static void check_png(struct dl_fmt_ctx *ctx, const struct dl_file *f, const cha
 {
 	uint8_t *p = read_all(ctx, f), *pix = NULL;
 	const uint64_t W = f->aux[0], H = f->aux[1], P = f->aux[2];
-	const unsigned C = f->ds->color == DL_COLOR_L ? 1 : 3;
+	const unsigned C = dl_img_params(f->ds)->color == DL_COLOR_L ? 1 : 3;
 	const uint64_t R = H * (1 + W * C), nblk = (R + 65534) / 65535;
 	unsigned w = 0, h = 0, ch = 0;
 	char msg[256];
@@ -794,8 +791,8 @@ static void test_dists(void)
 		int diff = 0;
 		const char *what = fmt ? "png" : "jpeg";
 
-		ds.width = (struct dl_dist){200, 60, 64, 320};
-		ds.height = (struct dl_dist){150, 40, 48, 256};
+		DL_DS_PARAMS(&ds, struct dl_img_params)->width = (struct dl_dist){200, 60, 64, 320};
+		DL_DS_PARAMS(&ds, struct dl_img_params)->height = (struct dl_dist){150, 40, 48, 256};
 		ds.sample_size = (struct dl_dist){60000, 20000, 30000, 120000};
 		ds.size_given = fmt == 0;
 		ds.files[DL_SPLIT_TRAIN] = 40;

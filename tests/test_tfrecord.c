@@ -266,12 +266,9 @@ static struct dl_dataset mkds(uint64_t N, uint64_t stdev, uint64_t samples, uint
 
 static struct dl_fmt_ctx *mkctx(uint64_t seed, size_t entries)
 {
-	struct dl_config cfg;
 	struct dl_fmt_ctx *ctx = NULL;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.seed = seed;
-	if (dl_fmt_ctx_new(&cfg, entries, &ctx))
+	if (dl_fmt_ctx_new(seed, entries, &ctx))
 		abort();
 	return ctx;
 }

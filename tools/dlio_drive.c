@@ -809,7 +809,7 @@ static int setup(struct cli *cl, const struct drv_comm *comm, struct drv_ctx *c,
 		drv_note(p, "checkpoints are written by rank 0 only (DLIO's rank_zero)");
 	if (find_root(c, cl->dir))
 		goto out;
-	if ((ret = dl_fmt_ctx_new(cfg, 4096, &c->fmt))) {
+	if ((ret = dl_fmt_ctx_new(cfg->seed, 4096, &c->fmt))) {
 		fprintf(stderr, "dlio-drive: format context: %s\n", strerror(-ret));
 		goto out;
 	}

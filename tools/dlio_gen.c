@@ -215,7 +215,7 @@ int main(int argc, char **argv)
 	}
 	j.cfg = cfg;
 	j.outdir = argv[optind + 1];
-	if (dl_fmt_ctx_new(cfg, 0, &j.ctx))
+	if (dl_fmt_ctx_new(cfg->seed, 0, &j.ctx))
 		goto out;
 	j.ranges = calloc((size_t)cfg->ndatasets * DL_SPLIT__COUNT, sizeof(*j.ranges));
 	th = calloc(nthreads, sizeof(*th));

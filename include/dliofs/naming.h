@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dliofs/config.h"
+#include "dliofs/dataset.h"
 
 extern const char *const dl_split_dir[DL_SPLIT__COUNT]; /* "train", "valid" */
 

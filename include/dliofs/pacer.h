@@ -124,6 +124,14 @@ void dl_pacer_cfg_dump(const struct dl_pacer_cfg *cfg, FILE *out, int indent);
 /* List the option keys with a one-line help each (for --help and error hints). */
 void dl_pacer_cfg_help(FILE *out);
 
+/* The latency distributions (pacer/latency.c, one table): their forms as
+ * written ("a time (200us), constant(value), uniform(min, max), ..."), and
+ * for the YAML mapping form {dist: NAME, ARG: value} the position (0 or 1)
+ * of ARG in NAME's arguments: -ENOENT for no such distribution, -EINVAL for
+ * no such argument, with a message in why. */
+void dl_lat_forms(char *buf, size_t len);
+int dl_lat_dist_arg(const char *dist, const char *arg, char *why, size_t whylen);
+
 /* ---- the model (pacer/pacer.c, pacer/cache.c, pacer/stats.c) ---- */
 struct dl_pacer;
 

@@ -116,6 +116,36 @@ void cfg_verror(struct cfg_ctx *c, struct dl_loc loc, const char *key, const cha
 		va_list ap);
 
 struct dl_loc cfg_node_loc(const yaml_node_t *n);
+
+/* ---- reading values (values.c) ---- */
+
+struct cfg_walk {
+	struct cfg_ctx *c;
+	yaml_document_t *doc;
+};
+
+/* Past CFG_MAX_ERRORS messages: stop looking. */
+int cfg_too_many(const struct cfg_ctx *c);
+yaml_node_t *cfg_node_at(struct cfg_walk *w, int index);
+/* The scalar's text, or NULL after saying what was expected instead. */
+const char *cfg_scalar_of(struct cfg_walk *w, yaml_node_t *n, const char *path,
+			  const char *expected);
+/* Match the keys of a mapping against `keys`: vals[i] gets the value node
+ * of keys[i]. Unknown keys (with a suggestion, or DLIO's name for it when
+ * dlio_hints) and repeated keys are reported. */
+void cfg_walk_mapping(struct cfg_walk *w, yaml_node_t *map, const char *prefix,
+		      const char *const *keys, size_t nkeys, yaml_node_t **vals,
+		      yaml_node_t **key_nodes, int dlio_hints);
+/* A size (140MB), a count up to max (2k), a plain integer (a seed), one of
+ * names: 0, or a reported problem (-EINVAL, -ERANGE). */
+int cfg_get_size(struct cfg_walk *w, yaml_node_t *n, const char *path, uint64_t *out);
+int cfg_get_count(struct cfg_walk *w, yaml_node_t *n, const char *path, uint64_t max,
+		  uint64_t *out);
+int cfg_get_u64(struct cfg_walk *w, yaml_node_t *n, const char *path, uint64_t *out);
+int cfg_get_choice(struct cfg_walk *w, yaml_node_t *n, const char *path,
+		   const char *const *names, size_t nnames, unsigned *out);
+/* s cut to dstlen - 1 bytes, NUL-terminated. */
+void cfg_copy_text(char *dst, size_t dstlen, const char *s);
 /* A plain empty/~/null scalar. */
 int cfg_is_null(const yaml_node_t *n);
 /* What a node is, for "expected X, got Y" ("a list", "a mapping", ...). */

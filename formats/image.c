@@ -12,8 +12,14 @@ static const char *const color_names[] = {
 };
 
 const struct dl_param dl_img_param_table[] = {
-	{.key = "width", .kind = DL_PK_PIXELS, .off = offsetof(struct dl_img_params, width)},
-	{.key = "height", .kind = DL_PK_PIXELS, .off = offsetof(struct dl_img_params, height)},
+	{.key = "width",
+	 .kind = DL_PK_PIXELS,
+	 .off = offsetof(struct dl_img_params, width),
+	 .dlio_key = "record_dims"},
+	{.key = "height",
+	 .kind = DL_PK_PIXELS,
+	 .off = offsetof(struct dl_img_params, height),
+	 .dlio_key = "record_dims"},
 	{.key = "color",
 	 .kind = DL_PK_CHOICE,
 	 .off = offsetof(struct dl_img_params, color),

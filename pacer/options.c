@@ -1,6 +1,6 @@
 /* The pacer's options: one table drives setting a key (YAML section and live
- * `dliofs set`), the effective-config dump and the help text, so the three
- * can never disagree. */
+ * `dliofs set`), the effective-config dump and the help text (options_dump.c),
+ * so the three can never disagree. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -9,50 +9,18 @@
 
 #include "dliofs/suggest.h"
 #include "dliofs/units.h"
-#include "pacer_i.h"
+#include "options_i.h"
 
 const char *const pacer_class_names[DL_OP__COUNT] = {"read", "write", "meta"};
 const char *const pacer_policy_names[4] = {"kernel", "none", "lru", "minio"};
 const char *const pacer_share_names[2] = {"fcfs", "fair"};
-
-enum opt_type {
-	T_BOOL,
-	T_STR,
-	T_RATE,	   /* uint64_t bytes/s, 0 = unlimited */
-	T_SIZE,	   /* uint64_t bytes */
-	T_COUNT,   /* uint64_t, 0 = unlimited */
-	T_QD,	   /* uint32_t, 0 = unlimited */
-	T_TIME,	   /* uint64_t ns */
-	T_LAT,	   /* struct dl_lat_model */
-	T_POLICY,  /* enum dl_cache_policy */
-	T_NPHASES, /* unsigned */
-	T_SHARE,   /* enum dl_share_policy */
-	T_NRULES,  /* unsigned */
-};
-
-enum opt_scope {
-	S_TOP,	 /* offset into struct dl_pacer_cfg; key as written */
-	S_DEV,	 /* offset into struct dl_dev_model; key {read,write,meta}.NAME
-		  * and phases.N.{read,write,meta}.NAME */
-	S_PHASE, /* offset into struct dl_phase; key phases.N.NAME */
-	S_RULE,	 /* offset into struct dl_share_rule; key share.jobs.N.NAME */
-};
-
-struct opt {
-	const char *name;
-	enum opt_type type;
-	enum opt_scope scope;
-	size_t off;
-	int nodump; /* implied by the dump's structure */
-	const char *help;
-};
 
 #define TOP(f) S_TOP, offsetof(struct dl_pacer_cfg, f)
 #define DEV(f) S_DEV, offsetof(struct dl_dev_model, f)
 #define PHASE(f) S_PHASE, offsetof(struct dl_phase, f)
 #define RULE(f) S_RULE, offsetof(struct dl_share_rule, f)
 
-static const struct opt opts[] = {
+const struct opt pacer_opts[] = {
     {"enabled", T_BOOL, TOP(enabled), 0,
      "true|false: shape requests (false: reply at once; statistics are still kept)"},
     {"profile", T_STR, TOP(profile), 0,
@@ -97,7 +65,8 @@ static const struct opt opts[] = {
     {"iops", T_COUNT, RULE(iops), 0, "cap on the job's requests/s, per class"},
 };
 
-#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+#define NOPTS (sizeof(pacer_opts) / sizeof(pacer_opts[0]))
+const unsigned pacer_nopts = NOPTS;
 
 /* ---- values ---- */
 
@@ -218,120 +187,6 @@ static int parse_val(const struct opt *o, const char *s, struct val *v, char *wh
 	return 0;
 }
 
-static void fmt_size(uint64_t b, char *buf, size_t len, const char *suffix)
-{
-	static const char *const dec[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
-	static const char *const bin[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	uint64_t bestv = b, m;
-	const char *bests = "";
-
-	if (!b) {
-		snprintf(buf, len, "0%s", suffix[0] ? "B/s" : "");
-		return;
-	}
-	/* The exact spelling with the smallest number: 2GB/s, not 2000000000B/s. */
-	m = 1;
-	for (unsigned i = 1; i < 7; i++) {
-		m *= 1000;
-		if (b % m == 0 && b / m < bestv) {
-			bestv = b / m;
-			bests = dec[i];
-		}
-	}
-	for (unsigned i = 1; i < 7; i++) {
-		m = 1ULL << (10 * i);
-		if (b % m == 0 && b / m < bestv) {
-			bestv = b / m;
-			bests = bin[i];
-		}
-	}
-	if (suffix[0] && !bests[0])
-		bests = "B";
-	snprintf(buf, len, "%llu%s%s", (unsigned long long)bestv, bests, suffix);
-}
-
-static void fmt_count(uint64_t c, char *buf, size_t len)
-{
-	if (c && c % 1000000 == 0)
-		snprintf(buf, len, "%lluM", (unsigned long long)(c / 1000000));
-	else if (c && c % 1000 == 0)
-		snprintf(buf, len, "%lluk", (unsigned long long)(c / 1000));
-	else
-		snprintf(buf, len, "%llu", (unsigned long long)c);
-}
-
-static void fmt_val(const struct opt *o, const void *field, char *buf, size_t len)
-{
-	uint64_t u;
-
-	switch (o->type) {
-	case T_BOOL:
-		snprintf(buf, len, "%s", *(const int *)field ? "true" : "false");
-		break;
-	case T_STR: {
-		const char *s = field;
-		size_t j = 0;
-
-		/* YAML double-quoted scalar. */
-		buf[j++] = '"';
-		for (; *s && j + 3 < len; s++) {
-			if (*s == '"' || *s == '\\')
-				buf[j++] = '\\';
-			buf[j++] = *s;
-		}
-		buf[j++] = '"';
-		buf[j] = '\0';
-		break;
-	}
-	case T_RATE:
-		u = *(const uint64_t *)field;
-		if (!u)
-			snprintf(buf, len, "unlimited");
-		else
-			fmt_size(u, buf, len, "/s");
-		break;
-	case T_SIZE:
-		u = *(const uint64_t *)field;
-		/* The effective value: 0 means the default here. */
-		if (!u && o->off == offsetof(struct dl_dev_model, burst) && o->scope == S_DEV)
-			u = PACER_DEFAULT_BURST;
-		fmt_size(u, buf, len, "");
-		break;
-	case T_COUNT:
-		u = *(const uint64_t *)field;
-		if (!u)
-			snprintf(buf, len, "unlimited");
-		else
-			fmt_count(u, buf, len);
-		break;
-	case T_QD:
-		u = *(const uint32_t *)field;
-		if (!u)
-			snprintf(buf, len, "unlimited");
-		else
-			fmt_count(u, buf, len);
-		break;
-	case T_TIME:
-		pacer_fmt_time(*(const uint64_t *)field, buf, len);
-		break;
-	case T_LAT:
-		pacer_lat_format(field, buf, len);
-		break;
-	case T_POLICY:
-		u = (uint64_t) * (const enum dl_cache_policy *)field;
-		snprintf(buf, len, "%s", u < 4 ? pacer_policy_names[u] : "?");
-		break;
-	case T_NPHASES:
-	case T_NRULES:
-		snprintf(buf, len, "%u", *(const unsigned *)field);
-		break;
-	case T_SHARE:
-		u = (uint64_t) * (const enum dl_share_policy *)field;
-		snprintf(buf, len, "%s", u < 2 ? pacer_share_names[u] : "?");
-		break;
-	}
-}
-
 static int field_equal(const struct opt *o, const void *a, const void *b)
 {
 	switch (o->type) {
@@ -382,9 +237,9 @@ static void store(const struct opt *o, void *field, struct val *v)
 
 static const struct opt *find_opt(enum opt_scope scope, const char *name)
 {
-	for (unsigned i = 0; i < NOPTS; i++)
-		if (opts[i].scope == scope && !strcmp(opts[i].name, name))
-			return &opts[i];
+	for (unsigned i = 0; i < pacer_nopts; i++)
+		if (pacer_opts[i].scope == scope && !strcmp(pacer_opts[i].name, name))
+			return &pacer_opts[i];
 	return NULL;
 }
 
@@ -401,28 +256,14 @@ static int class_prefix(const char *key, const char **rest)
 	return -1;
 }
 
-static const char *scope_prefix(enum opt_scope s)
-{
-	switch (s) {
-	case S_DEV:
-		return "{read,write,meta}.";
-	case S_PHASE:
-		return "phases.N.";
-	case S_RULE:
-		return "share.jobs.N.";
-	default:
-		return "";
-	}
-}
-
 static void key_list(char *buf, size_t len)
 {
 	size_t j = 0;
 
 	j += (size_t)snprintf(buf + j, len - j, "keys:");
-	for (unsigned i = 0; i < NOPTS && j < len; i++) {
-		j += (size_t)snprintf(buf + j, len - j, " %s%s", scope_prefix(opts[i].scope),
-				      opts[i].name);
+	for (unsigned i = 0; i < pacer_nopts && j < len; i++) {
+		j += (size_t)snprintf(buf + j, len - j, " %s%s", pacer_scope_prefix(pacer_opts[i].scope),
+				      pacer_opts[i].name);
 	}
 	if (j < len)
 		snprintf(buf + j, len - j, " phases.N.{read,write,meta}.*");
@@ -442,23 +283,23 @@ static const char *suggest_key(const char *key, char *buf, size_t len)
 
 	if (num)
 		n = strtoul(num, NULL, 10);
-	for (unsigned i = 0; i < NOPTS; i++) {
-		unsigned k = opts[i].scope == S_DEV ? 3 : 1;
+	for (unsigned i = 0; i < pacer_nopts; i++) {
+		unsigned k = pacer_opts[i].scope == S_DEV ? 3 : 1;
 
 		for (unsigned c = 0; c < k; c++) {
-			switch (opts[i].scope) {
+			switch (pacer_opts[i].scope) {
 			case S_DEV:
-				snprintf(names[nc], sizeof(names[nc]), "%s%s", classes[c], opts[i].name);
+				snprintf(names[nc], sizeof(names[nc]), "%s%s", classes[c], pacer_opts[i].name);
 				break;
 			case S_PHASE:
-				snprintf(names[nc], sizeof(names[nc]), "phases.%lu.%s", n, opts[i].name);
+				snprintf(names[nc], sizeof(names[nc]), "phases.%lu.%s", n, pacer_opts[i].name);
 				break;
 			case S_RULE:
 				snprintf(names[nc], sizeof(names[nc]), "share.jobs.%lu.%s", n,
-					 opts[i].name);
+					 pacer_opts[i].name);
 				break;
 			default:
-				snprintf(names[nc], sizeof(names[nc]), "%s", opts[i].name);
+				snprintf(names[nc], sizeof(names[nc]), "%s", pacer_opts[i].name);
 				break;
 			}
 			cands[nc] = names[nc];
@@ -813,8 +654,8 @@ int dl_pacer_cfg_check(const struct dl_pacer_cfg *cfg, char *err, size_t errlen)
 	blocks = pacer_cache_blocks(c);
 	if ((c->policy == DL_CACHE_LRU || c->policy == DL_CACHE_MINIO) &&
 	    blocks > PACER_MAX_CACHE_BLOCKS) {
-		fmt_size(c->size, a, sizeof(a), "");
-		fmt_size(c->block, b, sizeof(b), "");
+		pacer_fmt_size(c->size, a, sizeof(a), "");
+		pacer_fmt_size(c->block, b, sizeof(b), "");
 		snprintf(err, errlen,
 			 "cache.size: %s in blocks of %s needs %llu blocks of residency metadata; "
 			 "at most %llu (64Mi) are allowed: use a larger cache.block",
@@ -857,120 +698,3 @@ int dl_pacer_cfg_check(const struct dl_pacer_cfg *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-/* ---- dump and help, from the same table ---- */
-
-static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
-{
-	char buf[512];
-
-	for (int c = 0; c < DL_OP__COUNT; c++) {
-		fprintf(out, "%*s%s:\n", indent, "", pacer_class_names[c]);
-		for (unsigned i = 0; i < NOPTS; i++) {
-			if (opts[i].scope != S_DEV)
-				continue;
-			fmt_val(&opts[i], (const char *)&m[c] + opts[i].off, buf, sizeof(buf));
-			fprintf(out, "%*s%s: %s\n", indent + 2, "", opts[i].name, buf);
-		}
-	}
-}
-
-/* Where the cache policy came from, as a YAML comment (the dump reads back). */
-static void dump_cache_note(const struct dl_cache_cfg *c, FILE *out, int indent)
-{
-	fprintf(out, "%*s# ", indent, "");
-	for (const char *s = c->origin[0] ? c->origin : "?"; *s; s++)
-		fputc((unsigned char)*s < 0x20 ? '?' : *s, out);
-	fputc('\n', out);
-}
-
-void dl_pacer_cfg_dump(const struct dl_pacer_cfg *cfg, FILE *out, int indent)
-{
-	const char *section = NULL, *dot;
-	char buf[512];
-	unsigned i, p;
-
-	/* Plain top-level keys, the constant model, the phases, then the
-	 * dotted top-level keys grouped under their section. */
-	for (i = 0; i < NOPTS; i++) {
-		if (opts[i].scope != S_TOP || opts[i].nodump || strchr(opts[i].name, '.'))
-			continue;
-		/* An empty name is left out: `profile: ""` would name a profile. */
-		if (opts[i].type == T_STR && !*((const char *)cfg + opts[i].off))
-			continue;
-		fmt_val(&opts[i], (const char *)cfg + opts[i].off, buf, sizeof(buf));
-		fprintf(out, "%*s%s: %s\n", indent, "", opts[i].name, buf);
-	}
-	dump_models(cfg->m, out, indent);
-	fprintf(out, "%*sphases:%s\n", indent, "", cfg->nphases ? "" : " []");
-	for (p = 0; p < cfg->nphases && p < DL_PACER_MAX_PHASES; p++) {
-		int first = 1;
-
-		for (i = 0; i < NOPTS; i++) {
-			if (opts[i].scope != S_PHASE)
-				continue;
-			fmt_val(&opts[i], (const char *)&cfg->phases[p] + opts[i].off, buf,
-				sizeof(buf));
-			fprintf(out, "%*s%s%s: %s\n", indent + 2, "", first ? "- " : "  ",
-				opts[i].name, buf);
-			first = 0;
-		}
-		dump_models(cfg->phases[p].m, out, indent + 4);
-	}
-	for (i = 0; i < NOPTS; i++) {
-		if (opts[i].scope != S_TOP || opts[i].nodump || !(dot = strchr(opts[i].name, '.')))
-			continue;
-		if (!section || strncmp(section, opts[i].name, (size_t)(dot - opts[i].name) + 1)) {
-			section = opts[i].name;
-			fprintf(out, "%*s%.*s:\n", indent, "", (int)(dot - opts[i].name),
-				opts[i].name);
-			if (!strncmp(section, "cache.", 6))
-				dump_cache_note(&cfg->cache, out, indent + 2);
-		}
-		fmt_val(&opts[i], (const char *)cfg + opts[i].off, buf, sizeof(buf));
-		fprintf(out, "%*s%s: %s\n", indent + 2, "", dot + 1, buf);
-	}
-	fprintf(out, "%*sjobs:%s\n", indent + 2, "", cfg->share.nrules ? "" : " []");
-	for (p = 0; p < cfg->share.nrules && p < DL_PACER_MAX_RULES; p++) {
-		int first = 1;
-
-		for (i = 0; i < NOPTS; i++) {
-			if (opts[i].scope != S_RULE)
-				continue;
-			fmt_val(&opts[i], (const char *)&cfg->share.rules[p] + opts[i].off, buf,
-				sizeof(buf));
-			fprintf(out, "%*s%s%s: %s\n", indent + 4, "", first ? "- " : "  ",
-				opts[i].name, buf);
-			first = 0;
-		}
-	}
-}
-
-void dl_pacer_cfg_help(FILE *out)
-{
-	char forms[512];
-
-	dl_lat_forms(forms, sizeof(forms));
-	fprintf(out,
-		"pacer keys (the YAML pacer: section, flattened with dots, and live changes):\n");
-	for (unsigned i = 0; i < NOPTS; i++) {
-		fprintf(out, "  %s%s\n      %s%s\n", scope_prefix(opts[i].scope), opts[i].name,
-			opts[i].help, opts[i].type == T_LAT ? forms : "");
-	}
-	fprintf(out,
-		"  phases.N.{read,write,meta}.KEY\n"
-		"      the device keys above for phase N only; a request uses the phase current\n"
-		"      when it is submitted. Device keys of the constant model also apply to\n"
-		"      the phases that did not set them.\n"
-		"empirical(FILE): a text file of measured latencies, one per line: a time with\n"
-		"  its unit (\"153us\", \"1.2ms\", \"153 us\"), optionally followed by a weight\n"
-		"  (\"153us 40\": 40 times as likely as a weight of 1; default 1). Fields may be\n"
-		"  separated by blanks, commas or semicolons; # starts a comment. A line\n"
-		"  \"unit us\" lets the following bare numbers (\"153\") be read in that unit.\n"
-		"  Requests draw the listed values with their frequencies (at most 16Mi lines).\n"
-		"Model, per class: a request waits for one of queue_depth slots (arrival\n"
-		"  order), then for an IOPS slot (1/iops apart), then takes its latency draw,\n"
-		"  then moves its bytes through the class's bandwidth (a token bucket of\n"
-		"  `burst` bytes, empty at start). Its slot is held until it completes.\n"
-		"  Reads first look in the emulated cache: hit bytes cost size/hit_bandwidth,\n"
-		"  miss bytes go through the model; the request completes when both are done.\n");
-}

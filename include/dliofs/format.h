@@ -104,6 +104,7 @@ struct dl_param {
 	unsigned nsub;
 	size_t count_off;		/* DIMS */
 	const char *expected;		/* MAP: what a value looks like, for messages */
+	const char *dlio_key;		/* DLIO's dataset key for the same thing, if any */
 };
 
 /* How a format's check speaks to the loader: keys are dotted and relative

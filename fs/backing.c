@@ -272,17 +272,17 @@ void bk_reply_err(struct dl_fs *fs, fuse_req_t req, fuse_ino_t ino, enum dl_op_c
 
 struct bk_root *bk_root_of(struct dl_fs *fs, fuse_ino_t ino)
 {
-	unsigned i = (unsigned)((ino >> 48) & 0xfff);
+	unsigned i = dl_ino_ds(ino);
 
-	if (!fs->backing || (ino >> 60) != DL_NODE_BACKING || i >= fs->backing->n ||
-	    ((ino >> 44) & 0xf))
+	if (!fs->backing || dl_ino_type(ino) != DL_NODE_BACKING || i >= fs->backing->n ||
+	    dl_ino_split(ino) || dl_ino_part(ino))
 		return NULL;
 	return &fs->backing->roots[i];
 }
 
 int dl_bk_is(const struct dl_fs *fs, fuse_ino_t ino)
 {
-	return fs->backing && ino != FUSE_ROOT_ID && (ino >> 60) == DL_NODE_BACKING;
+	return fs->backing && ino != FUSE_ROOT_ID && dl_ino_type(ino) == DL_NODE_BACKING;
 }
 
 const struct fuse_lowlevel_ops *dl_bk_ops(struct dl_fs *fs, fuse_ino_t ino)
@@ -294,7 +294,7 @@ const struct fuse_lowlevel_ops *dl_bk_ops(struct dl_fs *fs, fuse_ino_t ino)
 
 int dl_bk_same_root(fuse_ino_t a, fuse_ino_t b)
 {
-	return (a >> 48) == (b >> 48);
+	return dl_ino_type(a) == dl_ino_type(b) && dl_ino_ds(a) == dl_ino_ds(b);
 }
 
 void dl_bk_forget(struct dl_fs *fs, fuse_ino_t ino, uint64_t nlookup)

@@ -63,13 +63,12 @@ struct dl_backing {
 
 static inline uint64_t bk_id(fuse_ino_t ino)
 {
-	return ino & DL_INO_MAX_INDEX;
+	return dl_ino_index(ino);
 }
 
 static inline fuse_ino_t bk_ino(const struct bk_root *r, uint64_t id)
 {
-	return ((uint64_t)DL_NODE_BACKING << 60) | ((uint64_t)r->index << 48) |
-	       (id & DL_INO_MAX_INDEX);
+	return dl_ino_make(DL_NODE_BACKING, r->index, 0, 0, id);
 }
 
 struct bk_root *bk_root_of(struct dl_fs *fs, fuse_ino_t ino);

@@ -12,62 +12,33 @@
 #include "backing_i.h"
 #include "dliofs/json.h"
 
-#define BK_MIN_BUCKETS 64
-
 /* ---- the inode table: by id (requests) and by (dev, ino) (lookups) ---- */
 
-static size_t hash_id(uint64_t id, size_t nb)
+static uint64_t key_hash(dev_t dev, ino_t ino)
 {
-	id ^= id >> 33;
-	id *= 0xff51afd7ed558ccdULL;
-	id ^= id >> 33;
-	return (size_t)(id & (nb - 1));
-}
-
-static size_t hash_key(dev_t dev, ino_t ino, size_t nb)
-{
-	return hash_id((uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev, nb);
-}
-
-static int table_grow(struct bk_root *r)
-{
-	size_t nb = r->nbuckets ? r->nbuckets * 2 : BK_MIN_BUCKETS;
-	struct bk_node **id = calloc(nb, sizeof(*id)), **key = calloc(nb, sizeof(*key));
-
-	if (!id || !key) {
-		free(id);
-		free(key);
-		return -ENOMEM;
-	}
-	for (size_t b = 0; b < r->nbuckets; b++) {
-		for (struct bk_node *n = r->by_id[b], *next; n; n = next) {
-			size_t h = hash_id(n->id, nb);
-			next = n->next_id;
-			n->next_id = id[h];
-			id[h] = n;
-		}
-		for (struct bk_node *n = r->by_key[b], *next; n; n = next) {
-			size_t h = hash_key(n->dev, n->ino, nb);
-			next = n->next_key;
-			n->next_key = key[h];
-			key[h] = n;
-		}
-	}
-	free(r->by_id);
-	free(r->by_key);
-	r->by_id = id;
-	r->by_key = key;
-	r->nbuckets = nb;
-	return 0;
+	return (uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev;
 }
 
 static struct bk_node *find_id(struct bk_root *r, uint64_t id)
 {
-	if (!r->nbuckets)
-		return NULL;
-	for (struct bk_node *n = r->by_id[hash_id(id, r->nbuckets)]; n; n = n->next_id)
+	for (struct dl_hlink *l = dl_htab_first(&r->by_id, id); l; l = dl_htab_next(l)) {
+		struct bk_node *n = dl_hentry(l, struct bk_node, by_id);
+
 		if (n->id == id)
 			return n;
+	}
+	return NULL;
+}
+
+static struct bk_node *find_key(struct bk_root *r, dev_t dev, ino_t ino)
+{
+	for (struct dl_hlink *l = dl_htab_first(&r->by_key, key_hash(dev, ino)); l;
+	     l = dl_htab_next(l)) {
+		struct bk_node *n = dl_hentry(l, struct bk_node, by_key);
+
+		if (n->dev == dev && n->ino == ino)
+			return n;
+	}
 	return NULL;
 }
 
@@ -89,7 +60,6 @@ int bk_node_get(struct bk_root *r, uint64_t id, struct bk_node **out)
 int bk_node_ref(struct bk_root *r, int fd, const struct stat *st, struct bk_node **out)
 {
 	struct bk_node *n;
-	size_t h;
 	int ret = 0;
 
 	/* The directory itself, met again through a hard link or bind mount,
@@ -100,22 +70,18 @@ int bk_node_ref(struct bk_root *r, int fd, const struct stat *st, struct bk_node
 		return 0;
 	}
 	pthread_mutex_lock(&r->lock);
-	if (r->nbuckets) {
-		for (n = r->by_key[hash_key(st->st_dev, st->st_ino, r->nbuckets)]; n;
-		     n = n->next_key) {
-			if (n->dev == st->st_dev && n->ino == st->st_ino) {
-				n->nlookup++;
-				close(fd);
-				*out = n;
-				goto out;
-			}
-		}
+	n = find_key(r, st->st_dev, st->st_ino);
+	if (n) {
+		n->nlookup++;
+		close(fd);
+		*out = n;
+		goto out;
 	}
-	if (r->count >= r->nbuckets) {
-		ret = table_grow(r);
-		if (ret)
-			goto fail;
-	}
+	ret = dl_htab_reserve(&r->by_id, r->by_id.count + 1);
+	if (!ret)
+		ret = dl_htab_reserve(&r->by_key, r->by_key.count + 1);
+	if (ret)
+		goto fail;
 	n = calloc(1, sizeof(*n));
 	if (!n) {
 		ret = -ENOMEM;
@@ -127,13 +93,8 @@ int bk_node_ref(struct bk_root *r, int fd, const struct stat *st, struct bk_node
 	n->fd = fd;
 	n->type = st->st_mode & S_IFMT;
 	n->nlookup = 1;
-	h = hash_id(n->id, r->nbuckets);
-	n->next_id = r->by_id[h];
-	r->by_id[h] = n;
-	h = hash_key(n->dev, n->ino, r->nbuckets);
-	n->next_key = r->by_key[h];
-	r->by_key[h] = n;
-	r->count++;
+	dl_htab_add(&r->by_id, &n->by_id, n->id);
+	dl_htab_add(&r->by_key, &n->by_key, key_hash(n->dev, n->ino));
 	*out = n;
 out:
 	pthread_mutex_unlock(&r->lock);
@@ -142,20 +103,6 @@ fail:
 	pthread_mutex_unlock(&r->lock);
 	close(fd);
 	return ret;
-}
-
-static void unlink_node(struct bk_root *r, struct bk_node *n)
-{
-	struct bk_node **pp;
-
-	for (pp = &r->by_id[hash_id(n->id, r->nbuckets)]; *pp != n; pp = &(*pp)->next_id)
-		;
-	*pp = n->next_id;
-	for (pp = &r->by_key[hash_key(n->dev, n->ino, r->nbuckets)]; *pp != n;
-	     pp = &(*pp)->next_key)
-		;
-	*pp = n->next_key;
-	r->count--;
 }
 
 void bk_node_forget(struct bk_root *r, uint64_t id, uint64_t nlookup)
@@ -170,7 +117,8 @@ void bk_node_forget(struct bk_root *r, uint64_t id, uint64_t nlookup)
 	if (n) {
 		n->nlookup = nlookup >= n->nlookup ? 0 : n->nlookup - nlookup;
 		if (n->nlookup == 0) {
-			unlink_node(r, n);
+			dl_htab_del(&r->by_id, &n->by_id);
+			dl_htab_del(&r->by_key, &n->by_key);
 			fd = n->fd;
 			free(n);
 		}
@@ -474,6 +422,15 @@ int dl_backing_new(const struct dl_config *cfg, const char *mountpoint, struct d
 	return 0;
 }
 
+static void free_node(struct dl_hlink *l, void *arg)
+{
+	struct bk_node *n = dl_hentry(l, struct bk_node, by_id);
+
+	(void)arg;
+	close(n->fd);
+	free(n);
+}
+
 void dl_backing_free(struct dl_backing *b)
 {
 	if (!b)
@@ -488,15 +445,8 @@ void dl_backing_free(struct dl_backing *b)
 			bk_open_del(r, o);
 			o->close(o);
 		}
-		for (size_t k = 0; k < r->nbuckets; k++) {
-			for (struct bk_node *n = r->by_id[k], *next; n; n = next) {
-				next = n->next_id;
-				close(n->fd);
-				free(n);
-			}
-		}
-		free(r->by_id);
-		free(r->by_key);
+		dl_htab_free(&r->by_key);
+		dl_htab_drain(&r->by_id, free_node, NULL);
 		if (r->top.fd >= 0)
 			close(r->top.fd);
 		dl_sink_free(r->sink);

@@ -8,6 +8,7 @@
 
 #include "backing.h"
 #include "fs_i.h"
+#include "htab_i.h"
 #include "reply.h"
 
 /* Real directories can change behind our back: the kernel rechecks often. */
@@ -24,7 +25,7 @@ struct bk_node {
 	mode_t type;		/* S_IFMT bits */
 	uint64_t nlookup;
 	atomic_int moved_out;	/* found outside the backing directory (said once) */
-	struct bk_node *next_id, *next_key;
+	struct dl_hlink by_id, by_key;	/* in bk_root's tables */
 };
 
 struct dl_sink;
@@ -48,8 +49,8 @@ struct bk_root {
 	struct bk_node top;		/* the directory itself: id 0, never forgotten */
 	char real[PATH_MAX];		/* its path as the kernel names it */
 	size_t real_len;
-	struct bk_node **by_id, **by_key;
-	size_t nbuckets, count;
+	struct dl_htab by_id;		/* nodes by handle id (requests) */
+	struct dl_htab by_key;		/* the same by (dev, ino) (lookups) */
 	uint64_t next_id;
 	struct bk_open open;		/* list head of open files and directories (lock) */
 	struct dl_sink *sink;		/* a sink: no directory, no table */

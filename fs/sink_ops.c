@@ -560,7 +560,7 @@ static void sk_statfs(fuse_req_t req, fuse_ino_t ino)
 		return;
 	if (root && root->sink) {
 		pthread_mutex_lock(&root->sink->lock);
-		count = root->sink->count;
+		count = root->sink->by_id.count;
 		max = root->sink->max;
 		pthread_mutex_unlock(&root->sink->lock);
 	}

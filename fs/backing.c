@@ -193,6 +193,19 @@ static int rel_path(const struct bk_root *r, int fd, char *rel, size_t len)
 
 /* ---- replies ---- */
 
+struct dl_reply *bk_new_reply(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
+			      uint8_t top, fuse_ino_t ino)
+{
+	struct dl_reply *r = dl_reply_new(req, kind, cls, top);
+
+	if (!r) {
+		dl_reply_enomem(req);
+		return NULL;
+	}
+	r->preq.file_id = ino;
+	return r;
+}
+
 void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret)
 {
 	if (ret < 0) {

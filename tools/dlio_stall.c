@@ -289,13 +289,6 @@ static int run_plot(const char *json, const char *png)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
-static int ctl(const char *mnt, const char *what, int ret)
-{
-	if (ret)
-		fprintf(stderr, "dlio-stall: %s on %s failed: %s\n", what, mnt, strerror(-ret));
-	return ret;
-}
-
 /* (2) prep: storage model off, data warm; (1) compute only: replayed batches,
  * told each iterator's length by (2); (3) as configured: settings restored,
  * caches dropped. Reported in DS-Analyzer's order 1, 2, 3. */
@@ -309,7 +302,7 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 		have_ctl = st_mount_is_dliofs(o->mount);
 		if (!have_ctl)
 			fprintf(stderr,
-				"dlio-stall: %s has no .dliofs/: prep and configured runs use "
+				"dlio-stall: %s has no " DL_CTL_DIRNAME "/: prep and configured runs use "
 				"the same storage\n",
 				o->mount);
 		else if (st_mount_stats(o->mount, &before) == 0) {
@@ -318,9 +311,8 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 		}
 	}
 	if (have_ctl) {
-		ctl(o->mount, "pacer enabled=false",
-		    st_mount_write(o->mount, "pacer", "enabled=false\n"));
-		ctl(o->mount, "cache warm", st_mount_warm(o->mount, o->data));
+		st_mount_command(o->mount, DL_CTL_PACER, "enabled=false\n", "pacer enabled=false");
+		st_mount_warm(o->mount, o->data);
 	}
 	snprintf(runs[1].name, sizeof(runs[1].name), "prep");
 	l->tag = "prep";
@@ -339,10 +331,9 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 	l->epoch_steps = NULL;
 restore:
 	if (have_ctl) {
-		ctl(o->mount, "pacer restore",
-		    st_mount_write(o->mount, "pacer",
-				   was_enabled ? "enabled=true\n" : "enabled=false\n"));
-		ctl(o->mount, "cache drop", st_mount_drop(o->mount, o->data));
+		st_mount_command(o->mount, DL_CTL_PACER,
+				 was_enabled ? "enabled=true\n" : "enabled=false\n", "pacer restore");
+		st_mount_drop(o->mount, o->data);
 	}
 	if (ret)
 		return ret;
@@ -388,7 +379,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (o.mount && !st_mount_is_dliofs(o.mount))
-		fprintf(stderr, "dlio-stall: %s/.dliofs/stats.json missing: no storage figures\n",
+		fprintf(stderr,
+			"dlio-stall: %s/" DL_CTL_DIRNAME "/stats.json missing: no storage figures\n",
 			o.mount);
 
 	if (!strcmp(o.cmd, "report")) {
@@ -400,7 +392,7 @@ int main(int argc, char **argv)
 		snprintf(runs[0].name, sizeof(runs[0].name), "run");
 		l.tag = "run";
 		if (o.cold && o.mount)
-			ctl(o.mount, "cache drop", st_mount_drop(o.mount, o.data));
+			st_mount_drop(o.mount, o.data);
 		ret = st_launch(&l, &runs[0]);
 	} else {
 		nruns = 3;

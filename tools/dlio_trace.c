@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "dliofs/clock.h"
 #include "dlio_trace_i.h"
 
 #ifndef DLIOFS_TOOLS_DIR
@@ -74,7 +74,6 @@ static int synth_path_of(void *arg, uint64_t id, char *buf, size_t len)
 static int run_synth(int argc, char **argv)
 {
 	struct dl_trace *t;
-	struct timespec ts;
 	int ret;
 
 	if (argc != 3) {
@@ -89,8 +88,7 @@ static int run_synth(int argc, char **argv)
 	}
 	for (uint64_t i = 0; i < n; i++) {
 		struct dl_trace_rec r = {0};
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		r.start_ns = (uint64_t)ts.tv_sec * DT_NS + (uint64_t)ts.tv_nsec;
+		r.start_ns = dl_mono_ns();
 		r.dur_ns_lo = (uint32_t)(1000 + i);
 		r.op = DL_TOP_READ;
 		r.flags = i % 2;

@@ -22,10 +22,7 @@
 #include <unistd.h>
 
 #include "stall/stall_i.h"
-
-#ifndef DLIOFS_TOOLS_DIR
-#define DLIOFS_TOOLS_DIR "tools"
-#endif
+#include "tool_path_i.h"
 
 struct opts {
 	const char *cmd;
@@ -180,34 +177,27 @@ static int exists(const char *p)
 	return stat(p, &st) == 0;
 }
 
+/* A helper (the hook, the plotter): $env, else found relative to this
+ * binary; NULL, said on stderr, when it is nowhere. */
 static const char *tool_file(const char *env, const char *rel, char *buf, size_t len)
 {
-	const char *e = getenv(env);
-
-	if (e && *e)
-		return e;
-	snprintf(buf, len, "%s/%s", DLIOFS_TOOLS_DIR, rel);
-	return buf;
+	if (!tool_helper(env, rel, buf, len))
+		return buf;
+	fprintf(stderr, "dlio-stall: %s not found (looked at %s); set %s to it\n", rel, buf, env);
+	return NULL;
 }
 
-/* $DLIO_CUPTI_LIB, else the library the build put next to this binary. */
+/* $DLIO_CUPTI_LIB, else the library next to this binary (build tree) or
+ * where it is installed. */
 static const char *find_cupti(const char *opt, char *buf, size_t len)
 {
 	const char *e = getenv("DLIO_CUPTI_LIB");
-	char exe[PATH_MAX];
-	ssize_t n;
 
 	if (opt)
 		return strcmp(opt, "off") ? opt : NULL;
 	if (e && *e)
 		return exists(e) ? e : NULL;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return NULL;
-	exe[n] = 0;
-	*strrchr(exe, '/') = 0;
-	n = snprintf(buf, len, "%s/libdlio_cupti.so", exe);
-	return n > 0 && (size_t)n < len && exists(buf) ? buf : NULL;
+	return tool_library("libdlio_cupti.so", buf, len) ? NULL : buf;
 }
 
 static int gpu_present(void)
@@ -266,12 +256,14 @@ static void analyse(struct st_run *r, size_t warmup)
 
 static int run_plot(const char *json, const char *png)
 {
-	char pbuf[PATH_MAX];
+	char pbuf[2 * PATH_MAX + 8];
 	const char *plot = tool_file("DLIO_STALL_PLOT", "stall/plot.py", pbuf, sizeof(pbuf));
 	const char *py = getenv("DLIO_STALL_PYTHON");
 	pid_t pid;
 	int st;
 
+	if (!plot)
+		return -ENOENT;
 	if (!py || !*py)
 		py = exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 	pid = fork();
@@ -349,7 +341,7 @@ int main(int argc, char **argv)
 	struct st_run runs[3];
 	struct st_report_ctx ctx = {0};
 	struct st_diff d;
-	char hbuf[PATH_MAX], cbuf[PATH_MAX], workdir[PATH_MAX], jbuf[PATH_MAX + 32];
+	char hbuf[2 * PATH_MAX + 8], cbuf[2 * PATH_MAX + 8], workdir[PATH_MAX], jbuf[PATH_MAX + 32];
 	const char *tmp = getenv("TMPDIR"), *json;
 	size_t nruns;
 	int ret, rc = 1;
@@ -363,7 +355,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	l.argv = o.argv;
-	l.hook_src = tool_file("DLIO_STALL_HOOK", "stall/sitecustomize.py", hbuf, sizeof(hbuf));
+	/* The hook is what run and diff inject; report reads records only. */
+	if (strcmp(o.cmd, "report")) {
+		l.hook_src =
+		    tool_file("DLIO_STALL_HOOK", "stall/sitecustomize.py", hbuf, sizeof(hbuf));
+		if (!l.hook_src) {
+			rmdir(workdir);
+			return 1;
+		}
+	}
 	l.cupti_lib = find_cupti(o.cupti, cbuf, sizeof(cbuf));
 	l.mount = o.mount;
 	l.workdir = workdir;

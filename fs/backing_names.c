@@ -21,8 +21,8 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META,
-					  kind == MK_SYMLINK ? DL_TOP_OTHER : DL_TOP_CREATE, parent);
+	uint8_t top = kind == MK_SYMLINK ? DL_TOP_OTHER : DL_TOP_CREATE;
+	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, top, parent);
 	struct bk_root *root;
 	struct bk_node *p;
 	int ret, depth, locked = 0;
@@ -249,7 +249,8 @@ void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 		ret = len < 0 ? -errno : 0;
 		if (!ret) {
 			target[len] = 0;
-			ret = bk_link_ok(root, np->fd, ndepth, target, "hard link to symlink", newname);
+			ret = bk_link_ok(root, np->fd, ndepth, target, "hard link to symlink",
+					 newname);
 		}
 	}
 	if (!ret) {

@@ -383,7 +383,8 @@ int dl_cli_trace(const char *mnt, const char *cmd, const char *file, const char 
 		char *st = NULL, *last;
 		size_t len;
 
-		if (dl_ctl_read(mnt, DL_CTL_TRACE, &st, &len) == 0 && (last = strstr(st, "last ")) &&
+		if (dl_ctl_read(mnt, DL_CTL_TRACE, &st, &len) == 0 &&
+		    (last = strstr(st, "last ")) &&
 		    !strstr(last, " 0 dropped")) {
 			last[strcspn(last, "\n")] = 0;
 			fprintf(stderr, "dliofs trace stop: %s\n", last);

@@ -294,8 +294,8 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 		have_ctl = st_mount_is_dliofs(o->mount);
 		if (!have_ctl)
 			fprintf(stderr,
-				"dlio-stall: %s has no " DL_CTL_DIRNAME "/: prep and configured runs use "
-				"the same storage\n",
+				"dlio-stall: %s has no " DL_CTL_DIRNAME
+				"/: prep and configured runs use the same storage\n",
 				o->mount);
 		else if (st_mount_stats(o->mount, &before) == 0) {
 			was_enabled = st_json_num(&before, "enabled", 1) != 0;
@@ -323,8 +323,9 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 	l->epoch_steps = NULL;
 restore:
 	if (have_ctl) {
-		st_mount_command(o->mount, DL_CTL_PACER,
-				 was_enabled ? "enabled=true\n" : "enabled=false\n", "pacer restore");
+		const char *setting = was_enabled ? "enabled=true\n" : "enabled=false\n";
+
+		st_mount_command(o->mount, DL_CTL_PACER, setting, "pacer restore");
 		st_mount_drop(o->mount, o->data);
 	}
 	if (ret)
@@ -334,15 +335,66 @@ restore:
 	return st_launch(l, &runs[2]);
 }
 
+/* The job's own exit status, first failing run first. */
+static int job_status(const struct st_run *runs, size_t nruns)
+{
+	for (size_t i = 0; i < nruns; i++) {
+		int st = runs[i].status;
+		int code = WIFEXITED(st)     ? WEXITSTATUS(st)
+			   : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
+					     : 1;
+		if (code)
+			return code;
+	}
+	return 0;
+}
+
+/* Analyse the runs and say what they show: terminal, --json, --plot.
+ * Returns the exit status (the job's, or 1 when the JSON was not written). */
+static int report(const struct opts *o, struct st_report_ctx *ctx, struct st_run *runs,
+		  size_t nruns, const char *workdir)
+{
+	char jbuf[PATH_MAX + 32];
+	const char *json = o->json;
+	struct st_diff d;
+	int ret;
+
+	/* The compute-only run fetches its first K batches for real: leave as
+	 * many steps out of every run so the three are compared alike. */
+	if (nruns == 3 && (size_t)o->replay > o->warmup)
+		ctx->warmup = (size_t)o->replay;
+	for (size_t i = 0; i < nruns; i++)
+		analyse(&runs[i], ctx->warmup);
+	if (nruns == 3)
+		st_diff_compute(runs, &d);
+	if (!o->quiet) {
+		if (nruns == 3)
+			st_report_diff(stdout, ctx, runs, nruns, &d);
+		else
+			st_report_run(stdout, ctx, &runs[0]);
+		fflush(stdout);
+	}
+	if (!json && o->plot) {
+		snprintf(jbuf, sizeof(jbuf), "%s/report.json", workdir);
+		json = jbuf;
+	}
+	if (json && (ret = st_json_write(json, o->cmd, ctx, runs, nruns, nruns == 3 ? &d : NULL))) {
+		fprintf(stderr, "dlio-stall: cannot write %s: %s\n", json, strerror(-ret));
+		return 1;
+	}
+	if (o->plot && run_plot(json, o->plot))
+		fprintf(stderr, "dlio-stall: the plot %s was not drawn\n", o->plot);
+	return job_status(runs, nruns);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
 	struct st_launch l = {0};
 	struct st_run runs[3];
 	struct st_report_ctx ctx = {0};
-	struct st_diff d;
-	char hbuf[2 * PATH_MAX + 8], cbuf[2 * PATH_MAX + 8], workdir[PATH_MAX], jbuf[PATH_MAX + 32];
-	const char *tmp = getenv("TMPDIR"), *json;
+	char hbuf[2 * PATH_MAX + 8], cbuf[2 * PATH_MAX + 8], workdir[PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
 	size_t nruns;
 	int ret, rc = 1;
 
@@ -380,7 +432,8 @@ int main(int argc, char **argv)
 	}
 	if (o.mount && !st_mount_is_dliofs(o.mount))
 		fprintf(stderr,
-			"dlio-stall: %s/" DL_CTL_DIRNAME "/stats.json missing: no storage figures\n",
+			"dlio-stall: %s/" DL_CTL_DIRNAME
+			"/stats.json missing: no storage figures\n",
 			o.mount);
 
 	if (!strcmp(o.cmd, "report")) {
@@ -402,41 +455,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlio-stall: %s\n", strerror(-ret));
 		goto out;
 	}
-	/* The compute-only run fetches its first K batches for real: leave as
-	 * many steps out of every run so the three are compared alike. */
-	if (nruns == 3 && (size_t)o.replay > o.warmup)
-		ctx.warmup = (size_t)o.replay;
-	for (size_t i = 0; i < nruns; i++)
-		analyse(&runs[i], ctx.warmup);
-	if (nruns == 3)
-		st_diff_compute(runs, &d);
-	if (!o.quiet) {
-		if (nruns == 3)
-			st_report_diff(stdout, &ctx, runs, nruns, &d);
-		else
-			st_report_run(stdout, &ctx, &runs[0]);
-		fflush(stdout);
-	}
-	json = o.json;
-	if (!json && o.plot) {
-		snprintf(jbuf, sizeof(jbuf), "%s/report.json", workdir);
-		json = jbuf;
-	}
-	if (json && (ret = st_json_write(json, o.cmd, &ctx, runs, nruns, nruns == 3 ? &d : NULL))) {
-		fprintf(stderr, "dlio-stall: cannot write %s: %s\n", json, strerror(-ret));
-		goto out;
-	}
-	if (o.plot && run_plot(json, o.plot))
-		fprintf(stderr, "dlio-stall: the plot %s was not drawn\n", o.plot);
-	rc = 0;
-	for (size_t i = 0; i < nruns; i++) {
-		int st = runs[i].status;
-		int code = WIFEXITED(st)     ? WEXITSTATUS(st)
-			   : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
-					     : 1;
-		if (code && !rc)
-			rc = code;
-	}
+	rc = report(&o, &ctx, runs, nruns, workdir);
 out:
 	for (size_t i = 0; i < 3; i++)
 		st_run_free(&runs[i]);

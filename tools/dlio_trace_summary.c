@@ -32,21 +32,9 @@ static void fmt_epoch(uint64_t epoch_ns, char *buf, size_t len)
 	snprintf(buf, len, "%s.%03u UTC", tmp, (unsigned)(epoch_ns % DT_NS / 1000000));
 }
 
-static void print_text(const struct dt_trace *t, const struct dt_stats *s, const size_t *top,
-		       size_t ntop)
+static void text_ops(const struct dt_stats *s)
 {
-	char a[96], b[32], c[32], d[32], e[32], tmp[32];
-
-	printf("trace: %s\n", t->path);
-	if (t->h.config[0])
-		printf("config: %s\n", t->h.config);
-	fmt_epoch(t->h.epoch_ns, a, sizeof(a));
-	printf("started: %s, traced for %.3f s (requests span %.3f s)\n", a, s->span_s,
-	       s->active_s);
-	printf("records: %llu, dropped: %llu%s\n", (unsigned long long)s->nrecs,
-	       (unsigned long long)s->dropped,
-	       t->has_footer ? (s->dropped ? " (lost to a writer that fell behind or a full disk: counts are low)" : "")
-			     : " (no footer: drop count unknown)");
+	char a[96], b[32], c[32], d[32], e[32];
 
 	printf("\n%-9s %10s %7s %12s %10s %10s %10s %10s %11s %6s\n", "operation", "count",
 	       "errors", "bytes", "MiB/s", "mean dur", "p50 dur", "p99 dur", "mean queue",
@@ -85,6 +73,11 @@ static void print_text(const struct dt_trace *t, const struct dt_stats *s, const
 			       100.0 * share(o->hist[k], o->count));
 		}
 	}
+}
+
+static void text_access(const struct dt_stats *s)
+{
+	char a[32], b[32], c[32], d[32];
 
 	if (s->reads)
 		printf("\nreads: %.1f%% sequential (%llu of %llu start where the same pid's "
@@ -99,6 +92,11 @@ static void print_text(const struct dt_trace *t, const struct dt_stats *s, const
 	dt_fmt_ns((double)s->ia_read_p50, c, sizeof(c));
 	dt_fmt_ns((double)s->ia_read_p99, d, sizeof(d));
 	printf("inter-arrival: all requests p50 %s, p99 %s; reads p50 %s, p99 %s\n", a, b, c, d);
+}
+
+static void text_clients(const struct dt_trace *t, const struct dt_stats *s)
+{
+	char a[32], b[32], c[32];
 
 	printf("\nclients (%s):\n  %8s %6s %10s %10s %12s %10s %12s %8s %7s\n",
 	       t->h.version >= 2 ? "processes and their threads"
@@ -115,34 +113,62 @@ static void print_text(const struct dt_trace *t, const struct dt_stats *s, const
 		       (unsigned long long)p->reads, a, (unsigned long long)p->writes, b,
 		       (unsigned long long)p->nfiles, c);
 	}
+	if (t->h.version < 2)
+		return;
+	printf("\njobs:\n  %5s %6s %6s %10s %10s %12s %8s %8s  %s\n", "job", "procs", "tids",
+	       "requests", "reads", "read bytes", "opens", "releases", "name");
+	for (size_t i = 0; i < s->njobs; i++) {
+		const struct dt_job_stats *j = &s->jobs[i];
+		const char *name = j->job ? dt_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
 
-	if (t->h.version >= 2) {
-		printf("\njobs:\n  %5s %6s %6s %10s %10s %12s %8s %8s  %s\n", "job", "procs", "tids",
-		       "requests", "reads", "read bytes", "opens", "releases", "name");
-		for (size_t i = 0; i < s->njobs; i++) {
-			const struct dt_job_stats *j = &s->jobs[i];
-			const char *name = j->job ? dt_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
-
-			dt_fmt_bytes((double)j->rbytes, a, sizeof(a));
-			printf("  %5u %6llu %6llu %10llu %10llu %12s %8llu %8llu  %s\n", j->job,
-			       (unsigned long long)j->npids, (unsigned long long)j->ntids,
-			       (unsigned long long)j->requests, (unsigned long long)j->reads, a,
-			       (unsigned long long)j->opens, (unsigned long long)j->releases,
-			       name ? name : j->job ? "?" : "(no job: the kernel)");
-		}
+		dt_fmt_bytes((double)j->rbytes, a, sizeof(a));
+		printf("  %5u %6llu %6llu %10llu %10llu %12s %8llu %8llu  %s\n", j->job,
+		       (unsigned long long)j->npids, (unsigned long long)j->ntids,
+		       (unsigned long long)j->requests, (unsigned long long)j->reads, a,
+		       (unsigned long long)j->opens, (unsigned long long)j->releases,
+		       name ? name : j->job ? "?" : "(no job: the kernel)");
 	}
+}
 
-	if (ntop) {
-		printf("\ntop files by bytes:\n  %12s %8s %8s %7s  %s\n", "bytes", "reads", "writes",
-		       "seq%", "file");
-		for (size_t i = 0; i < ntop; i++) {
-			const struct dt_file_stats *f = &s->files[top[i]];
-			dt_fmt_bytes((double)(f->rbytes + f->wbytes), a, sizeof(a));
-			fmt_pct(f->seq_reads, f->reads, c, sizeof(c));
-			printf("  %12s %8llu %8llu %7s  %s\n", a, (unsigned long long)f->reads,
-			       (unsigned long long)f->writes, c, dt_name_of(t, f->id, tmp, sizeof(tmp)));
-		}
+static void text_top_files(const struct dt_trace *t, const struct dt_stats *s, const size_t *top,
+			   size_t ntop)
+{
+	char a[32], c[32], tmp[32];
+
+	if (!ntop)
+		return;
+	printf("\ntop files by bytes:\n  %12s %8s %8s %7s  %s\n", "bytes", "reads", "writes",
+	       "seq%", "file");
+	for (size_t i = 0; i < ntop; i++) {
+		const struct dt_file_stats *f = &s->files[top[i]];
+		dt_fmt_bytes((double)(f->rbytes + f->wbytes), a, sizeof(a));
+		fmt_pct(f->seq_reads, f->reads, c, sizeof(c));
+		printf("  %12s %8llu %8llu %7s  %s\n", a, (unsigned long long)f->reads,
+		       (unsigned long long)f->writes, c, dt_name_of(t, f->id, tmp, sizeof(tmp)));
 	}
+}
+
+static void print_text(const struct dt_trace *t, const struct dt_stats *s, const size_t *top,
+		       size_t ntop)
+{
+	char a[96];
+
+	printf("trace: %s\n", t->path);
+	if (t->h.config[0])
+		printf("config: %s\n", t->h.config);
+	fmt_epoch(t->h.epoch_ns, a, sizeof(a));
+	printf("started: %s, traced for %.3f s (requests span %.3f s)\n", a, s->span_s,
+	       s->active_s);
+	printf("records: %llu, dropped: %llu%s\n", (unsigned long long)s->nrecs,
+	       (unsigned long long)s->dropped,
+	       t->has_footer ? (s->dropped ? " (lost to a writer that fell behind or a full disk: "
+					     "counts are low)"
+					   : "")
+			     : " (no footer: drop count unknown)");
+	text_ops(s);
+	text_access(s);
+	text_clients(t, s);
+	text_top_files(t, s, top, ntop);
 }
 
 static void json_ops(struct dl_jw *w, const struct dt_stats *s)

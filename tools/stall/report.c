@@ -481,8 +481,11 @@ static void json_steps(struct dl_jw *w, const struct st_run *r)
 	for (size_t i = 0; i < n; i++)
 		dl_jw_i64(w, NULL, p->steps[i].batch);
 	dl_jw_end(w);
-	for (size_t i = 0; flags && i < n; i++)
-		flags[i] = p->steps[i].flag == 'r' || p->steps[i].flag == 'c' ? p->steps[i].flag : '-';
+	for (size_t i = 0; flags && i < n; i++) {
+		char f = p->steps[i].flag;
+
+		flags[i] = f == 'r' || f == 'c' ? f : '-';
+	}
 	if (flags)
 		flags[n] = 0;
 	dl_jw_str(w, "flag", flags ? flags : "");

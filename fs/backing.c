@@ -1,6 +1,7 @@
 /* Backing store: setup, the inode table of real directories, path safety and
- * the glue the rest of fs/ calls. The operations are in backing_ops.c
- * (real directories) and sink.c (sinks). */
+ * the glue the rest of fs/ calls. The operations on real directories are in
+ * backing_ops.c, backing_names.c and backing_files.c; on sinks in
+ * sink_ops.c (their tree: sink.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dliofs/clock.h"
 #include "dliofs/config.h"
 #include "dliofs/crc32.h"
 #include "dliofs/crc32c.h"
@@ -17,9 +18,7 @@
 
 static double now(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+	return (double)dl_mono_ns() * 1e-9;
 }
 
 static double rate_fill(enum dl_prng_path path, void *buf, double secs)

@@ -21,8 +21,6 @@ static const char *const bk_keys[BK__COUNT] = { "path", "at", "writable", "sink"
 #define SINK_DEFAULT_ENTRIES (1ULL << 20)
 #define SINK_MAX_ENTRIES (1ULL << 26)
 
-#define CTL_DIRNAME ".dliofs"
-
 static const char *scalar(const yaml_node_t *n)
 {
 	if (n->type != YAML_SCALAR_NODE || cfg_is_null(n) ||
@@ -63,7 +61,7 @@ static int check_at(struct cfg_ctx *c, const yaml_node_t *n, const char *path, c
 	if (s[0] == '.') {
 		cfg_error(c, cfg_node_loc(n), path,
 			  "%s must not start with '.' (%s is the mount's control directory)", q,
-			  CTL_DIRNAME);
+			  DL_CTL_DIRNAME);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < len; i++) {

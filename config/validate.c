@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dliofs/htab.h"
 #include "dliofs/intmath.h"
 #include "dliofs/prng.h"
 #include "config_i.h"
@@ -39,17 +40,6 @@ static void verr(const struct vds *v, struct dl_loc loc, const char *key, const 
 static int usable(const struct vds *v, enum cfg_field f)
 {
 	return v->sd->val[f] && !v->sd->bad[f];
-}
-
-static uint64_t fnv1a64(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
 }
 
 static int name_char(char ch)
@@ -504,7 +494,7 @@ static int validate_dataset(struct cfg_ctx *c, struct dl_dataset *ds,
 		     "missing: every dataset needs a name (its directory under the mount)");
 	else if (!sd->bad[CF_NAME])
 		name_ok = check_component(&v, CF_NAME, CFG_NAME_MAX, 1) == 0;
-	ds->id = dl_mix64(fnv1a64(ds->name));
+	ds->id = dl_mix64(dl_hash_str(0, ds->name)); /* FNV-1a: the content key */
 	if (!sd->val[CF_FORMAT]) {
 		char list[256];
 		size_t o = 0;

@@ -1,6 +1,7 @@
 /* Backing store: setup, the inode table of real directories, path safety and
- * the glue the rest of fs/ calls. The operations are in backing_ops.c
- * (real directories) and sink.c (sinks). */
+ * the glue the rest of fs/ calls. The operations on real directories are in
+ * backing_ops.c, backing_names.c and backing_files.c; on sinks in
+ * sink_ops.c (their tree: sink.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,62 +13,33 @@
 #include "backing_i.h"
 #include "dliofs/json.h"
 
-#define BK_MIN_BUCKETS 64
-
 /* ---- the inode table: by id (requests) and by (dev, ino) (lookups) ---- */
 
-static size_t hash_id(uint64_t id, size_t nb)
+static uint64_t key_hash(dev_t dev, ino_t ino)
 {
-	id ^= id >> 33;
-	id *= 0xff51afd7ed558ccdULL;
-	id ^= id >> 33;
-	return (size_t)(id & (nb - 1));
-}
-
-static size_t hash_key(dev_t dev, ino_t ino, size_t nb)
-{
-	return hash_id((uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev, nb);
-}
-
-static int table_grow(struct bk_root *r)
-{
-	size_t nb = r->nbuckets ? r->nbuckets * 2 : BK_MIN_BUCKETS;
-	struct bk_node **id = calloc(nb, sizeof(*id)), **key = calloc(nb, sizeof(*key));
-
-	if (!id || !key) {
-		free(id);
-		free(key);
-		return -ENOMEM;
-	}
-	for (size_t b = 0; b < r->nbuckets; b++) {
-		for (struct bk_node *n = r->by_id[b], *next; n; n = next) {
-			size_t h = hash_id(n->id, nb);
-			next = n->next_id;
-			n->next_id = id[h];
-			id[h] = n;
-		}
-		for (struct bk_node *n = r->by_key[b], *next; n; n = next) {
-			size_t h = hash_key(n->dev, n->ino, nb);
-			next = n->next_key;
-			n->next_key = key[h];
-			key[h] = n;
-		}
-	}
-	free(r->by_id);
-	free(r->by_key);
-	r->by_id = id;
-	r->by_key = key;
-	r->nbuckets = nb;
-	return 0;
+	return (uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev;
 }
 
 static struct bk_node *find_id(struct bk_root *r, uint64_t id)
 {
-	if (!r->nbuckets)
-		return NULL;
-	for (struct bk_node *n = r->by_id[hash_id(id, r->nbuckets)]; n; n = n->next_id)
+	for (struct dl_hlink *l = dl_htab_first(&r->by_id, id); l; l = dl_htab_next(l)) {
+		struct bk_node *n = dl_hentry(l, struct bk_node, by_id);
+
 		if (n->id == id)
 			return n;
+	}
+	return NULL;
+}
+
+static struct bk_node *find_key(struct bk_root *r, dev_t dev, ino_t ino)
+{
+	for (struct dl_hlink *l = dl_htab_first(&r->by_key, key_hash(dev, ino)); l;
+	     l = dl_htab_next(l)) {
+		struct bk_node *n = dl_hentry(l, struct bk_node, by_key);
+
+		if (n->dev == dev && n->ino == ino)
+			return n;
+	}
 	return NULL;
 }
 
@@ -89,7 +61,6 @@ int bk_node_get(struct bk_root *r, uint64_t id, struct bk_node **out)
 int bk_node_ref(struct bk_root *r, int fd, const struct stat *st, struct bk_node **out)
 {
 	struct bk_node *n;
-	size_t h;
 	int ret = 0;
 
 	/* The directory itself, met again through a hard link or bind mount,
@@ -100,22 +71,18 @@ int bk_node_ref(struct bk_root *r, int fd, const struct stat *st, struct bk_node
 		return 0;
 	}
 	pthread_mutex_lock(&r->lock);
-	if (r->nbuckets) {
-		for (n = r->by_key[hash_key(st->st_dev, st->st_ino, r->nbuckets)]; n;
-		     n = n->next_key) {
-			if (n->dev == st->st_dev && n->ino == st->st_ino) {
-				n->nlookup++;
-				close(fd);
-				*out = n;
-				goto out;
-			}
-		}
+	n = find_key(r, st->st_dev, st->st_ino);
+	if (n) {
+		n->nlookup++;
+		close(fd);
+		*out = n;
+		goto out;
 	}
-	if (r->count >= r->nbuckets) {
-		ret = table_grow(r);
-		if (ret)
-			goto fail;
-	}
+	ret = dl_htab_reserve(&r->by_id, r->by_id.count + 1);
+	if (!ret)
+		ret = dl_htab_reserve(&r->by_key, r->by_key.count + 1);
+	if (ret)
+		goto fail;
 	n = calloc(1, sizeof(*n));
 	if (!n) {
 		ret = -ENOMEM;
@@ -127,13 +94,8 @@ int bk_node_ref(struct bk_root *r, int fd, const struct stat *st, struct bk_node
 	n->fd = fd;
 	n->type = st->st_mode & S_IFMT;
 	n->nlookup = 1;
-	h = hash_id(n->id, r->nbuckets);
-	n->next_id = r->by_id[h];
-	r->by_id[h] = n;
-	h = hash_key(n->dev, n->ino, r->nbuckets);
-	n->next_key = r->by_key[h];
-	r->by_key[h] = n;
-	r->count++;
+	dl_htab_add(&r->by_id, &n->by_id, n->id);
+	dl_htab_add(&r->by_key, &n->by_key, key_hash(n->dev, n->ino));
 	*out = n;
 out:
 	pthread_mutex_unlock(&r->lock);
@@ -142,20 +104,6 @@ fail:
 	pthread_mutex_unlock(&r->lock);
 	close(fd);
 	return ret;
-}
-
-static void unlink_node(struct bk_root *r, struct bk_node *n)
-{
-	struct bk_node **pp;
-
-	for (pp = &r->by_id[hash_id(n->id, r->nbuckets)]; *pp != n; pp = &(*pp)->next_id)
-		;
-	*pp = n->next_id;
-	for (pp = &r->by_key[hash_key(n->dev, n->ino, r->nbuckets)]; *pp != n;
-	     pp = &(*pp)->next_key)
-		;
-	*pp = n->next_key;
-	r->count--;
 }
 
 void bk_node_forget(struct bk_root *r, uint64_t id, uint64_t nlookup)
@@ -170,7 +118,8 @@ void bk_node_forget(struct bk_root *r, uint64_t id, uint64_t nlookup)
 	if (n) {
 		n->nlookup = nlookup >= n->nlookup ? 0 : n->nlookup - nlookup;
 		if (n->nlookup == 0) {
-			unlink_node(r, n);
+			dl_htab_del(&r->by_id, &n->by_id);
+			dl_htab_del(&r->by_key, &n->by_key);
 			fd = n->fd;
 			free(n);
 		}
@@ -245,6 +194,19 @@ static int rel_path(const struct bk_root *r, int fd, char *rel, size_t len)
 
 /* ---- replies ---- */
 
+struct dl_reply *bk_new_reply(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
+			      uint8_t top, fuse_ino_t ino)
+{
+	struct dl_reply *r = dl_reply_new(req, kind, cls, top);
+
+	if (!r) {
+		dl_reply_enomem(req);
+		return NULL;
+	}
+	r->preq.file_id = ino;
+	return r;
+}
+
 void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret)
 {
 	if (ret < 0) {
@@ -272,17 +234,17 @@ void bk_reply_err(struct dl_fs *fs, fuse_req_t req, fuse_ino_t ino, enum dl_op_c
 
 struct bk_root *bk_root_of(struct dl_fs *fs, fuse_ino_t ino)
 {
-	unsigned i = (unsigned)((ino >> 48) & 0xfff);
+	unsigned i = dl_ino_ds(ino);
 
-	if (!fs->backing || (ino >> 60) != DL_NODE_BACKING || i >= fs->backing->n ||
-	    ((ino >> 44) & 0xf))
+	if (!fs->backing || dl_ino_type(ino) != DL_NODE_BACKING || i >= fs->backing->n ||
+	    dl_ino_split(ino) || dl_ino_part(ino))
 		return NULL;
 	return &fs->backing->roots[i];
 }
 
 int dl_bk_is(const struct dl_fs *fs, fuse_ino_t ino)
 {
-	return fs->backing && ino != FUSE_ROOT_ID && (ino >> 60) == DL_NODE_BACKING;
+	return fs->backing && ino != FUSE_ROOT_ID && dl_ino_type(ino) == DL_NODE_BACKING;
 }
 
 const struct fuse_lowlevel_ops *dl_bk_ops(struct dl_fs *fs, fuse_ino_t ino)
@@ -294,7 +256,7 @@ const struct fuse_lowlevel_ops *dl_bk_ops(struct dl_fs *fs, fuse_ino_t ino)
 
 int dl_bk_same_root(fuse_ino_t a, fuse_ino_t b)
 {
-	return (a >> 48) == (b >> 48);
+	return dl_ino_type(a) == dl_ino_type(b) && dl_ino_ds(a) == dl_ino_ds(b);
 }
 
 void dl_bk_forget(struct dl_fs *fs, fuse_ino_t ino, uint64_t nlookup)
@@ -474,6 +436,15 @@ int dl_backing_new(const struct dl_config *cfg, const char *mountpoint, struct d
 	return 0;
 }
 
+static void free_node(struct dl_hlink *l, void *arg)
+{
+	struct bk_node *n = dl_hentry(l, struct bk_node, by_id);
+
+	(void)arg;
+	close(n->fd);
+	free(n);
+}
+
 void dl_backing_free(struct dl_backing *b)
 {
 	if (!b)
@@ -488,15 +459,8 @@ void dl_backing_free(struct dl_backing *b)
 			bk_open_del(r, o);
 			o->close(o);
 		}
-		for (size_t k = 0; k < r->nbuckets; k++) {
-			for (struct bk_node *n = r->by_id[k], *next; n; n = next) {
-				next = n->next_id;
-				close(n->fd);
-				free(n);
-			}
-		}
-		free(r->by_id);
-		free(r->by_key);
+		dl_htab_free(&r->by_key);
+		dl_htab_drain(&r->by_id, free_node, NULL);
 		if (r->top.fd >= 0)
 			close(r->top.fd);
 		dl_sink_free(r->sink);

@@ -8,6 +8,7 @@
 
 #include "backing.h"
 #include "fs_i.h"
+#include "dliofs/htab.h"
 #include "reply.h"
 
 /* Real directories can change behind our back: the kernel rechecks often. */
@@ -24,7 +25,7 @@ struct bk_node {
 	mode_t type;		/* S_IFMT bits */
 	uint64_t nlookup;
 	atomic_int moved_out;	/* found outside the backing directory (said once) */
-	struct bk_node *next_id, *next_key;
+	struct dl_hlink by_id, by_key;	/* in bk_root's tables */
 };
 
 struct dl_sink;
@@ -48,8 +49,8 @@ struct bk_root {
 	struct bk_node top;		/* the directory itself: id 0, never forgotten */
 	char real[PATH_MAX];		/* its path as the kernel names it */
 	size_t real_len;
-	struct bk_node **by_id, **by_key;
-	size_t nbuckets, count;
+	struct dl_htab by_id;		/* nodes by handle id (requests) */
+	struct dl_htab by_key;		/* the same by (dev, ino) (lookups) */
 	uint64_t next_id;
 	struct bk_open open;		/* list head of open files and directories (lock) */
 	struct dl_sink *sink;		/* a sink: no directory, no table */
@@ -63,13 +64,12 @@ struct dl_backing {
 
 static inline uint64_t bk_id(fuse_ino_t ino)
 {
-	return ino & DL_INO_MAX_INDEX;
+	return dl_ino_index(ino);
 }
 
 static inline fuse_ino_t bk_ino(const struct bk_root *r, uint64_t id)
 {
-	return ((uint64_t)DL_NODE_BACKING << 60) | ((uint64_t)r->index << 48) |
-	       (id & DL_INO_MAX_INDEX);
+	return dl_ino_make(DL_NODE_BACKING, r->index, 0, 0, id);
 }
 
 struct bk_root *bk_root_of(struct dl_fs *fs, fuse_ino_t ino);
@@ -128,10 +128,75 @@ int bk_tree_links_inside(const struct bk_root *r, const struct bk_moved *mv, cha
 			 size_t badlen);
 
 /* Replies through the pacer. */
+static inline struct dl_fs *bk_fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+/* A reply to req about ino, or NULL once ENOMEM has been answered. */
+struct dl_reply *bk_new_reply(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
+			      uint8_t top, fuse_ino_t ino);
 void bk_reply_err(struct dl_fs *fs, fuse_req_t req, fuse_ino_t ino, enum dl_op_class cls,
 		  uint8_t top, int neg_errno);
 /* Finish r: an error reply when ret < 0, then submit. */
 void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret);
+
+/* ---- what the operations on real directories share (backing_ops.c) ---- */
+
+/* What an open file carries in fi->fh (backing_files.c). */
+struct bk_file {
+	struct bk_open link;	/* first: the list holds &f->link == f */
+	struct bk_root *root;
+	int fd;
+	struct dl_client who;	/* who opened it (the close is theirs) */
+};
+
+/* The node of ino in a real (not sink) backing directory, or -ESTALE. */
+int bk_node_of(struct dl_fs *fs, fuse_ino_t ino, struct bk_root **r, struct bk_node **n);
+/* Say once per node that it was found outside (the log is for people). */
+void bk_moved_out(struct bk_root *root, struct bk_node *n, const char *what);
+/* Is directory p still below the backing directory? Its depth if so. */
+int bk_dir_ok(struct bk_root *root, struct bk_node *p, int *depth);
+/* The same for any node (a file through the directory holding it). */
+int bk_node_ok(struct bk_root *root, struct bk_node *n);
+/* Refuse (and say why) a symlink text that would lead out when followed
+ * from directory dirfd at depth. verb and name say what, for the log. */
+int bk_link_ok(struct bk_root *root, int dirfd, int depth, const char *target, const char *verb,
+	       const char *name);
+/* fd (O_PATH, consumed) becomes a referenced node and an entry for it. */
+int bk_entry_of(struct bk_root *r, int fd, struct fuse_entry_param *e);
+/* name in directory p (never followed), as an entry. */
+int bk_lookup_at(struct bk_root *r, struct bk_node *p, const char *name,
+		 struct fuse_entry_param *e);
+/* Finish an entry reply; the lookup is given back if the kernel never sees it. */
+void bk_finish_entry(struct dl_fs *fs, struct dl_reply *r, struct bk_root *root, int ret);
+/* A root daemon creating for another user: the new inode is theirs. */
+void bk_give_to_caller(const struct fuse_ctx *c, int dirfd, const char *name, int fd);
+
+/* Changes of names (backing_names.c). */
+void bk_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void bk_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void bk_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void bk_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void bk_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags);
+void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+
+/* Open files and directories (backing_files.c). */
+void bk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	       struct fuse_file_info *fi);
+void bk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void bk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	      struct fuse_file_info *fi);
+void bk_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void bk_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void bk_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void bk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void bk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void bk_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void bk_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
 extern const struct fuse_lowlevel_ops dl_bk_real_ops;
 extern const struct fuse_lowlevel_ops dl_bk_sink_ops;

@@ -1,7 +1,7 @@
 /* `dliofs stat | set | cache | trace`: talk to a running mount through
- * `.dliofs/`. A command is one transaction (control.h): written whole,
- * committed by fsync, and on refusal the daemon's reason is read back from
- * the same open file. */
+ * `.dliofs/` with the control-file client (dliofs/ctl_client.h): a command
+ * is one transaction, written whole, committed by fsync, and on refusal the
+ * daemon's reason is read back from the same open file. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -12,92 +12,38 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "control.h"
+#include "dliofs/ctl_client.h"
 #include "dliofs/json.h"
 #include "dliofs/pacer.h"
 
-static int ctl_path(const char *mnt, const char *file, char *buf, size_t len)
+/* Is mnt a mount with this control file? Says so when not. */
+static int ctl_check(const char *mnt, enum dl_ctl_file f)
 {
-	int n = snprintf(buf, len, "%s/%s/%s", mnt, DL_CTL_DIRNAME, file);
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	if (access(buf, F_OK) != 0) {
+	char path[4096];
+	int ret = dl_ctl_path(mnt, f, path, sizeof(path));
+
+	if (ret) {
+		fprintf(stderr, "dliofs: %s: %s\n", mnt, strerror(-ret));
+		return ret;
+	}
+	if (access(path, F_OK) != 0) {
 		fprintf(stderr, "dliofs: %s is not a dliofs mount (no %s/%s)\n", mnt, DL_CTL_DIRNAME,
-			file);
+			dl_ctl_names[f]);
 		return -ENOENT;
 	}
 	return 0;
 }
 
-static int read_file(const char *path, char **out, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0, r;
-
-	if (!f)
-		return -errno;
-	do {
-		if (n + 4096 > cap) {
-			char *nb = realloc(buf, cap = cap * 2 + 8192);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return -ENOMEM;
-			}
-			buf = nb;
-		}
-		r = fread(buf + n, 1, cap - n - 1, f);
-		n += r;
-	} while (r > 0);
-	fclose(f);
-	buf[n] = 0;
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
 /* Write a whole command to a control file and commit it. On refusal the
  * reason (the daemon's words) is printed after `who`. */
-static int write_ctl(const char *path, const char *text, size_t len, const char *who)
+static int command(const char *mnt, enum dl_ctl_file f, const char *text, size_t len,
+		   const char *who)
 {
-	int fd = open(path, O_RDWR), ret = 0;
-	size_t done = 0;
-	char reason[2048];
-	ssize_t n;
+	char why[4400];
+	int ret = dl_ctl_command(mnt, f, text, len, why, sizeof(why));
 
-	if (fd < 0) {
-		ret = -errno;
-		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
-		return ret;
-	}
-	while (done < len) {
-		n = write(fd, text + done, len - done);
-		if (n <= 0) {
-			ret = n < 0 ? -errno : -EIO;
-			break;
-		}
-		/* A short count: the daemon refused the write's last piece. */
-		if ((size_t)n < len - done) {
-			ret = -EINVAL;
-			break;
-		}
-		done += (size_t)n;
-	}
-	if (!ret && fsync(fd))
-		ret = -errno;
-	if (ret) {
-		n = pread(fd, reason, sizeof(reason) - 1, 0);
-		reason[n > 0 ? n : 0] = 0;
-		if (!strncmp(reason, "error: ", 7)) {
-			reason[strcspn(reason, "\n")] = 0;
-			fprintf(stderr, "%s: refused, nothing applied: %s\n", who, reason + 7);
-		} else {
-			fprintf(stderr, "%s: %s\n", who, strerror(-ret));
-		}
-	}
-	if (close(fd) && !ret)
-		ret = -errno;
+	if (ret)
+		fprintf(stderr, "%s: %s\n", who, why);
 	return ret;
 }
 
@@ -253,22 +199,21 @@ static void print_table(const struct flat *f, FILE *o)
 
 int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int all, int reset)
 {
-	char path[4096];
 	char *buf = NULL;
 	size_t len = 0;
 	int ret;
 
-	ret = ctl_path(mnt, "stats.json", path, sizeof(path));
-	if (ret)
+	if (ctl_check(mnt, DL_CTL_STATS))
 		return 1;
 	if (reset)
-		return write_ctl(path, "reset\n", 6, "dliofs stat --reset") ? 1 : 0;
+		return command(mnt, DL_CTL_STATS, "reset\n", 6, "dliofs stat --reset") ? 1 : 0;
 	for (;;) {
 		struct flat f = {0};
 
-		ret = read_file(path, &buf, &len);
+		ret = dl_ctl_read(mnt, DL_CTL_STATS, &buf, &len);
 		if (ret) {
-			fprintf(stderr, "dliofs stat: %s: %s\n", path, strerror(-ret));
+			fprintf(stderr, "dliofs stat: %s/%s/%s: %s\n", mnt, DL_CTL_DIRNAME,
+				dl_ctl_names[DL_CTL_STATS], strerror(-ret));
 			return 1;
 		}
 		if (watch && isatty(1))
@@ -302,11 +247,11 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int all, i
 /* The cache policy in force (first line of .dliofs/cache: "policy X"). */
 static void cache_policy(const char *mnt, char *out, size_t len)
 {
-	char path[4096], *buf = NULL;
+	char *buf = NULL;
 	size_t n;
 
 	out[0] = 0;
-	if (ctl_path(mnt, "cache", path, sizeof(path)) || read_file(path, &buf, &n))
+	if (dl_ctl_read(mnt, DL_CTL_CACHE, &buf, &n))
 		return;
 	if (!strncmp(buf, "policy ", 7))
 		snprintf(out, len, "%.*s", (int)strcspn(buf + 7, "\n"), buf + 7);
@@ -315,13 +260,13 @@ static void cache_policy(const char *mnt, char *out, size_t len)
 
 int dl_cli_set(const char *mnt, int npairs, char **pairs)
 {
-	char path[4096], err[512], pol[32];
+	char err[512], pol[32];
 	struct dl_pacer_cfg probe;
 	size_t total = 0, off = 0;
 	char *text;
 	int ret, bad = 0, model = 0;
 
-	if (ctl_path(mnt, "pacer", path, sizeof(path)))
+	if (ctl_check(mnt, DL_CTL_PACER))
 		return 1;
 	/* Check syntax here, where the user sees the message; the daemon checks
 	 * the whole change against its live settings and refuses all of it if
@@ -351,7 +296,7 @@ int dl_cli_set(const char *mnt, int npairs, char **pairs)
 		return 1;
 	for (int i = 0; i < npairs; i++)
 		off += (size_t)sprintf(text + off, "%s\n", pairs[i]);
-	ret = write_ctl(path, text, off, "dliofs set");
+	ret = command(mnt, DL_CTL_PACER, text, off, "dliofs set");
 	free(text);
 	if (ret)
 		return 1;
@@ -367,11 +312,11 @@ int dl_cli_set(const char *mnt, int npairs, char **pairs)
 
 int dl_cli_cache(const char *mnt, const char *cmd, const char *arg)
 {
-	char path[4096], text[4200];
+	char text[4200];
 	size_t mlen = strlen(mnt);
 	int n;
 
-	if (ctl_path(mnt, "cache", path, sizeof(path)))
+	if (ctl_check(mnt, DL_CTL_CACHE))
 		return 1;
 	if (!strcmp(cmd, "drop")) {
 		n = snprintf(text, sizeof(text), "drop\n");
@@ -394,18 +339,18 @@ int dl_cli_cache(const char *mnt, const char *cmd, const char *arg)
 		fprintf(stderr, "dliofs cache %s: path too long\n", cmd);
 		return 2;
 	}
-	return write_ctl(path, text, (size_t)n, cmd[0] == 'd' ? "dliofs cache drop"
-							      : "dliofs cache warm")
+	return command(mnt, DL_CTL_CACHE, text, (size_t)n,
+		       cmd[0] == 'd' ? "dliofs cache drop" : "dliofs cache warm")
 		   ? 1
 		   : 0;
 }
 
 int dl_cli_trace(const char *mnt, const char *cmd, const char *file, const char *ops)
 {
-	char path[4096], text[8400], abs[4096];
+	char text[8400], abs[4096];
 	int n;
 
-	if (ctl_path(mnt, "trace", path, sizeof(path)))
+	if (ctl_check(mnt, DL_CTL_TRACE))
 		return 1;
 	if (!strcmp(cmd, "stop")) {
 		n = snprintf(text, sizeof(text), "stop\n");
@@ -430,15 +375,16 @@ int dl_cli_trace(const char *mnt, const char *cmd, const char *file, const char 
 		fprintf(stderr, "dliofs trace: path too long\n");
 		return 2;
 	}
-	if (write_ctl(path, text, (size_t)n,
-		      !strcmp(cmd, "stop") ? "dliofs trace stop" : "dliofs trace start"))
+	if (command(mnt, DL_CTL_TRACE, text, (size_t)n,
+		    !strcmp(cmd, "stop") ? "dliofs trace stop" : "dliofs trace start"))
 		return 1;
 	if (!strcmp(cmd, "stop")) {
 		/* Say what the file holds when records were lost. */
 		char *st = NULL, *last;
 		size_t len;
 
-		if (read_file(path, &st, &len) == 0 && (last = strstr(st, "last ")) &&
+		if (dl_ctl_read(mnt, DL_CTL_TRACE, &st, &len) == 0 &&
+		    (last = strstr(st, "last ")) &&
 		    !strstr(last, " 0 dropped")) {
 			last[strcspn(last, "\n")] = 0;
 			fprintf(stderr, "dliofs trace stop: %s\n", last);

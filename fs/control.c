@@ -17,15 +17,6 @@
 #include "log_i.h"
 #include "reply.h"
 
-const char *const dl_ctl_names[DL_CTL__COUNT] = {
-	[DL_CTL_DIR] = DL_CTL_DIRNAME,
-	[DL_CTL_STATS] = "stats.json",
-	[DL_CTL_CONFIG] = "config.yaml",
-	[DL_CTL_PACER] = "pacer",
-	[DL_CTL_CACHE] = "cache",
-	[DL_CTL_TRACE] = "trace",
-};
-
 int dl_ctl_lookup(const char *name, unsigned *id)
 {
 	for (unsigned i = 1; i < DL_CTL__COUNT; i++) {

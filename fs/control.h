@@ -17,24 +17,15 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+/* The directory's name, its files (enum dl_ctl_file) and their names
+ * (dl_ctl_names): what the clients see is defined there, once. */
+#include "dliofs/ctl_client.h"
+
 struct dl_fs;
 struct dl_node;
 
-#define DL_CTL_DIRNAME ".dliofs"
 /* A transaction holds at most this much text. */
 #define DL_CTL_MAX_WRITE (64u << 20)
-
-enum dl_ctl_file {
-	DL_CTL_DIR = 0,
-	DL_CTL_STATS,	/* stats.json (read; write "reset") */
-	DL_CTL_CONFIG,	/* config.yaml (read: the effective config, live changes included) */
-	DL_CTL_PACER,	/* pacer (read: settings; write: key=value lines) */
-	DL_CTL_CACHE,	/* cache (write: "drop", "warm <path>") */
-	DL_CTL_TRACE,	/* trace (write: "start [ops=LIST] <file>", "stop"; read: status) */
-	DL_CTL__COUNT
-};
-
-extern const char *const dl_ctl_names[DL_CTL__COUNT];
 
 /* One open control file. Clients may use one open file from several
  * threads at once: the lock keeps its pending write and reason whole. */

@@ -90,6 +90,36 @@ static void notify(int fd, const char *msg)
 
 static int redirect_stdio(const char *log_path);
 
+/* The mount answers: start what serves it (timer, readahead, the trace the
+ * config asks for) and serve until unmounted or signalled. What is started
+ * here is stopped by the caller. */
+static int serve(struct dl_fs *fs, struct dl_config *cfg, const struct dl_mount_opts *o)
+{
+	struct fuse_loop_config *lc;
+	int ret;
+
+	dl_fs_start_readahead(o);
+	ret = dl_timer_start(fs, &fs->timer);
+	if (ret)
+		return ret;
+	if (cfg->trace.enabled) {
+		if (dl_fs_trace_start(fs, cfg->trace.file,
+				      cfg->trace.ops_mask ? cfg->trace.ops_mask : ~0u))
+			fprintf(stderr, "dliofs: cannot trace to %s\n", cfg->trace.file);
+	}
+	lc = fuse_loop_cfg_create();
+	if (!lc)
+		return -ENOMEM;
+	fuse_loop_cfg_set_clone_fd(lc, 1);
+	fuse_loop_cfg_set_idle_threads(lc, 8);
+	fuse_loop_cfg_set_max_threads(lc, o->max_threads ? o->max_threads : 16);
+	/* libfuse returns the signal number when SIGINT/SIGTERM/SIGHUP ended the
+	 * loop: that is a clean shutdown, not an error. */
+	ret = fuse_session_loop_mt(fs->se, lc);
+	fuse_loop_cfg_destroy(lc);
+	return (ret == 0 || ret == SIGINT || ret == SIGTERM || ret == SIGHUP) ? 0 : -EIO;
+}
+
 static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int ready_fd,
 		       pid_t launcher)
 {
@@ -98,7 +128,6 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	int argc = 0, ret = -EIO, mounted = 0;
 	struct fuse_args args;
 	struct fuse_session *se = NULL;
-	struct fuse_loop_config *lc = NULL;
 	struct dl_fs fs;
 
 	ret = fs_init(&fs, cfg, o->no_pacer);
@@ -155,30 +184,8 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 		/* Logging is lost, the mount still works. */
 	}
 
-	dl_fs_start_readahead(o);
-	ret = dl_timer_start(&fs, &fs.timer);
-	if (ret)
-		goto out;
-	if (cfg->trace.enabled) {
-		if (dl_fs_trace_start(&fs, cfg->trace.file,
-				      cfg->trace.ops_mask ? cfg->trace.ops_mask : ~0u))
-			fprintf(stderr, "dliofs: cannot trace to %s\n", cfg->trace.file);
-	}
-	lc = fuse_loop_cfg_create();
-	if (!lc) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	fuse_loop_cfg_set_clone_fd(lc, 1);
-	fuse_loop_cfg_set_idle_threads(lc, 8);
-	fuse_loop_cfg_set_max_threads(lc, o->max_threads ? o->max_threads : 16);
-	/* libfuse returns the signal number when SIGINT/SIGTERM/SIGHUP ended the
-	 * loop: that is a clean shutdown, not an error. */
-	ret = fuse_session_loop_mt(se, lc);
-	ret = (ret == 0 || ret == SIGINT || ret == SIGTERM || ret == SIGHUP) ? 0 : -EIO;
+	ret = serve(&fs, cfg, o);
 out:
-	if (lc)
-		fuse_loop_cfg_destroy(lc);
 	/* Parked replies still reference the session: flush them before it goes. */
 	dl_timer_stop(fs.timer);
 	fs.timer = NULL;

@@ -71,8 +71,10 @@ void *dl_fs_buf_get(struct dl_fs *fs);
 void dl_fs_buf_put(struct dl_fs *fs, void *buf);
 
 /* Inode numbers are computed, never stored:
- *   1                                   the root
- *   type:4 | ds:12 | split:2 | part:2 | index:44   everything else */
+ *   1                                               the root
+ *   type:4 | ds:12 | split:2 | part:2 | index:44    everything else
+ * The bit positions are known here and nowhere else: build and take apart
+ * inode numbers with dl_ino_*(). */
 enum dl_node_type {
 	DL_NODE_ROOT = 0,
 	DL_NODE_DATASET = 1,
@@ -86,6 +88,45 @@ enum dl_node_type {
 #define DL_INO_INDEX_BITS 44
 #define DL_INO_MAX_INDEX ((1ULL << DL_INO_INDEX_BITS) - 1)
 #define DL_INO_MAX_DATASETS 4096
+
+#define DL_INO_PART_SHIFT DL_INO_INDEX_BITS		/* 2 bits */
+#define DL_INO_SPLIT_SHIFT (DL_INO_PART_SHIFT + 2)	/* 2 bits */
+#define DL_INO_DS_SHIFT (DL_INO_SPLIT_SHIFT + 2)	/* 12 bits */
+#define DL_INO_TYPE_SHIFT (DL_INO_DS_SHIFT + 12)	/* 4 bits */
+
+static inline fuse_ino_t dl_ino_make(enum dl_node_type type, unsigned ds, uint32_t split,
+				     uint32_t part, uint64_t index)
+{
+	return ((uint64_t)type << DL_INO_TYPE_SHIFT) |
+	       ((uint64_t)(ds & (DL_INO_MAX_DATASETS - 1)) << DL_INO_DS_SHIFT) |
+	       ((uint64_t)(split & 3) << DL_INO_SPLIT_SHIFT) |
+	       ((uint64_t)(part & 3) << DL_INO_PART_SHIFT) | (index & DL_INO_MAX_INDEX);
+}
+
+static inline enum dl_node_type dl_ino_type(fuse_ino_t ino)
+{
+	return (enum dl_node_type)(ino >> DL_INO_TYPE_SHIFT);
+}
+
+static inline unsigned dl_ino_ds(fuse_ino_t ino)
+{
+	return (unsigned)((ino >> DL_INO_DS_SHIFT) & (DL_INO_MAX_DATASETS - 1));
+}
+
+static inline uint32_t dl_ino_split(fuse_ino_t ino)
+{
+	return (uint32_t)((ino >> DL_INO_SPLIT_SHIFT) & 3);
+}
+
+static inline uint32_t dl_ino_part(fuse_ino_t ino)
+{
+	return (uint32_t)((ino >> DL_INO_PART_SHIFT) & 3);
+}
+
+static inline uint64_t dl_ino_index(fuse_ino_t ino)
+{
+	return ino & DL_INO_MAX_INDEX;
+}
 
 struct dl_node {
 	enum dl_node_type type;

@@ -159,7 +159,81 @@ out:
 	return ret ? 1 : 0;
 }
 
-static int cmd_mount(int argc, char **argv)
+/* What `dliofs mount` was given. */
+struct mount_args {
+	struct dl_mount_opts o;
+	const char *pos[2];	/* MOUNTPOINT CONFIG */
+	int npos, readahead_set, overhead_set;
+	char logp[PATH_MAX];
+};
+
+/* One option of `dliofs mount`: 0, or the exit status (said on stderr). */
+static int mount_opt(int c, struct mount_args *a)
+{
+	const char *why = NULL;
+	char cwd[PATH_MAX], *end;
+
+	switch (c) {
+	case 'f':
+		a->o.foreground = 1;
+		return 0;
+	case 'd':
+		a->o.debug = 1;
+		a->o.foreground = 1;
+		return 0;
+	case 'o':
+		a->o.fuse_opts = optarg;
+		return 0;
+	case 'l':
+		if (!realpath(optarg, a->logp)) {
+			/* The log file need not exist yet: resolve its directory. */
+			if (optarg[0] == '/')
+				snprintf(a->logp, sizeof(a->logp), "%s", optarg);
+			else if (getcwd(cwd, sizeof(cwd)))
+				snprintf(a->logp, sizeof(a->logp), "%.2000s/%.2000s", cwd, optarg);
+		}
+		a->o.log_path = a->logp;
+		return 0;
+	case 't':
+		errno = 0;
+		a->o.max_threads = (unsigned)strtoul(optarg, &end, 10);
+		if (errno || *end || a->o.max_threads == 0 || a->o.max_threads > 1024) {
+			fprintf(stderr, "dliofs mount: --threads: expected 1..1024, got '%s'\n",
+				optarg);
+			return 2;
+		}
+		return 0;
+	case 'r':
+		if (dl_parse_size(optarg, &a->o.readahead, &why) || a->o.readahead > (1ULL << 30)) {
+			fprintf(stderr, "dliofs mount: --readahead: expected a size up to 1GiB "
+					"like 4MiB, got '%s'%s%s\n",
+				optarg, why ? ": " : "", why ? why : "");
+			return 2;
+		}
+		a->readahead_set = 1;
+		return 0;
+	case 'n':
+		a->o.no_pacer = 1;
+		return 0;
+	case 'F':
+		if (dl_parse_time(optarg, &a->o.fuse_overhead_ns, &why) ||
+		    a->o.fuse_overhead_ns > 1000000) {
+			fprintf(stderr, "dliofs mount: --fuse-overhead: expected a time up to "
+					"1ms like 8us, got '%s'%s%s\n",
+				optarg, why ? ": " : "", why ? why : "");
+			return 2;
+		}
+		a->overhead_set = 1;
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
+	}
+}
+
+/* Options and the two positional arguments, in any order: 0, or the exit
+ * status (-1: --help, answered). */
+static int mount_args(int argc, char **argv, struct mount_args *a)
 {
 	static const struct option lopts[] = {
 		{"foreground", no_argument, NULL, 'f'},
@@ -173,106 +247,57 @@ static int cmd_mount(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct dl_mount_opts o = {0};
-	struct dl_config *cfg = NULL;
-	char mnt[PATH_MAX], logp[PATH_MAX];
-	const char *pos[2];
-	int npos = 0, c, ret, readahead_set = 0, overhead_set = 0;
-	char *end;
+	int c, ret;
 
 	optind = 1;
 	while (optind < argc) {
 		c = getopt_long(argc, argv, "+fdo:h", lopts, NULL);
 		if (c == -1) {
-			if (npos == 2) {
-				fprintf(stderr, "dliofs mount: unexpected argument '%s'\n", argv[optind]);
+			if (a->npos == 2) {
+				fprintf(stderr, "dliofs mount: unexpected argument '%s'\n",
+					argv[optind]);
 				return 2;
 			}
-			pos[npos++] = argv[optind++];
+			a->pos[a->npos++] = argv[optind++];
 			continue;
 		}
-		switch (c) {
-		case 'f':
-			o.foreground = 1;
-			break;
-		case 'd':
-			o.debug = 1;
-			o.foreground = 1;
-			break;
-		case 'o':
-			o.fuse_opts = optarg;
-			break;
-		case 'l':
-			if (!realpath(optarg, logp)) {
-				/* The log file need not exist yet: resolve its directory. */
-				if (optarg[0] == '/')
-					snprintf(logp, sizeof(logp), "%s", optarg);
-				else if (getcwd(mnt, sizeof(mnt)))
-					snprintf(logp, sizeof(logp), "%.2000s/%.2000s", mnt, optarg);
-			}
-			o.log_path = logp;
-			break;
-		case 't':
-			errno = 0;
-			o.max_threads = (unsigned)strtoul(optarg, &end, 10);
-			if (errno || *end || o.max_threads == 0 || o.max_threads > 1024) {
-				fprintf(stderr, "dliofs mount: --threads: expected 1..1024, got '%s'\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'r': {
-			const char *why = NULL;
-			if (dl_parse_size(optarg, &o.readahead, &why) ||
-			    o.readahead > (1ULL << 30)) {
-				fprintf(stderr, "dliofs mount: --readahead: expected a size up to 1GiB "
-						"like 4MiB, got '%s'%s%s\n",
-					optarg, why ? ": " : "", why ? why : "");
-				return 2;
-			}
-			readahead_set = 1;
-			break;
-		}
-		case 'n':
-			o.no_pacer = 1;
-			break;
-		case 'F': {
-			const char *why = NULL;
-			if (dl_parse_time(optarg, &o.fuse_overhead_ns, &why) ||
-			    o.fuse_overhead_ns > 1000000) {
-				fprintf(stderr, "dliofs mount: --fuse-overhead: expected a time up to "
-						"1ms like 8us, got '%s'%s%s\n",
-					optarg, why ? ": " : "", why ? why : "");
-				return 2;
-			}
-			overhead_set = 1;
-			break;
-		}
-		case 'h':
+		if (c == 'h') {
 			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
+			return -1;
 		}
+		ret = mount_opt(c, a);
+		if (ret)
+			return ret;
 	}
-	if (npos != 2) {
+	if (a->npos != 2) {
 		usage(stderr);
 		return 2;
 	}
-	if (!realpath(pos[0], mnt)) {
-		fprintf(stderr, "dliofs mount: %s: %s\n", pos[0], strerror(errno));
+	return 0;
+}
+
+static int cmd_mount(int argc, char **argv)
+{
+	struct mount_args a = {0};
+	struct dl_config *cfg = NULL;
+	char mnt[PATH_MAX];
+	int ret = mount_args(argc, argv, &a);
+
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	if (!realpath(a.pos[0], mnt)) {
+		fprintf(stderr, "dliofs mount: %s: %s\n", a.pos[0], strerror(errno));
 		return 1;
 	}
-	ret = dl_config_load(pos[1], stderr, &cfg);
+	ret = dl_config_load(a.pos[1], stderr, &cfg);
 	if (ret)
 		return 2;
-	o.mountpoint = mnt;
-	if (!readahead_set)
-		o.readahead = DL_DEFAULT_READAHEAD;
-	if (!overhead_set)
-		o.fuse_overhead_ns = DL_DEFAULT_FUSE_OVERHEAD_NS;
-	ret = dl_fs_mount(cfg, &o);
+	a.o.mountpoint = mnt;
+	if (!a.readahead_set)
+		a.o.readahead = DL_DEFAULT_READAHEAD;
+	if (!a.overhead_set)
+		a.o.fuse_overhead_ns = DL_DEFAULT_FUSE_OVERHEAD_NS;
+	ret = dl_fs_mount(cfg, &a.o);
 	dl_config_free(cfg);
 	return ret ? 1 : 0;
 }

@@ -18,8 +18,7 @@ fuse_ino_t dl_node_ino(const struct dl_node *n)
 {
 	if (n->type == DL_NODE_ROOT)
 		return FUSE_ROOT_ID;
-	return ((uint64_t)n->type << 60) | ((uint64_t)n->ds << 48) | ((uint64_t)n->split << 46) |
-	       ((uint64_t)n->part << 44) | (n->index & DL_INO_MAX_INDEX);
+	return dl_ino_make(n->type, n->ds, n->split, n->part, n->index);
 }
 
 int dl_node_from_ino(const struct dl_fs *fs, fuse_ino_t ino, struct dl_node *out)
@@ -31,11 +30,11 @@ int dl_node_from_ino(const struct dl_fs *fs, fuse_ino_t ino, struct dl_node *out
 		out->type = DL_NODE_ROOT;
 		return 0;
 	}
-	out->type = (enum dl_node_type)(ino >> 60);
-	out->ds = (unsigned)((ino >> 48) & 0xfff);
-	out->split = (uint32_t)((ino >> 46) & 3);
-	out->part = (uint32_t)((ino >> 44) & 3);
-	out->index = ino & DL_INO_MAX_INDEX;
+	out->type = dl_ino_type(ino);
+	out->ds = dl_ino_ds(ino);
+	out->split = dl_ino_split(ino);
+	out->part = dl_ino_part(ino);
+	out->index = dl_ino_index(ino);
 	if (out->type == DL_NODE_CTL)
 		return out->ds == 0 && out->split == 0 && out->part == 0 &&
 				       out->index < DL_CTL__COUNT

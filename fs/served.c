@@ -15,7 +15,7 @@
 #define CHUNK_WORDS (CHUNK_FILES / 64)
 
 struct chunk {
-	uint64_t key; /* ds:12 | split:2 | part:2 | chunk index */
+	uint64_t key; /* the file's inode number with its index >> CHUNK_BITS */
 	uint64_t bits[CHUNK_WORDS];
 };
 
@@ -27,8 +27,7 @@ struct dl_served {
 
 static uint64_t key_of(const struct dl_node *n)
 {
-	return ((uint64_t)n->ds << 48) | ((uint64_t)n->split << 46) | ((uint64_t)n->part << 44) |
-	       (n->index >> CHUNK_BITS);
+	return dl_ino_make(DL_NODE_FILE, n->ds, n->split, n->part, n->index >> CHUNK_BITS);
 }
 
 static size_t slot_of(uint64_t key, size_t cap)
@@ -138,12 +137,12 @@ uint64_t dl_served_drain(struct dl_served *s, void (*fn)(void *arg, const struct
 
 		if (!c)
 			continue;
-		n.ds = (unsigned)((c->key >> 48) & 0xfff);
-		n.split = (uint32_t)((c->key >> 46) & 3);
-		n.part = (uint32_t)((c->key >> 44) & 3);
+		n.ds = dl_ino_ds(c->key);
+		n.split = dl_ino_split(c->key);
+		n.part = dl_ino_part(c->key);
 		for (uint64_t w = 0; w < CHUNK_WORDS; w++) {
 			for (uint64_t b = c->bits[w]; b; b &= b - 1) {
-				n.index = ((c->key & (DL_INO_MAX_INDEX >> CHUNK_BITS)) << CHUNK_BITS) |
+				n.index = (dl_ino_index(c->key) << CHUNK_BITS) |
 					  (w * 64 + (uint64_t)__builtin_ctzll(b));
 				fn(arg, &n);
 				count++;

@@ -11,91 +11,34 @@
 #include "dliofs/json.h"
 #include "sink_i.h"
 
-#define SK_MIN_BUCKETS 64
-
-static size_t mix(uint64_t h, size_t nb)
+static uint64_t name_hash(const struct sk_node *dir, const char *name)
 {
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return (size_t)(h & (nb - 1));
-}
-
-static uint64_t name_hash(uint64_t parent, const char *name)
-{
-	uint64_t h = 0xcbf29ce484222325ULL ^ (parent * 0x9e3779b97f4a7c15ULL);
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 0x100000001b3ULL;
-	return h;
+	return dl_hash_str(dir->id, name);
 }
 
 struct sk_node *sk_find_id(struct dl_sink *s, uint64_t id)
 {
 	if (id == 0)
 		return &s->root;
-	for (struct sk_node *n = s->by_id[mix(id, s->nbuckets)]; n; n = n->next_id)
+	for (struct dl_hlink *l = dl_htab_first(&s->by_id, id); l; l = dl_htab_next(l)) {
+		struct sk_node *n = dl_hentry(l, struct sk_node, by_id);
+
 		if (n->id == id)
 			return n;
+	}
 	return NULL;
 }
 
 struct sk_node *sk_find_name(struct dl_sink *s, const struct sk_node *dir, const char *name)
 {
-	for (struct sk_node *n = s->by_name[mix(name_hash(dir->id, name), s->nbuckets)]; n;
-	     n = n->next_name)
+	for (struct dl_hlink *l = dl_htab_first(&s->by_name, name_hash(dir, name)); l;
+	     l = dl_htab_next(l)) {
+		struct sk_node *n = dl_hentry(l, struct sk_node, by_name);
+
 		if (n->parent == dir && !strcmp(n->name, name))
 			return n;
+	}
 	return NULL;
-}
-
-static void hash_name_add(struct dl_sink *s, struct sk_node *n)
-{
-	size_t h = mix(name_hash(n->parent->id, n->name), s->nbuckets);
-
-	n->next_name = s->by_name[h];
-	s->by_name[h] = n;
-}
-
-static void hash_name_del(struct dl_sink *s, struct sk_node *n)
-{
-	struct sk_node **pp = &s->by_name[mix(name_hash(n->parent->id, n->name), s->nbuckets)];
-
-	while (*pp != n)
-		pp = &(*pp)->next_name;
-	*pp = n->next_name;
-}
-
-static int grow(struct dl_sink *s)
-{
-	size_t nb = s->nbuckets * 2;
-	struct sk_node **id = calloc(nb, sizeof(*id)), **nm = calloc(nb, sizeof(*nm));
-
-	if (!id || !nm) {
-		free(id);
-		free(nm);
-		return -ENOMEM;
-	}
-	for (size_t b = 0; b < s->nbuckets; b++) {
-		for (struct sk_node *n = s->by_id[b], *next; n; n = next) {
-			size_t h = mix(n->id, nb);
-			next = n->next_id;
-			n->next_id = id[h];
-			id[h] = n;
-		}
-		for (struct sk_node *n = s->by_name[b], *next; n; n = next) {
-			size_t h = mix(name_hash(n->parent->id, n->name), nb);
-			next = n->next_name;
-			n->next_name = nm[h];
-			nm[h] = n;
-		}
-	}
-	free(s->by_id);
-	free(s->by_name);
-	s->by_id = id;
-	s->by_name = nm;
-	s->nbuckets = nb;
-	return 0;
 }
 
 /* First child with id >= id (children are sorted by id). */
@@ -131,7 +74,7 @@ static int attach(struct dl_sink *s, struct sk_node *dir, struct sk_node *n)
 	dir->nkids++;
 	n->parent = dir;
 	dir->nsubdirs += S_ISDIR(n->mode);
-	hash_name_add(s, n);
+	dl_htab_add(&s->by_name, &n->by_name, name_hash(dir, n->name));
 	return 0;
 }
 
@@ -140,24 +83,24 @@ static void detach(struct dl_sink *s, struct sk_node *n)
 	struct sk_node *dir = n->parent;
 	size_t at = sk_kid_pos(dir, n->id);
 
-	hash_name_del(s, n);
+	dl_htab_del(&s->by_name, &n->by_name);
 	memmove(dir->kids + at, dir->kids + at + 1, (dir->nkids - at - 1) * sizeof(*dir->kids));
 	dir->nkids--;
 	dir->nsubdirs -= S_ISDIR(n->mode);
 	n->parent = NULL;
 }
 
-static void destroy(struct dl_sink *s, struct sk_node *n)
+static void free_node(struct sk_node *n)
 {
-	struct sk_node **pp = &s->by_id[mix(n->id, s->nbuckets)];
-
-	while (*pp != n)
-		pp = &(*pp)->next_id;
-	*pp = n->next_id;
-	s->count--;
 	free(n->kids);
 	free(n->name);
 	free(n);
+}
+
+static void destroy(struct dl_sink *s, struct sk_node *n)
+{
+	dl_htab_del(&s->by_id, &n->by_id);
+	free_node(n);
 }
 
 /* Gone from the tree: freed now, or when the kernel forgets it. */
@@ -179,9 +122,13 @@ int sk_add(struct dl_sink *s, struct sk_node *dir, const char *name, mode_t mode
 	struct sk_node *n;
 	int ret;
 
-	if (s->count >= s->max)
+	if (s->by_id.count >= s->max)
 		return -ENOSPC;
-	if (s->count >= s->nbuckets && (ret = grow(s)))
+	/* Room in both tables first: nothing below can fail half way. */
+	ret = dl_htab_reserve(&s->by_id, s->by_id.count + 1);
+	if (!ret)
+		ret = dl_htab_reserve(&s->by_name, s->by_name.count + 1);
+	if (ret)
 		return ret;
 	n = calloc(1, sizeof(*n));
 	if (!n || !(n->name = strdup(name))) {
@@ -201,9 +148,7 @@ int sk_add(struct dl_sink *s, struct sk_node *dir, const char *name, mode_t mode
 		free(n);
 		return ret;
 	}
-	n->next_id = s->by_id[mix(n->id, s->nbuckets)];
-	s->by_id[mix(n->id, s->nbuckets)] = n;
-	s->count++;
+	dl_htab_add(&s->by_id, &n->by_id, n->id);
 	*out = n;
 	return 0;
 }
@@ -315,15 +260,6 @@ int dl_sink_new(const struct bk_root *r, struct dl_sink **out)
 
 	if (!s)
 		return -ENOMEM;
-	s->nbuckets = SK_MIN_BUCKETS;
-	s->by_id = calloc(s->nbuckets, sizeof(*s->by_id));
-	s->by_name = calloc(s->nbuckets, sizeof(*s->by_name));
-	if (!s->by_id || !s->by_name) {
-		free(s->by_id);
-		free(s->by_name);
-		free(s);
-		return -ENOMEM;
-	}
 	pthread_mutex_init(&s->lock, NULL);
 	s->at = r->cfg->at;
 	s->max = r->cfg->max_entries ? (size_t)r->cfg->max_entries : (size_t)1 << 20;
@@ -337,21 +273,19 @@ int dl_sink_new(const struct bk_root *r, struct dl_sink **out)
 	return 0;
 }
 
+static void drain_node(struct dl_hlink *l, void *arg)
+{
+	(void)arg;
+	free_node(dl_hentry(l, struct sk_node, by_id));
+}
+
 void dl_sink_free(struct dl_sink *s)
 {
 	if (!s)
 		return;
-	for (size_t b = 0; b < s->nbuckets; b++) {
-		for (struct sk_node *n = s->by_id[b], *next; n; n = next) {
-			next = n->next_id;
-			free(n->kids);
-			free(n->name);
-			free(n);
-		}
-	}
+	dl_htab_free(&s->by_name);
+	dl_htab_drain(&s->by_id, drain_node, NULL);
 	free(s->root.kids);
-	free(s->by_id);
-	free(s->by_name);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -421,7 +355,7 @@ void dl_sink_stats_write(struct dl_sink *s, struct dl_jw *w)
 	size_t count;
 
 	pthread_mutex_lock(&s->lock);
-	count = s->count;
+	count = s->by_id.count;
 	pthread_mutex_unlock(&s->lock);
 	dl_jw_u64(w, "entries", count);
 	dl_jw_u64(w, "max_entries", s->max);

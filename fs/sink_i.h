@@ -21,15 +21,15 @@ struct sk_node {
 	struct sk_node **kids;	/* directories: children sorted by id */
 	size_t nkids, kcap;
 	uint32_t nsubdirs;
-	struct sk_node *next_id, *next_name;
+	struct dl_hlink by_id, by_name;	/* in dl_sink's tables (by_name: while linked) */
 };
 
 struct dl_sink {
 	pthread_mutex_t lock;
 	const char *at;
 	struct sk_node root;
-	struct sk_node **by_id, **by_name;	/* by_name: (parent id, name) */
-	size_t nbuckets, count;
+	struct dl_htab by_id;	/* every node but the root, unlinked ones the kernel holds too */
+	struct dl_htab by_name;	/* linked nodes by (parent id, name) */
 	size_t max;		/* entries at most (the root not counted): ENOSPC beyond */
 	uint64_t next_id;
 	_Atomic uint64_t discarded, refused;

@@ -14,24 +14,6 @@
 #define SK_BLOCK 4096ULL
 #define SK_BLOCKS (1ULL << 38) /* 1 PiB */
 
-static struct dl_fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
-static struct dl_reply *new_reply(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
-				  uint8_t top, fuse_ino_t ino)
-{
-	struct dl_reply *r = dl_reply_new(req, kind, cls, top);
-
-	if (!r) {
-		dl_reply_enomem(req);
-		return NULL;
-	}
-	r->preq.file_id = ino;
-	return r;
-}
-
 /* The sink of ino, locked; NULL when ino is not a sink's. */
 static struct dl_sink *lock_sink(struct dl_fs *fs, fuse_ino_t ino, struct bk_root **root)
 {
@@ -88,8 +70,8 @@ static int dir_of(struct dl_sink *s, fuse_ino_t ino, struct sk_node **out)
 
 static void sk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP, parent);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP, parent);
 	struct bk_root *root;
 	struct dl_sink *s;
 	struct sk_node *d, *n;
@@ -116,8 +98,8 @@ static void sk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void sk_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_ATTR, DL_OP_META, DL_TOP_GETATTR, ino);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_ATTR, DL_OP_META, DL_TOP_GETATTR, ino);
 	struct bk_root *root = bk_root_of(fs, ino);
 	int ret;
 
@@ -132,8 +114,8 @@ static void sk_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void sk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int to_set,
 		       struct fuse_file_info *fi)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_ATTR, DL_OP_META, DL_TOP_OTHER, ino);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_ATTR, DL_OP_META, DL_TOP_OTHER, ino);
 	struct dl_sink *s;
 	struct sk_node *n;
 	struct timespec now;
@@ -187,10 +169,10 @@ out:
 static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		 struct fuse_file_info *fi)
 {
-	struct dl_fs *fs = fs_of(req);
+	struct dl_fs *fs = bk_fs_of(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
-	struct dl_reply *r = new_reply(req, fi ? DL_R_CREATE : DL_R_ENTRY, DL_OP_META,
-				       DL_TOP_CREATE, parent);
+	struct dl_reply *r = bk_new_reply(req, fi ? DL_R_CREATE : DL_R_ENTRY, DL_OP_META,
+					  DL_TOP_CREATE, parent);
 	struct bk_root *root;
 	struct dl_sink *s;
 	struct sk_node *d, *n;
@@ -260,8 +242,8 @@ static void sk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int dir)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct dl_sink *s;
 	struct sk_node *d;
 	int ret;
@@ -295,8 +277,8 @@ static void sk_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void sk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		      const char *newname, unsigned int flags)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct dl_sink *s;
 	struct sk_node *d, *nd;
 	int ret;
@@ -323,8 +305,8 @@ static void sk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 
 static void sk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPEN, ino);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPEN, ino);
 	struct dl_sink *s;
 	struct sk_node *n;
 	int ret = 0;
@@ -353,8 +335,8 @@ static void sk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void sk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_ERR, DL_OP_READ, DL_TOP_READ, ino);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_READ, DL_TOP_READ, ino);
 	struct dl_sink *s;
 	struct sk_node *n;
 	char path[1024] = "?", esc[4 * sizeof(path) + 8];
@@ -387,8 +369,8 @@ static void sk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void sk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_WRITE, DL_OP_WRITE, DL_TOP_WRITE, ino);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_WRITE, DL_OP_WRITE, DL_TOP_WRITE, ino);
 	struct bk_root *root;
 	struct dl_sink *s;
 	struct sk_node *n;
@@ -426,8 +408,8 @@ static void sk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 /* flush, fsync, fsyncdir: nothing is kept, so everything is durable. */
 static void sk_ok(fuse_req_t req, fuse_ino_t ino, uint8_t top)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_ERR, DL_OP_META, top, ino);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, top, ino);
 
 	if (r)
 		bk_finish(fs, r, 0);
@@ -449,13 +431,13 @@ static void sk_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct dl_client who = dl_client_unpack(fi->fh);
 
-	dl_reply_close(fs_of(req), req, DL_TOP_RELEASE, ino, &who);
+	dl_reply_close(bk_fs_of(req), req, DL_TOP_RELEASE, ino, &who);
 }
 
 static void sk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPENDIR, ino);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPENDIR, ino);
 	struct dl_sink *s;
 	struct sk_node *d;
 	int ret;
@@ -481,8 +463,8 @@ static void sk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void sk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR, ino);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR, ino);
 	struct bk_root *root;
 	struct dl_sink *s;
 	struct sk_node *d;
@@ -540,7 +522,7 @@ out:
 static void sk_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)fi;
-	dl_reply_err(fs_of(req), req, DL_OP_META, DL_TOP_RELEASEDIR, ino, 0, 1);
+	dl_reply_err(bk_fs_of(req), req, DL_OP_META, DL_TOP_RELEASEDIR, ino, 0, 1);
 }
 
 static void sk_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -551,8 +533,8 @@ static void sk_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 
 static void sk_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	struct dl_fs *fs = fs_of(req);
-	struct dl_reply *r = new_reply(req, DL_R_STATFS, DL_OP_META, DL_TOP_STATFS, ino);
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_STATFS, DL_OP_META, DL_TOP_STATFS, ino);
 	struct bk_root *root = bk_root_of(fs, ino);
 	size_t count = 0, max = 0;
 
@@ -560,7 +542,7 @@ static void sk_statfs(fuse_req_t req, fuse_ino_t ino)
 		return;
 	if (root && root->sink) {
 		pthread_mutex_lock(&root->sink->lock);
-		count = root->sink->count;
+		count = root->sink->by_id.count;
 		max = root->sink->max;
 		pthread_mutex_unlock(&root->sink->lock);
 	}
@@ -578,7 +560,7 @@ static void sk_statfs(fuse_req_t req, fuse_ino_t ino)
 
 static void sk_refuse(fuse_req_t req, fuse_ino_t ino, int err)
 {
-	bk_reply_err(fs_of(req), req, ino, DL_OP_META, DL_TOP_OTHER, -err);
+	bk_reply_err(bk_fs_of(req), req, ino, DL_OP_META, DL_TOP_OTHER, -err);
 }
 
 static void sk_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)

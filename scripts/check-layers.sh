@@ -22,10 +22,12 @@ set -uo pipefail
 declare -A OWNER=(
   [units.h]=util [prng.h]=util [crc32.h]=util [crc32c.h]=util [hist.h]=util
   [json.h]=util [clock.h]=util [bytes.h]=util [intmath.h]=util [suggest.h]=util
+  [htab.h]=util
   [dataset.h]=formats [format.h]=formats [format_list.h]=formats [naming.h]=formats
   [pacer.h]=pacer
   [trace.h]=trace
   [config.h]=config
+  [ctl_client.h]=fs
 )
 # What each layer may use (itself included).
 declare -A MAY=(
@@ -51,7 +53,7 @@ check() {
       "$root"/include/dliofs/*) layer=${OWNER[$(basename "$file")]:-} ;;
       *) layer=$(basename "$(dirname "$file")") ;;
     esac
-    [ -n "${MAY[$layer]:-}" ] || continue
+    [ -n "$layer" ] && [ -n "${MAY[$layer]:-}" ] || continue
     while IFS=: read -r line hdr; do
       hdr=${hdr#*\"}
       hdr=${hdr%\"*}

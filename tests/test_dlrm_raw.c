@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dliofs/clock.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
 #include "dlrm_i.h"
@@ -34,10 +35,7 @@ static uint64_t rng(uint64_t *s)
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return (double)dl_mono_ns() * 1e-9;
 }
 
 static struct dl_dataset mkds(enum dl_format fmt, uint64_t S, uint64_t stdev, uint64_t samples,

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "dliofs/clock.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
 #include "hdf5_i.h"
@@ -57,10 +58,7 @@ static const struct cfg CFGS[] = {
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)dl_mono_ns() * 1e-9;
 }
 
 static long maxrss_kb(void)

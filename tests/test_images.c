@@ -17,6 +17,7 @@
 #include <jpeglib.h>
 #include <png.h>
 
+#include "dliofs/clock.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
 #include "formats_i.h"
@@ -67,10 +68,7 @@ static uint64_t rng(uint64_t *s) { return dl_mix64(*s += DL_GOLDEN64); }
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return (double)dl_mono_ns() * 1e-9;
 }
 
 static uint32_t be32(const uint8_t *p)

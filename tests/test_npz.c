@@ -15,6 +15,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "dliofs/clock.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
 #include "npy_i.h"
@@ -37,10 +38,7 @@ static int npass, nfail;
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)dl_mono_ns() * 1e-9;
 }
 
 static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }

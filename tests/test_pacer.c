@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dliofs/clock.h"
 #include "dliofs/pacer.h"
 #include "tap.h"
 
@@ -1205,10 +1206,7 @@ struct thr {
 
 static uint64_t mono(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
+	return dl_mono_ns();
 }
 
 static void *worker(void *arg)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "dliofs/clock.h"
 #include "dliofs/crc32c.h"
 #include "dliofs/format.h"
 #include "dliofs/prng.h"
@@ -284,10 +285,7 @@ static uint8_t *read_all(struct dl_fmt_ctx *ctx, const struct dl_file *f)
 
 static double now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return (double)dl_mono_ns() * 1e-9;
 }
 
 static uint64_t rng(uint64_t *s)

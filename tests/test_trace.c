@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../trace/trace_i.h"
+#include "dliofs/clock.h"
 #include "dliofs/trace.h"
 #include "tap.h"
 
@@ -22,9 +23,7 @@
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return dl_mono_ns();
 }
 
 /* Every field of record seq of thread th is a function of (th, seq), so a
@@ -104,9 +103,7 @@ static void check_frame(const struct loaded *L, const char *what, uint64_t writt
 	      "%s: names_offset %llu", what, (unsigned long long)L->f.names_offset);
 	CHECK(L->f.end_mono_ns >= L->h.start_mono_ns, "%s: end before start", what);
 	/* The wall clock of the start is now-ish (within a day). */
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	uint64_t real = (uint64_t)ts.tv_sec * 1000000000ULL;
+	uint64_t real = dl_real_ns();
 	CHECK(L->h.epoch_ns + 86400000000000ULL > real && L->h.epoch_ns < real + 86400000000000ULL,
 	      "%s: epoch_ns %llu", what, (unsigned long long)L->h.epoch_ns);
 }

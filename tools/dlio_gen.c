@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "dliofs/clock.h"
 #include "dliofs/config.h"
 #include "dliofs/format.h"
 #include "dliofs/naming.h"
@@ -179,7 +179,7 @@ int main(int argc, char **argv)
 	pthread_t *th = NULL;
 	unsigned nthreads = 0, started = 0;
 	int c, ret = 1, quiet = 0;
-	struct timespec t0, t1;
+	uint64_t t0, t1;
 	char *end;
 
 	while ((c = getopt(argc, argv, "j:qh")) != -1) {
@@ -230,7 +230,7 @@ int main(int argc, char **argv)
 			j.total += cfg->datasets[i].files[s];
 		}
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = dl_mono_ns();
 	if (make_tree(cfg, j.outdir))
 		goto out;
 	for (; started < nthreads; started++)
@@ -238,11 +238,11 @@ int main(int argc, char **argv)
 			break;
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	t1 = dl_mono_ns();
 	if (!started || atomic_load(&j.failed))
 		goto out;
 	if (!quiet) {
-		double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		double s = (double)(t1 - t0) * 1e-9;
 		char b[32];
 		uint64_t bytes = atomic_load(&j.bytes);
 		printf("dlio-gen: %llu files, %s in %.3f s (%.1f MB/s, %u threads)\n",

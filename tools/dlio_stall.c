@@ -22,10 +22,7 @@
 #include <unistd.h>
 
 #include "stall/stall_i.h"
-
-#ifndef DLIOFS_TOOLS_DIR
-#define DLIOFS_TOOLS_DIR "tools"
-#endif
+#include "tool_path_i.h"
 
 struct opts {
 	const char *cmd;
@@ -180,34 +177,27 @@ static int exists(const char *p)
 	return stat(p, &st) == 0;
 }
 
+/* A helper (the hook, the plotter): $env, else found relative to this
+ * binary; NULL, said on stderr, when it is nowhere. */
 static const char *tool_file(const char *env, const char *rel, char *buf, size_t len)
 {
-	const char *e = getenv(env);
-
-	if (e && *e)
-		return e;
-	snprintf(buf, len, "%s/%s", DLIOFS_TOOLS_DIR, rel);
-	return buf;
+	if (!tool_helper(env, rel, buf, len))
+		return buf;
+	fprintf(stderr, "dlio-stall: %s not found (looked at %s); set %s to it\n", rel, buf, env);
+	return NULL;
 }
 
-/* $DLIO_CUPTI_LIB, else the library the build put next to this binary. */
+/* $DLIO_CUPTI_LIB, else the library next to this binary (build tree) or
+ * where it is installed. */
 static const char *find_cupti(const char *opt, char *buf, size_t len)
 {
 	const char *e = getenv("DLIO_CUPTI_LIB");
-	char exe[PATH_MAX];
-	ssize_t n;
 
 	if (opt)
 		return strcmp(opt, "off") ? opt : NULL;
 	if (e && *e)
 		return exists(e) ? e : NULL;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return NULL;
-	exe[n] = 0;
-	*strrchr(exe, '/') = 0;
-	n = snprintf(buf, len, "%s/libdlio_cupti.so", exe);
-	return n > 0 && (size_t)n < len && exists(buf) ? buf : NULL;
+	return tool_library("libdlio_cupti.so", buf, len) ? NULL : buf;
 }
 
 static int gpu_present(void)
@@ -266,12 +256,14 @@ static void analyse(struct st_run *r, size_t warmup)
 
 static int run_plot(const char *json, const char *png)
 {
-	char pbuf[PATH_MAX];
+	char pbuf[2 * PATH_MAX + 8];
 	const char *plot = tool_file("DLIO_STALL_PLOT", "stall/plot.py", pbuf, sizeof(pbuf));
 	const char *py = getenv("DLIO_STALL_PYTHON");
 	pid_t pid;
 	int st;
 
+	if (!plot)
+		return -ENOENT;
 	if (!py || !*py)
 		py = exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 	pid = fork();
@@ -289,13 +281,6 @@ static int run_plot(const char *json, const char *png)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
-static int ctl(const char *mnt, const char *what, int ret)
-{
-	if (ret)
-		fprintf(stderr, "dlio-stall: %s on %s failed: %s\n", what, mnt, strerror(-ret));
-	return ret;
-}
-
 /* (2) prep: storage model off, data warm; (1) compute only: replayed batches,
  * told each iterator's length by (2); (3) as configured: settings restored,
  * caches dropped. Reported in DS-Analyzer's order 1, 2, 3. */
@@ -309,8 +294,8 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 		have_ctl = st_mount_is_dliofs(o->mount);
 		if (!have_ctl)
 			fprintf(stderr,
-				"dlio-stall: %s has no .dliofs/: prep and configured runs use "
-				"the same storage\n",
+				"dlio-stall: %s has no " DL_CTL_DIRNAME
+				"/: prep and configured runs use the same storage\n",
 				o->mount);
 		else if (st_mount_stats(o->mount, &before) == 0) {
 			was_enabled = st_json_num(&before, "enabled", 1) != 0;
@@ -318,9 +303,8 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 		}
 	}
 	if (have_ctl) {
-		ctl(o->mount, "pacer enabled=false",
-		    st_mount_write(o->mount, "pacer", "enabled=false\n"));
-		ctl(o->mount, "cache warm", st_mount_warm(o->mount, o->data));
+		st_mount_command(o->mount, DL_CTL_PACER, "enabled=false\n", "pacer enabled=false");
+		st_mount_warm(o->mount, o->data);
 	}
 	snprintf(runs[1].name, sizeof(runs[1].name), "prep");
 	l->tag = "prep";
@@ -339,10 +323,10 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 	l->epoch_steps = NULL;
 restore:
 	if (have_ctl) {
-		ctl(o->mount, "pacer restore",
-		    st_mount_write(o->mount, "pacer",
-				   was_enabled ? "enabled=true\n" : "enabled=false\n"));
-		ctl(o->mount, "cache drop", st_mount_drop(o->mount, o->data));
+		const char *setting = was_enabled ? "enabled=true\n" : "enabled=false\n";
+
+		st_mount_command(o->mount, DL_CTL_PACER, setting, "pacer restore");
+		st_mount_drop(o->mount, o->data);
 	}
 	if (ret)
 		return ret;
@@ -351,15 +335,66 @@ restore:
 	return st_launch(l, &runs[2]);
 }
 
+/* The job's own exit status, first failing run first. */
+static int job_status(const struct st_run *runs, size_t nruns)
+{
+	for (size_t i = 0; i < nruns; i++) {
+		int st = runs[i].status;
+		int code = WIFEXITED(st)     ? WEXITSTATUS(st)
+			   : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
+					     : 1;
+		if (code)
+			return code;
+	}
+	return 0;
+}
+
+/* Analyse the runs and say what they show: terminal, --json, --plot.
+ * Returns the exit status (the job's, or 1 when the JSON was not written). */
+static int report(const struct opts *o, struct st_report_ctx *ctx, struct st_run *runs,
+		  size_t nruns, const char *workdir)
+{
+	char jbuf[PATH_MAX + 32];
+	const char *json = o->json;
+	struct st_diff d;
+	int ret;
+
+	/* The compute-only run fetches its first K batches for real: leave as
+	 * many steps out of every run so the three are compared alike. */
+	if (nruns == 3 && (size_t)o->replay > o->warmup)
+		ctx->warmup = (size_t)o->replay;
+	for (size_t i = 0; i < nruns; i++)
+		analyse(&runs[i], ctx->warmup);
+	if (nruns == 3)
+		st_diff_compute(runs, &d);
+	if (!o->quiet) {
+		if (nruns == 3)
+			st_report_diff(stdout, ctx, runs, nruns, &d);
+		else
+			st_report_run(stdout, ctx, &runs[0]);
+		fflush(stdout);
+	}
+	if (!json && o->plot) {
+		snprintf(jbuf, sizeof(jbuf), "%s/report.json", workdir);
+		json = jbuf;
+	}
+	if (json && (ret = st_json_write(json, o->cmd, ctx, runs, nruns, nruns == 3 ? &d : NULL))) {
+		fprintf(stderr, "dlio-stall: cannot write %s: %s\n", json, strerror(-ret));
+		return 1;
+	}
+	if (o->plot && run_plot(json, o->plot))
+		fprintf(stderr, "dlio-stall: the plot %s was not drawn\n", o->plot);
+	return job_status(runs, nruns);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
 	struct st_launch l = {0};
 	struct st_run runs[3];
 	struct st_report_ctx ctx = {0};
-	struct st_diff d;
-	char hbuf[PATH_MAX], cbuf[PATH_MAX], workdir[PATH_MAX], jbuf[PATH_MAX + 32];
-	const char *tmp = getenv("TMPDIR"), *json;
+	char hbuf[2 * PATH_MAX + 8], cbuf[2 * PATH_MAX + 8], workdir[PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
 	size_t nruns;
 	int ret, rc = 1;
 
@@ -372,7 +407,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	l.argv = o.argv;
-	l.hook_src = tool_file("DLIO_STALL_HOOK", "stall/sitecustomize.py", hbuf, sizeof(hbuf));
+	/* The hook is what run and diff inject; report reads records only. */
+	if (strcmp(o.cmd, "report")) {
+		l.hook_src =
+		    tool_file("DLIO_STALL_HOOK", "stall/sitecustomize.py", hbuf, sizeof(hbuf));
+		if (!l.hook_src) {
+			rmdir(workdir);
+			return 1;
+		}
+	}
 	l.cupti_lib = find_cupti(o.cupti, cbuf, sizeof(cbuf));
 	l.mount = o.mount;
 	l.workdir = workdir;
@@ -388,7 +431,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (o.mount && !st_mount_is_dliofs(o.mount))
-		fprintf(stderr, "dlio-stall: %s/.dliofs/stats.json missing: no storage figures\n",
+		fprintf(stderr,
+			"dlio-stall: %s/" DL_CTL_DIRNAME
+			"/stats.json missing: no storage figures\n",
 			o.mount);
 
 	if (!strcmp(o.cmd, "report")) {
@@ -400,7 +445,7 @@ int main(int argc, char **argv)
 		snprintf(runs[0].name, sizeof(runs[0].name), "run");
 		l.tag = "run";
 		if (o.cold && o.mount)
-			ctl(o.mount, "cache drop", st_mount_drop(o.mount, o.data));
+			st_mount_drop(o.mount, o.data);
 		ret = st_launch(&l, &runs[0]);
 	} else {
 		nruns = 3;
@@ -410,41 +455,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlio-stall: %s\n", strerror(-ret));
 		goto out;
 	}
-	/* The compute-only run fetches its first K batches for real: leave as
-	 * many steps out of every run so the three are compared alike. */
-	if (nruns == 3 && (size_t)o.replay > o.warmup)
-		ctx.warmup = (size_t)o.replay;
-	for (size_t i = 0; i < nruns; i++)
-		analyse(&runs[i], ctx.warmup);
-	if (nruns == 3)
-		st_diff_compute(runs, &d);
-	if (!o.quiet) {
-		if (nruns == 3)
-			st_report_diff(stdout, &ctx, runs, nruns, &d);
-		else
-			st_report_run(stdout, &ctx, &runs[0]);
-		fflush(stdout);
-	}
-	json = o.json;
-	if (!json && o.plot) {
-		snprintf(jbuf, sizeof(jbuf), "%s/report.json", workdir);
-		json = jbuf;
-	}
-	if (json && (ret = st_json_write(json, o.cmd, &ctx, runs, nruns, nruns == 3 ? &d : NULL))) {
-		fprintf(stderr, "dlio-stall: cannot write %s: %s\n", json, strerror(-ret));
-		goto out;
-	}
-	if (o.plot && run_plot(json, o.plot))
-		fprintf(stderr, "dlio-stall: the plot %s was not drawn\n", o.plot);
-	rc = 0;
-	for (size_t i = 0; i < nruns; i++) {
-		int st = runs[i].status;
-		int code = WIFEXITED(st)     ? WEXITSTATUS(st)
-			   : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
-					     : 1;
-		if (code && !rc)
-			rc = code;
-	}
+	rc = report(&o, &ctx, runs, nruns, workdir);
 out:
 	for (size_t i = 0; i < 3; i++)
 		st_run_free(&runs[i]);

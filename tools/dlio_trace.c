@@ -4,17 +4,15 @@
  *   plot     spatial / temporal pattern and throughput, one PNG (matplotlib)
  *   compare  similarity of two traces, per aspect and overall */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "dliofs/clock.h"
 #include "dlio_trace_i.h"
-
-#ifndef DLIOFS_TOOLS_DIR
-#define DLIOFS_TOOLS_DIR "."
-#endif
+#include "tool_path_i.h"
 
 static const char usage[] =
 	"usage: dlio-trace COMMAND [ARGS]\n"
@@ -32,15 +30,21 @@ static const char usage[] =
 	"A trace is written by the mount (dliofs trace start MOUNTPOINT FILE [OPS],\n"
 	"dliofs trace stop MOUNTPOINT); its records are sorted by arrival time here.\n";
 
-/* The plot is matplotlib's job: hand the arguments to the helper script. */
+/* The plot is matplotlib's job: hand the arguments to the helper script
+ * (found relative to this binary, or $DLIO_TRACE_PLOT). */
 static int run_plot(int argc, char **argv)
 {
-	const char *script = getenv("DLIO_TRACE_PLOT");
 	const char *python = getenv("DLIO_TRACE_PYTHON");
+	char script[2 * PATH_MAX + 8];
 	char **av;
 
-	if (!script || !*script)
-		script = DLIOFS_TOOLS_DIR "/dlio_trace_plot.py";
+	if (tool_helper("DLIO_TRACE_PLOT", "dlio_trace_plot.py", script, sizeof(script))) {
+		fprintf(stderr,
+			"dlio-trace plot: dlio_trace_plot.py not found (looked at %s); set "
+			"DLIO_TRACE_PLOT to the script\n",
+			script);
+		return 1;
+	}
 	if (!python || !*python)
 		python = "/usr/bin/python3";
 	if (access(script, R_OK)) {
@@ -74,7 +78,6 @@ static int synth_path_of(void *arg, uint64_t id, char *buf, size_t len)
 static int run_synth(int argc, char **argv)
 {
 	struct dl_trace *t;
-	struct timespec ts;
 	int ret;
 
 	if (argc != 3) {
@@ -89,8 +92,7 @@ static int run_synth(int argc, char **argv)
 	}
 	for (uint64_t i = 0; i < n; i++) {
 		struct dl_trace_rec r = {0};
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		r.start_ns = (uint64_t)ts.tv_sec * DT_NS + (uint64_t)ts.tv_nsec;
+		r.start_ns = dl_mono_ns();
 		r.dur_ns_lo = (uint32_t)(1000 + i);
 		r.op = DL_TOP_READ;
 		r.flags = i % 2;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dliofs/json.h"
 #include "dlio_trace_i.h"
 
 const char dt_compare_help[] =
@@ -272,13 +273,17 @@ int dt_compare(int argc, char **argv)
 		overall += v[k] / 5;
 	}
 	if (json) {
-		printf("{\"a\": ");
-		dt_json_str(stdout, ta.path);
-		printf(", \"b\": ");
-		dt_json_str(stdout, tb.path);
+		struct dl_jw w;
+
+		dl_jw_init(&w, stdout, 0);
+		dl_jw_obj(&w, NULL);
+		dl_jw_str(&w, "a", ta.path);
+		dl_jw_str(&w, "b", tb.path);
 		for (unsigned k = 0; k < 5; k++)
-			printf(", \"%s\": %.6f", names[k], v[k]);
-		printf(", \"overall\": %.6f}\n", overall);
+			dl_jw_fixed(&w, names[k], v[k], 6);
+		dl_jw_fixed(&w, "overall", overall, 6);
+		dl_jw_finish(&w);
+		putchar('\n');
 	} else {
 		printf("A: %s (%llu records)\nB: %s (%llu records)\n", ta.path,
 		       (unsigned long long)ta.nrecs, tb.path, (unsigned long long)tb.nrecs);

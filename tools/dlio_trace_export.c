@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dliofs/json.h"
 #include "dlio_trace_i.h"
 
 /* Wall-clock ns of a monotonic time: header epoch + (t - start). */
@@ -18,68 +19,87 @@ static uint64_t wall_ns(const struct dt_trace *t, uint64_t mono)
 	return t->h.epoch_ns + (uint64_t)(int64_t)(mono - t->h.start_mono_ns);
 }
 
-/* ns as microseconds with three decimals, exactly (a double would round
- * epoch microseconds to a quarter). */
-static void put_us(FILE *fp, uint64_t ns)
+/* The metadata event that names a client process or thread. */
+static void meta_event(struct dl_jw *w, const char *what, uint32_t pid, uint32_t tid,
+		       const char *prefix, uint32_t id)
 {
-	fprintf(fp, "%llu.%03llu", (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000));
+	char name[48];
+
+	snprintf(name, sizeof(name), "%s%u", prefix, id);
+	dl_jw_obj(w, NULL);
+	dl_jw_str(w, "name", what);
+	dl_jw_str(w, "ph", "M");
+	dl_jw_u64(w, "ts", 0);
+	dl_jw_u64(w, "pid", pid);
+	dl_jw_u64(w, "tid", tid);
+	dl_jw_obj(w, "args");
+	dl_jw_str(w, "name", name);
+	dl_jw_end(w);
+	dl_jw_end(w);
+}
+
+/* One "X" event per request; ts, dur and queue_us in microseconds with
+ * three decimals, exactly (a double would round epoch microseconds to a
+ * quarter). */
+static void request_event(struct dl_jw *w, const struct dt_trace *t, const struct dl_trace_rec *r)
+{
+	const char *op = dt_op_name(r->op);
+	char tmp[32];
+
+	dl_jw_obj(w, NULL);
+	dl_jw_str(w, "name", op);
+	dl_jw_str(w, "cat", op);
+	dl_jw_str(w, "ph", "X");
+	dl_jw_us(w, "ts", wall_ns(t, r->start_ns));
+	dl_jw_us(w, "dur", dl_trace_dur(r));
+	dl_jw_u64(w, "pid", r->pid);
+	dl_jw_u64(w, "tid", r->tid);
+	dl_jw_obj(w, "args");
+	dl_jw_str(w, "file", dt_name_of(t, r->file_id, tmp, sizeof(tmp)));
+	dl_jw_u64(w, "offset", r->offset);
+	dl_jw_u64(w, "size", r->size);
+	dl_jw_us(w, "queue_us", r->queue_ns);
+	dl_jw_bool(w, "hit", r->flags & 1);
+	dl_jw_i64(w, "result", r->result);
+	dl_jw_end(w);
+	dl_jw_end(w);
 }
 
 static int export_chrome(const struct dt_trace *t, FILE *fp)
 {
 	struct dt_map seen = {0};
-	char tmp[32];
-	int created, first = 1;
+	struct dl_jw w;
+	int created;
 
-	fputs("{\"traceEvents\": [\n", fp);
+	/* One event a line. */
+	dl_jw_init(&w, fp, 2);
+	dl_jw_obj(&w, NULL);
+	dl_jw_arr(&w, "traceEvents");
 	/* Name each client process and thread once. */
 	for (uint64_t i = 0; i < t->nrecs; i++) {
 		const struct dl_trace_rec *r = &t->recs[i];
+
 		if (!dt_map_get(&seen, r->pid, UINT64_MAX, &created))
 			goto nomem;
-		if (created) {
-			fprintf(fp,
-				"%s{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, "
-				"\"pid\": %u, \"tid\": %u, \"args\": {\"name\": \"client pid %u\"}}",
-				first ? "" : ",\n", r->pid, r->pid, r->pid);
-			first = 0;
-		}
+		if (created)
+			meta_event(&w, "process_name", r->pid, r->pid, "client pid ", r->pid);
 		if (!dt_map_get(&seen, r->pid, r->tid, &created))
 			goto nomem;
-		if (created) {
-			fprintf(fp,
-				"%s{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, "
-				"\"pid\": %u, \"tid\": %u, \"args\": {\"name\": \"tid %u\"}}",
-				first ? "" : ",\n", r->pid, r->tid, r->tid);
-			first = 0;
-		}
+		if (created)
+			meta_event(&w, "thread_name", r->pid, r->tid, "tid ", r->tid);
 	}
 	dt_map_free(&seen);
-
-	for (uint64_t i = 0; i < t->nrecs; i++) {
-		const struct dl_trace_rec *r = &t->recs[i];
-		const char *op = dt_op_name(r->op);
-		fprintf(fp, "%s{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": ",
-			first ? "" : ",\n", op, op);
-		first = 0;
-		put_us(fp, wall_ns(t, r->start_ns));
-		fputs(", \"dur\": ", fp);
-		put_us(fp, dl_trace_dur(r));
-		fprintf(fp, ", \"pid\": %u, \"tid\": %u, \"args\": {\"file\": ", r->pid, r->tid);
-		dt_json_str(fp, dt_name_of(t, r->file_id, tmp, sizeof(tmp)));
-		fprintf(fp, ", \"offset\": %llu, \"size\": %u, \"queue_us\": ",
-			(unsigned long long)r->offset, r->size);
-		put_us(fp, r->queue_ns);
-		fprintf(fp, ", \"hit\": %s, \"result\": %d}}", (r->flags & 1) ? "true" : "false",
-			r->result);
-	}
-	fputs("\n],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": {\"trace\": ", fp);
-	dt_json_str(fp, t->path);
-	fputs(", \"config\": ", fp);
-	dt_json_str(fp, t->h.config);
-	fprintf(fp, ", \"records\": %llu, \"dropped\": %llu}}\n",
-		(unsigned long long)t->nrecs, (unsigned long long)t->f.dropped);
-	return 0;
+	for (uint64_t i = 0; i < t->nrecs; i++)
+		request_event(&w, t, &t->recs[i]);
+	dl_jw_end(&w);
+	dl_jw_str(&w, "displayTimeUnit", "ms");
+	dl_jw_obj(&w, "otherData");
+	dl_jw_str(&w, "trace", t->path);
+	dl_jw_str(&w, "config", t->h.config);
+	dl_jw_u64(&w, "records", t->nrecs);
+	dl_jw_u64(&w, "dropped", t->f.dropped);
+	dl_jw_end(&w);
+	return dl_jw_finish(&w);
 nomem:
 	dt_map_free(&seen);
 	return -ENOMEM;

@@ -123,8 +123,7 @@ void dt_stats_free(struct dt_stats *s);
 /* Indices of s->files by bytes (read + written), most first, ties by id. */
 size_t *dt_files_by_bytes(const struct dt_stats *s);
 
-/* ---- dlio_trace_out.c: escaping ---- */
-void dt_json_str(FILE *fp, const char *s);
+/* ---- dlio_trace_out.c: CSV and human-readable output (JSON: dl_jw) ---- */
 void dt_csv_str(FILE *fp, const char *s);
 /* "4 KiB", "1.5 MiB": sizes for people. */
 void dt_fmt_bytes(double b, char *buf, size_t len);

@@ -1,39 +1,8 @@
-/* Output helpers: JSON and CSV strings (file names can hold anything but
- * NUL and '/'), and human-readable sizes and times. */
+/* Output helpers: CSV strings (file names can hold anything but NUL and
+ * '/'), and human-readable sizes and times. JSON is dl_jw's (json.h). */
 #include <string.h>
 
 #include "dlio_trace_i.h"
-
-void dt_json_str(FILE *fp, const char *s)
-{
-	fputc('"', fp);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"':
-			fputs("\\\"", fp);
-			break;
-		case '\\':
-			fputs("\\\\", fp);
-			break;
-		case '\n':
-			fputs("\\n", fp);
-			break;
-		case '\t':
-			fputs("\\t", fp);
-			break;
-		case '\r':
-			fputs("\\r", fp);
-			break;
-		default:
-			/* Control bytes escaped; bytes >= 0x80 pass through (UTF-8 names). */
-			if (*p < 0x20)
-				fprintf(fp, "\\u%04x", *p);
-			else
-				fputc(*p, fp);
-		}
-	}
-	fputc('"', fp);
-}
 
 void dt_csv_str(FILE *fp, const char *s)
 {

@@ -39,7 +39,9 @@ def load(np, path):
     if len(data) < HEADER.size:
         raise ValueError("too short for a trace header")
     magic, version, rec_size, epoch_ns, start_mono, _mask, _res, config = HEADER.unpack_from(data)
-    if magic != MAGIC or version != 1 or rec_size < 56:
+    # Version 2 (what the mount writes since jobs) has the same record
+    # layout; its pid is the client's process, not its thread.
+    if magic != MAGIC or version not in (1, 2) or rec_size < 56:
         raise ValueError("not a dliofs trace (magic %r, version %d)" % (magic, version))
     names = {}
     dropped = None

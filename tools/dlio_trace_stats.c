@@ -60,172 +60,218 @@ static uint64_t rec_end_off(const struct dl_trace_rec *r)
 	return r->offset + (r->result >= 0 ? (uint64_t)r->result : r->size);
 }
 
-int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s)
+/* The state of the pass over the records: maps from a record's ids to
+ * their entries in the stats, and the running count of opens. */
+struct pass {
+	struct dt_stats *s;
+	struct dt_map files, pids, pidfile, pidtid, jobs, jobpid, jobtid;
+	size_t fcap, pcap, jcap;
+	uint64_t first;			/* the first arrival */
+	uint64_t open_sec, open_count;	/* the current second of opens */
+};
+
+static void pass_free(struct pass *p)
 {
-	struct dt_map files = {0}, pids = {0}, pidfile = {0}, pidtid = {0};
-	struct dt_map jobs = {0}, jobpid = {0}, jobtid = {0};
-	size_t fcap = 0, pcap = 0, jcap = 0;
-	uint64_t *buf = NULL, open_sec = 0, open_count = 0;
-	int ret = -ENOMEM;
+	dt_map_free(&p->files);
+	dt_map_free(&p->pids);
+	dt_map_free(&p->pidfile);
+	dt_map_free(&p->pidtid);
+	dt_map_free(&p->jobs);
+	dt_map_free(&p->jobpid);
+	dt_map_free(&p->jobtid);
+}
 
-	memset(s, 0, sizeof(*s));
-	s->nrecs = t->nrecs;
-	s->dropped = t->f.dropped;
-	s->span_s = (double)(dt_end_ns(t) - t->h.start_mono_ns) / 1e9;
-	uint64_t first = t->nrecs ? t->recs[0].start_ns : 0, last_end = first;
+static void count_op(struct dt_stats *s, const struct dl_trace_rec *r, unsigned op)
+{
+	struct dt_op_stats *o = &s->ops[op];
 
-	for (uint64_t i = 0; i < t->nrecs; i++) {
-		const struct dl_trace_rec *r = &t->recs[i];
-		unsigned op = r->op < DL_TOP__COUNT ? r->op : DL_TOP_OTHER;
-		struct dt_op_stats *o = &s->ops[op];
-		uint64_t end = r->start_ns + dl_trace_dur(r);
-		int created;
+	o->count++;
+	o->errors += (r->flags & 2) || r->result < 0;
+	o->hits += r->flags & 1;
+	o->bytes += r->result > 0 ? (uint64_t)r->result : 0;
+	o->dur_sum += dl_trace_dur(r);
+	o->queue_sum += r->queue_ns;
+	o->hist[dt_size_bucket(r->size)]++;
+}
 
-		if (end > last_end)
-			last_end = end;
-		o->count++;
-		o->errors += (r->flags & 2) || r->result < 0;
-		o->hits += r->flags & 1;
-		o->bytes += r->result > 0 ? (uint64_t)r->result : 0;
-		o->dur_sum += dl_trace_dur(r);
-		o->queue_sum += r->queue_ns;
-		o->hist[dt_size_bucket(r->size)]++;
+/* The client (pid) of r, created at its first request. */
+static int count_client(struct pass *p, const struct dl_trace_rec *r, uint64_t end,
+			struct dt_pid_stats **out)
+{
+	struct dt_stats *s = p->s;
+	struct dt_pid_stats *ps;
+	int created;
+	uint64_t *pv = dt_map_get(&p->pids, r->pid, 0, &created);
 
-		/* Per client. */
-		uint64_t *pv = dt_map_get(&pids, r->pid, 0, &created);
-		if (!pv)
-			goto out;
-		if (created) {
-			if (grow_array((void **)&s->pids, &pcap, s->npids + 1, sizeof(*s->pids)))
-				goto out;
-			*pv = s->npids++;
-			s->pids[*pv].pid = r->pid;
-			s->pids[*pv].first_ns = r->start_ns;
-		}
-		struct dt_pid_stats *ps = &s->pids[*pv];
-		ps->requests++;
-		if (end > ps->last_ns)
-			ps->last_ns = end;
-		if (!dt_map_get(&pidtid, r->pid, r->tid, &created))
-			goto out;
-		ps->ntids += created;
-
-		/* Per job (version 2: all processes and threads of one job). */
-		uint64_t *jv = dt_map_get(&jobs, r->job, 0, &created);
-		if (!jv)
-			goto out;
-		if (created) {
-			if (grow_array((void **)&s->jobs, &jcap, s->njobs + 1, sizeof(*s->jobs)))
-				goto out;
-			*jv = s->njobs++;
-			s->jobs[*jv].job = r->job;
-			s->jobs[*jv].first_ns = r->start_ns;
-		}
-		struct dt_job_stats *js = &s->jobs[*jv];
-		js->requests++;
-		if (end > js->last_ns)
-			js->last_ns = end;
-		if (!dt_map_get(&jobpid, r->job, r->pid, &created))
-			goto out;
-		js->npids += created;
-		if (!dt_map_get(&jobtid, r->job, r->tid, &created))
-			goto out;
-		js->ntids += created;
-		js->opens += op == DL_TOP_OPEN || op == DL_TOP_CREATE;
-		js->releases += op == DL_TOP_RELEASE;
-		if (r->result > 0 && op == DL_TOP_READ) {
-			js->reads++;
-			js->rbytes += (uint64_t)r->result;
-		} else if (r->result > 0 && op == DL_TOP_WRITE) {
-			js->writes++;
-			js->wbytes += (uint64_t)r->result;
-		}
-
-		if (op == DL_TOP_OPEN || op == DL_TOP_CREATE) {
-			/* Records are in arrival order, so the one-second bins come one
-			 * after the other: a running count gives the busiest one without
-			 * an array as long as the trace (a crafted trace spanning years
-			 * cost 128 MB and a pass over it). */
-			uint64_t sec = (r->start_ns - first) / DT_NS;
-			if (!s->opens || sec != open_sec) {
-				open_sec = sec;
-				open_count = 0;
-			}
-			if (++open_count > s->open_peak_per_s)
-				s->open_peak_per_s = open_count;
-			s->opens++;
-			ps->opens++;
-		}
-		if (!is_data_op(op))
-			continue;
-
-		/* Per file. */
-		uint64_t *fv = dt_map_get(&files, r->file_id, 0, &created);
-		if (!fv)
-			goto out;
-		if (created) {
-			if (grow_array((void **)&s->files, &fcap, s->nfiles + 1, sizeof(*s->files)))
-				goto out;
-			*fv = s->nfiles;
-			s->files[*fv].id = r->file_id;
-			s->files[*fv].first_ns = r->start_ns;
-			s->files[*fv].first_rank = s->nfiles++;
-		}
-		struct dt_file_stats *fs = &s->files[*fv];
-
-		/* Per (client, file): last read's end + 1; 0 before any read. */
-		uint64_t *last = dt_map_get(&pidfile, r->pid, r->file_id, &created);
-		if (!last)
-			goto out;
-		ps->nfiles += created;
-
-		uint64_t n = r->result > 0 ? (uint64_t)r->result : 0;
-		switch (op) {
-		case DL_TOP_READ:
-			fs->reads++;
-			fs->rbytes += n;
-			ps->reads++;
-			ps->rbytes += n;
-			s->reads++;
-			if (!*last) {
-				s->first_reads++;
-			} else if (*last - 1 == r->offset) {
-				fs->seq_reads++;
-				ps->seq_reads++;
-				s->seq_reads++;
-			}
-			*last = rec_end_off(r) + 1;
-			break;
-		case DL_TOP_WRITE:
-			fs->writes++;
-			fs->wbytes += n;
-			ps->writes++;
-			ps->wbytes += n;
-			break;
-		case DL_TOP_OPEN:
-		case DL_TOP_CREATE:
-			fs->opens++;
-			break;
-		default:
-			fs->other++;
-			break;
-		}
+	if (!pv)
+		return -ENOMEM;
+	if (created) {
+		if (grow_array((void **)&s->pids, &p->pcap, s->npids + 1, sizeof(*s->pids)))
+			return -ENOMEM;
+		*pv = s->npids++;
+		s->pids[*pv].pid = r->pid;
+		s->pids[*pv].first_ns = r->start_ns;
 	}
-	s->active_s = t->nrecs ? (double)(last_end - first) / 1e9 : 0;
-	s->opens_per_s = s->active_s > 0 ? (double)s->opens / s->active_s : 0;
+	ps = &s->pids[*pv];
+	ps->requests++;
+	if (end > ps->last_ns)
+		ps->last_ns = end;
+	if (!dt_map_get(&p->pidtid, r->pid, r->tid, &created))
+		return -ENOMEM;
+	ps->ntids += created;
+	*out = ps;
+	return 0;
+}
 
-	/* Percentiles: one scratch array reused for each. */
-	buf = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*buf));
-	if (!buf)
-		goto out;
+/* Per job (version 2: all processes and threads of one job). */
+static int count_job(struct pass *p, const struct dl_trace_rec *r, unsigned op, uint64_t end)
+{
+	struct dt_stats *s = p->s;
+	struct dt_job_stats *js;
+	int created;
+	uint64_t *jv = dt_map_get(&p->jobs, r->job, 0, &created);
+
+	if (!jv)
+		return -ENOMEM;
+	if (created) {
+		if (grow_array((void **)&s->jobs, &p->jcap, s->njobs + 1, sizeof(*s->jobs)))
+			return -ENOMEM;
+		*jv = s->njobs++;
+		s->jobs[*jv].job = r->job;
+		s->jobs[*jv].first_ns = r->start_ns;
+	}
+	js = &s->jobs[*jv];
+	js->requests++;
+	if (end > js->last_ns)
+		js->last_ns = end;
+	if (!dt_map_get(&p->jobpid, r->job, r->pid, &created))
+		return -ENOMEM;
+	js->npids += created;
+	if (!dt_map_get(&p->jobtid, r->job, r->tid, &created))
+		return -ENOMEM;
+	js->ntids += created;
+	js->opens += op == DL_TOP_OPEN || op == DL_TOP_CREATE;
+	js->releases += op == DL_TOP_RELEASE;
+	if (r->result > 0 && op == DL_TOP_READ) {
+		js->reads++;
+		js->rbytes += (uint64_t)r->result;
+	} else if (r->result > 0 && op == DL_TOP_WRITE) {
+		js->writes++;
+		js->wbytes += (uint64_t)r->result;
+	}
+	return 0;
+}
+
+/* Records are in arrival order, so the one-second bins of opens come one
+ * after the other: a running count gives the busiest one without an array
+ * as long as the trace (a crafted trace spanning years cost 128 MB and a
+ * pass over it). */
+static void count_open(struct pass *p, const struct dl_trace_rec *r, struct dt_pid_stats *ps)
+{
+	struct dt_stats *s = p->s;
+	uint64_t sec = (r->start_ns - p->first) / DT_NS;
+
+	if (!s->opens || sec != p->open_sec) {
+		p->open_sec = sec;
+		p->open_count = 0;
+	}
+	if (++p->open_count > s->open_peak_per_s)
+		s->open_peak_per_s = p->open_count;
+	s->opens++;
+	ps->opens++;
+}
+
+/* Per file, and per (client, file) for sequentiality. */
+static int count_file(struct pass *p, const struct dl_trace_rec *r, unsigned op,
+		      struct dt_pid_stats *ps)
+{
+	struct dt_stats *s = p->s;
+	struct dt_file_stats *fs;
+	uint64_t n = r->result > 0 ? (uint64_t)r->result : 0, *fv, *last;
+	int created;
+
+	fv = dt_map_get(&p->files, r->file_id, 0, &created);
+	if (!fv)
+		return -ENOMEM;
+	if (created) {
+		if (grow_array((void **)&s->files, &p->fcap, s->nfiles + 1, sizeof(*s->files)))
+			return -ENOMEM;
+		*fv = s->nfiles;
+		s->files[*fv].id = r->file_id;
+		s->files[*fv].first_ns = r->start_ns;
+		s->files[*fv].first_rank = s->nfiles++;
+	}
+	fs = &s->files[*fv];
+	/* Per (client, file): last read's end + 1; 0 before any read. */
+	last = dt_map_get(&p->pidfile, r->pid, r->file_id, &created);
+	if (!last)
+		return -ENOMEM;
+	ps->nfiles += created;
+	switch (op) {
+	case DL_TOP_READ:
+		fs->reads++;
+		fs->rbytes += n;
+		ps->reads++;
+		ps->rbytes += n;
+		s->reads++;
+		if (!*last) {
+			s->first_reads++;
+		} else if (*last - 1 == r->offset) {
+			fs->seq_reads++;
+			ps->seq_reads++;
+			s->seq_reads++;
+		}
+		*last = rec_end_off(r) + 1;
+		break;
+	case DL_TOP_WRITE:
+		fs->writes++;
+		fs->wbytes += n;
+		ps->writes++;
+		ps->wbytes += n;
+		break;
+	case DL_TOP_OPEN:
+	case DL_TOP_CREATE:
+		fs->opens++;
+		break;
+	default:
+		fs->other++;
+		break;
+	}
+	return 0;
+}
+
+static int count_record(struct pass *p, const struct dl_trace_rec *r)
+{
+	unsigned op = r->op < DL_TOP__COUNT ? r->op : DL_TOP_OTHER;
+	uint64_t end = r->start_ns + dl_trace_dur(r);
+	struct dt_pid_stats *ps;
+	int ret;
+
+	count_op(p->s, r, op);
+	ret = count_client(p, r, end, &ps);
+	if (!ret)
+		ret = count_job(p, r, op, end);
+	if (ret)
+		return ret;
+	if (op == DL_TOP_OPEN || op == DL_TOP_CREATE)
+		count_open(p, r, ps);
+	return is_data_op(op) ? count_file(p, r, op, ps) : 0;
+}
+
+/* Inter-arrival times and durations: one scratch array reused for each. */
+static int percentiles(const struct dt_trace *t, struct dt_stats *s)
+{
+	uint64_t *buf = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*buf)), prev = 0;
 	size_t n = 0;
+	int have = 0;
+
+	if (!buf)
+		return -ENOMEM;
 	for (uint64_t i = 1; i < t->nrecs; i++)
 		buf[n++] = t->recs[i].start_ns - t->recs[i - 1].start_ns;
 	s->ia_n = n;
 	s->ia_p99 = pct(buf, n, 0.99);
 	s->ia_p50 = pct(buf, n, 0.50);
-	uint64_t prev = 0;
-	int have = 0;
 	n = 0;
 	for (uint64_t i = 0; i < t->nrecs; i++) {
 		if (t->recs[i].op != DL_TOP_READ)
@@ -250,29 +296,55 @@ int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s)
 		s->ops[op].dur_p99 = pct(buf, n, 0.99);
 		s->ops[op].dur_p50 = pct(buf, n, 0.50);
 	}
-	/* Clients in pid order. */
+	free(buf);
+	return 0;
+}
+
+/* Clients in pid order (insertion sort: they arrive nearly sorted). */
+static void sort_clients(struct dt_stats *s)
+{
 	for (size_t i = 1; i < s->npids; i++) {
 		struct dt_pid_stats x = s->pids[i];
 		size_t j = i;
+
 		for (; j > 0 && s->pids[j - 1].pid > x.pid; j--)
 			s->pids[j] = s->pids[j - 1];
 		s->pids[j] = x;
 	}
-	ret = 0;
-out:
-	free(buf);
-	dt_map_free(&files);
-	dt_map_free(&pids);
-	dt_map_free(&pidfile);
-	dt_map_free(&pidtid);
-	dt_map_free(&jobs);
-	dt_map_free(&jobpid);
-	dt_map_free(&jobtid);
+}
+
+int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s)
+{
+	struct pass p = {.s = s};
+	uint64_t last_end;
+	int ret = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->nrecs = t->nrecs;
+	s->dropped = t->f.dropped;
+	s->span_s = (double)(dt_end_ns(t) - t->h.start_mono_ns) / 1e9;
+	p.first = last_end = t->nrecs ? t->recs[0].start_ns : 0;
+	for (uint64_t i = 0; i < t->nrecs && !ret; i++) {
+		const struct dl_trace_rec *r = &t->recs[i];
+		uint64_t end = r->start_ns + dl_trace_dur(r);
+
+		if (end > last_end)
+			last_end = end;
+		ret = count_record(&p, r);
+	}
+	pass_free(&p);
+	if (!ret) {
+		s->active_s = t->nrecs ? (double)(last_end - p.first) / 1e9 : 0;
+		s->opens_per_s = s->active_s > 0 ? (double)s->opens / s->active_s : 0;
+		ret = percentiles(t, s);
+	}
 	if (ret) {
 		fprintf(stderr, "dlio-trace: out of memory\n");
 		dt_stats_free(s);
+		return ret;
 	}
-	return ret;
+	sort_clients(s);
+	return 0;
 }
 
 void dt_stats_free(struct dt_stats *s)

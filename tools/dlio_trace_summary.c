@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dliofs/json.h"
 #include "dlio_trace_i.h"
 
 static double share(uint64_t part, uint64_t whole)
@@ -31,21 +32,9 @@ static void fmt_epoch(uint64_t epoch_ns, char *buf, size_t len)
 	snprintf(buf, len, "%s.%03u UTC", tmp, (unsigned)(epoch_ns % DT_NS / 1000000));
 }
 
-static void print_text(const struct dt_trace *t, const struct dt_stats *s, const size_t *top,
-		       size_t ntop)
+static void text_ops(const struct dt_stats *s)
 {
-	char a[96], b[32], c[32], d[32], e[32], tmp[32];
-
-	printf("trace: %s\n", t->path);
-	if (t->h.config[0])
-		printf("config: %s\n", t->h.config);
-	fmt_epoch(t->h.epoch_ns, a, sizeof(a));
-	printf("started: %s, traced for %.3f s (requests span %.3f s)\n", a, s->span_s,
-	       s->active_s);
-	printf("records: %llu, dropped: %llu%s\n", (unsigned long long)s->nrecs,
-	       (unsigned long long)s->dropped,
-	       t->has_footer ? (s->dropped ? " (lost to a writer that fell behind or a full disk: counts are low)" : "")
-			     : " (no footer: drop count unknown)");
+	char a[96], b[32], c[32], d[32], e[32];
 
 	printf("\n%-9s %10s %7s %12s %10s %10s %10s %10s %11s %6s\n", "operation", "count",
 	       "errors", "bytes", "MiB/s", "mean dur", "p50 dur", "p99 dur", "mean queue",
@@ -84,6 +73,11 @@ static void print_text(const struct dt_trace *t, const struct dt_stats *s, const
 			       100.0 * share(o->hist[k], o->count));
 		}
 	}
+}
+
+static void text_access(const struct dt_stats *s)
+{
+	char a[32], b[32], c[32], d[32];
 
 	if (s->reads)
 		printf("\nreads: %.1f%% sequential (%llu of %llu start where the same pid's "
@@ -98,6 +92,11 @@ static void print_text(const struct dt_trace *t, const struct dt_stats *s, const
 	dt_fmt_ns((double)s->ia_read_p50, c, sizeof(c));
 	dt_fmt_ns((double)s->ia_read_p99, d, sizeof(d));
 	printf("inter-arrival: all requests p50 %s, p99 %s; reads p50 %s, p99 %s\n", a, b, c, d);
+}
+
+static void text_clients(const struct dt_trace *t, const struct dt_stats *s)
+{
+	char a[32], b[32], c[32];
 
 	printf("\nclients (%s):\n  %8s %6s %10s %10s %12s %10s %12s %8s %7s\n",
 	       t->h.version >= 2 ? "processes and their threads"
@@ -114,143 +113,224 @@ static void print_text(const struct dt_trace *t, const struct dt_stats *s, const
 		       (unsigned long long)p->reads, a, (unsigned long long)p->writes, b,
 		       (unsigned long long)p->nfiles, c);
 	}
-
-	if (t->h.version >= 2) {
-		printf("\njobs:\n  %5s %6s %6s %10s %10s %12s %8s %8s  %s\n", "job", "procs", "tids",
-		       "requests", "reads", "read bytes", "opens", "releases", "name");
-		for (size_t i = 0; i < s->njobs; i++) {
-			const struct dt_job_stats *j = &s->jobs[i];
-			const char *name = j->job ? dt_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
-
-			dt_fmt_bytes((double)j->rbytes, a, sizeof(a));
-			printf("  %5u %6llu %6llu %10llu %10llu %12s %8llu %8llu  %s\n", j->job,
-			       (unsigned long long)j->npids, (unsigned long long)j->ntids,
-			       (unsigned long long)j->requests, (unsigned long long)j->reads, a,
-			       (unsigned long long)j->opens, (unsigned long long)j->releases,
-			       name ? name : j->job ? "?" : "(no job: the kernel)");
-		}
-	}
-
-	if (ntop) {
-		printf("\ntop files by bytes:\n  %12s %8s %8s %7s  %s\n", "bytes", "reads", "writes",
-		       "seq%", "file");
-		for (size_t i = 0; i < ntop; i++) {
-			const struct dt_file_stats *f = &s->files[top[i]];
-			dt_fmt_bytes((double)(f->rbytes + f->wbytes), a, sizeof(a));
-			fmt_pct(f->seq_reads, f->reads, c, sizeof(c));
-			printf("  %12s %8llu %8llu %7s  %s\n", a, (unsigned long long)f->reads,
-			       (unsigned long long)f->writes, c, dt_name_of(t, f->id, tmp, sizeof(tmp)));
-		}
-	}
-}
-
-static void print_json(const struct dt_trace *t, const struct dt_stats *s, const size_t *top,
-		       size_t ntop)
-{
-	char tmp[32];
-	int firstop = 1;
-
-	printf("{\n  \"trace\": ");
-	dt_json_str(stdout, t->path);
-	printf(",\n  \"config\": ");
-	dt_json_str(stdout, t->h.config);
-	printf(",\n  \"start_epoch_ns\": %llu,\n  \"span_s\": %.9g,\n  \"active_s\": %.9g,\n",
-	       (unsigned long long)t->h.epoch_ns, s->span_s, s->active_s);
-	printf("  \"records\": %llu,\n  \"dropped\": %llu,\n  \"complete\": %s,\n",
-	       (unsigned long long)s->nrecs, (unsigned long long)s->dropped,
-	       t->has_footer ? "true" : "false");
-
-	printf("  \"ops\": {");
-	for (unsigned op = 0; op < DL_TOP__COUNT; op++) {
-		const struct dt_op_stats *o = &s->ops[op];
-		if (!o->count)
-			continue;
-		printf("%s\n    \"%s\": {\"count\": %llu, \"errors\": %llu, \"bytes\": %llu, "
-		       "\"cache_hits\": %llu, \"mean_dur_ns\": %.9g, \"p50_dur_ns\": %llu, "
-		       "\"p99_dur_ns\": %llu, \"mean_queue_ns\": %.9g,\n      \"size_hist\": [",
-		       firstop ? "" : ",", dt_op_name(op), (unsigned long long)o->count,
-		       (unsigned long long)o->errors, (unsigned long long)o->bytes,
-		       (unsigned long long)o->hits, (double)o->dur_sum / (double)o->count,
-		       (unsigned long long)o->dur_p50, (unsigned long long)o->dur_p99,
-		       (double)o->queue_sum / (double)o->count);
-		firstop = 0;
-		int first = 1;
-		for (unsigned k = 0; k < DT_HBUCKETS; k++) {
-			if (!o->hist[k])
-				continue;
-			printf("%s{\"lo\": %llu, \"hi\": %llu, \"count\": %llu}", first ? "" : ", ",
-			       (unsigned long long)dt_bucket_lo(k),
-			       (unsigned long long)(k ? dt_bucket_lo(k) * 2 : 1),
-			       (unsigned long long)o->hist[k]);
-			first = 0;
-		}
-		printf("]}");
-	}
-	printf("\n  },\n");
-
-	printf("  \"reads\": {\"count\": %llu, \"sequential\": %llu, \"first_reads\": %llu, "
-	       "\"sequential_share\": %.9g},\n",
-	       (unsigned long long)s->reads, (unsigned long long)s->seq_reads,
-	       (unsigned long long)s->first_reads, share(s->seq_reads, s->reads));
-	printf("  \"files\": {\"accessed\": %zu, \"opens\": %llu, \"opens_per_s\": %.9g, "
-	       "\"opens_peak_per_s\": %llu},\n",
-	       s->nfiles, (unsigned long long)s->opens, s->opens_per_s,
-	       (unsigned long long)s->open_peak_per_s);
-	printf("  \"inter_arrival_ns\": {\"all\": {\"n\": %llu, \"p50\": %llu, \"p99\": %llu}, "
-	       "\"read\": {\"n\": %llu, \"p50\": %llu, \"p99\": %llu}},\n",
-	       (unsigned long long)s->ia_n, (unsigned long long)s->ia_p50,
-	       (unsigned long long)s->ia_p99, (unsigned long long)s->ia_read_n,
-	       (unsigned long long)s->ia_read_p50, (unsigned long long)s->ia_read_p99);
-
-	printf("  \"clients\": [");
-	for (size_t i = 0; i < s->npids; i++) {
-		const struct dt_pid_stats *p = &s->pids[i];
-		printf("%s\n    {\"pid\": %u, \"tids\": %llu, \"requests\": %llu, \"reads\": %llu, "
-		       "\"read_bytes\": %llu, \"writes\": %llu, \"write_bytes\": %llu, "
-		       "\"opens\": %llu, \"files\": %llu, \"sequential_reads\": %llu, "
-		       "\"sequential_share\": %.9g, \"first_s\": %.9g, \"last_s\": %.9g}",
-		       i ? "," : "", p->pid, (unsigned long long)p->ntids,
-		       (unsigned long long)p->requests, (unsigned long long)p->reads,
-		       (unsigned long long)p->rbytes, (unsigned long long)p->writes,
-		       (unsigned long long)p->wbytes, (unsigned long long)p->opens,
-		       (unsigned long long)p->nfiles, (unsigned long long)p->seq_reads,
-		       share(p->seq_reads, p->reads), dt_rel_s(t, p->first_ns),
-		       dt_rel_s(t, p->last_ns));
-	}
-	printf("\n  ],\n  \"jobs\": [");
+	if (t->h.version < 2)
+		return;
+	printf("\njobs:\n  %5s %6s %6s %10s %10s %12s %8s %8s  %s\n", "job", "procs", "tids",
+	       "requests", "reads", "read bytes", "opens", "releases", "name");
 	for (size_t i = 0; i < s->njobs; i++) {
 		const struct dt_job_stats *j = &s->jobs[i];
 		const char *name = j->job ? dt_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
 
-		printf("%s\n    {\"job\": %u, \"name\": ", i ? "," : "", j->job);
-		dt_json_str(stdout, name ? name : "");
-		printf(", \"processes\": %llu, \"threads\": %llu, \"requests\": %llu, "
-		       "\"reads\": %llu, \"read_bytes\": %llu, \"writes\": %llu, "
-		       "\"write_bytes\": %llu, \"opens\": %llu, \"releases\": %llu, "
-		       "\"first_s\": %.9g, \"last_s\": %.9g}",
+		dt_fmt_bytes((double)j->rbytes, a, sizeof(a));
+		printf("  %5u %6llu %6llu %10llu %10llu %12s %8llu %8llu  %s\n", j->job,
 		       (unsigned long long)j->npids, (unsigned long long)j->ntids,
-		       (unsigned long long)j->requests, (unsigned long long)j->reads,
-		       (unsigned long long)j->rbytes, (unsigned long long)j->writes,
-		       (unsigned long long)j->wbytes, (unsigned long long)j->opens,
-		       (unsigned long long)j->releases, dt_rel_s(t, j->first_ns),
-		       dt_rel_s(t, j->last_ns));
+		       (unsigned long long)j->requests, (unsigned long long)j->reads, a,
+		       (unsigned long long)j->opens, (unsigned long long)j->releases,
+		       name ? name : j->job ? "?" : "(no job: the kernel)");
 	}
-	printf("\n  ],\n  \"top_files\": [");
+}
+
+static void text_top_files(const struct dt_trace *t, const struct dt_stats *s, const size_t *top,
+			   size_t ntop)
+{
+	char a[32], c[32], tmp[32];
+
+	if (!ntop)
+		return;
+	printf("\ntop files by bytes:\n  %12s %8s %8s %7s  %s\n", "bytes", "reads", "writes",
+	       "seq%", "file");
 	for (size_t i = 0; i < ntop; i++) {
 		const struct dt_file_stats *f = &s->files[top[i]];
-		printf("%s\n    {\"file\": ", i ? "," : "");
-		dt_json_str(stdout, dt_name_of(t, f->id, tmp, sizeof(tmp)));
-		printf(", \"id\": %llu, \"bytes\": %llu, \"reads\": %llu, \"read_bytes\": %llu, "
-		       "\"writes\": %llu, \"write_bytes\": %llu, \"opens\": %llu, "
-		       "\"sequential_reads\": %llu, \"sequential_share\": %.9g, "
-		       "\"first_access_rank\": %llu}",
-		       (unsigned long long)f->id, (unsigned long long)(f->rbytes + f->wbytes),
-		       (unsigned long long)f->reads, (unsigned long long)f->rbytes,
-		       (unsigned long long)f->writes, (unsigned long long)f->wbytes,
-		       (unsigned long long)f->opens, (unsigned long long)f->seq_reads,
-		       share(f->seq_reads, f->reads), (unsigned long long)f->first_rank);
+		dt_fmt_bytes((double)(f->rbytes + f->wbytes), a, sizeof(a));
+		fmt_pct(f->seq_reads, f->reads, c, sizeof(c));
+		printf("  %12s %8llu %8llu %7s  %s\n", a, (unsigned long long)f->reads,
+		       (unsigned long long)f->writes, c, dt_name_of(t, f->id, tmp, sizeof(tmp)));
 	}
-	printf("\n  ]\n}\n");
+}
+
+static void print_text(const struct dt_trace *t, const struct dt_stats *s, const size_t *top,
+		       size_t ntop)
+{
+	char a[96];
+
+	printf("trace: %s\n", t->path);
+	if (t->h.config[0])
+		printf("config: %s\n", t->h.config);
+	fmt_epoch(t->h.epoch_ns, a, sizeof(a));
+	printf("started: %s, traced for %.3f s (requests span %.3f s)\n", a, s->span_s,
+	       s->active_s);
+	printf("records: %llu, dropped: %llu%s\n", (unsigned long long)s->nrecs,
+	       (unsigned long long)s->dropped,
+	       t->has_footer ? (s->dropped ? " (lost to a writer that fell behind or a full disk: "
+					     "counts are low)"
+					   : "")
+			     : " (no footer: drop count unknown)");
+	text_ops(s);
+	text_access(s);
+	text_clients(t, s);
+	text_top_files(t, s, top, ntop);
+}
+
+static void json_ops(struct dl_jw *w, const struct dt_stats *s)
+{
+	dl_jw_obj(w, "ops");
+	for (unsigned op = 0; op < DL_TOP__COUNT; op++) {
+		const struct dt_op_stats *o = &s->ops[op];
+
+		if (!o->count)
+			continue;
+		dl_jw_obj(w, dt_op_name(op));
+		dl_jw_u64(w, "count", o->count);
+		dl_jw_u64(w, "errors", o->errors);
+		dl_jw_u64(w, "bytes", o->bytes);
+		dl_jw_u64(w, "cache_hits", o->hits);
+		dl_jw_f64(w, "mean_dur_ns", (double)o->dur_sum / (double)o->count, 9);
+		dl_jw_u64(w, "p50_dur_ns", o->dur_p50);
+		dl_jw_u64(w, "p99_dur_ns", o->dur_p99);
+		dl_jw_f64(w, "mean_queue_ns", (double)o->queue_sum / (double)o->count, 9);
+		dl_jw_arr(w, "size_hist");
+		for (unsigned k = 0; k < DT_HBUCKETS; k++) {
+			if (!o->hist[k])
+				continue;
+			dl_jw_obj(w, NULL);
+			dl_jw_u64(w, "lo", dt_bucket_lo(k));
+			dl_jw_u64(w, "hi", k ? dt_bucket_lo(k) * 2 : 1);
+			dl_jw_u64(w, "count", o->hist[k]);
+			dl_jw_end(w);
+		}
+		dl_jw_end(w);
+		dl_jw_end(w);
+	}
+	dl_jw_end(w);
+}
+
+static void json_totals(struct dl_jw *w, const struct dt_stats *s)
+{
+	dl_jw_obj(w, "reads");
+	dl_jw_u64(w, "count", s->reads);
+	dl_jw_u64(w, "sequential", s->seq_reads);
+	dl_jw_u64(w, "first_reads", s->first_reads);
+	dl_jw_f64(w, "sequential_share", share(s->seq_reads, s->reads), 9);
+	dl_jw_end(w);
+	dl_jw_obj(w, "files");
+	dl_jw_u64(w, "accessed", s->nfiles);
+	dl_jw_u64(w, "opens", s->opens);
+	dl_jw_f64(w, "opens_per_s", s->opens_per_s, 9);
+	dl_jw_u64(w, "opens_peak_per_s", s->open_peak_per_s);
+	dl_jw_end(w);
+	dl_jw_obj(w, "inter_arrival_ns");
+	dl_jw_obj(w, "all");
+	dl_jw_u64(w, "n", s->ia_n);
+	dl_jw_u64(w, "p50", s->ia_p50);
+	dl_jw_u64(w, "p99", s->ia_p99);
+	dl_jw_end(w);
+	dl_jw_obj(w, "read");
+	dl_jw_u64(w, "n", s->ia_read_n);
+	dl_jw_u64(w, "p50", s->ia_read_p50);
+	dl_jw_u64(w, "p99", s->ia_read_p99);
+	dl_jw_end(w);
+	dl_jw_end(w);
+}
+
+static void json_clients(struct dl_jw *w, const struct dt_trace *t, const struct dt_stats *s)
+{
+	dl_jw_arr(w, "clients");
+	for (size_t i = 0; i < s->npids; i++) {
+		const struct dt_pid_stats *p = &s->pids[i];
+
+		dl_jw_obj(w, NULL);
+		dl_jw_u64(w, "pid", p->pid);
+		dl_jw_u64(w, "tids", p->ntids);
+		dl_jw_u64(w, "requests", p->requests);
+		dl_jw_u64(w, "reads", p->reads);
+		dl_jw_u64(w, "read_bytes", p->rbytes);
+		dl_jw_u64(w, "writes", p->writes);
+		dl_jw_u64(w, "write_bytes", p->wbytes);
+		dl_jw_u64(w, "opens", p->opens);
+		dl_jw_u64(w, "files", p->nfiles);
+		dl_jw_u64(w, "sequential_reads", p->seq_reads);
+		dl_jw_f64(w, "sequential_share", share(p->seq_reads, p->reads), 9);
+		dl_jw_f64(w, "first_s", dt_rel_s(t, p->first_ns), 9);
+		dl_jw_f64(w, "last_s", dt_rel_s(t, p->last_ns), 9);
+		dl_jw_end(w);
+	}
+	dl_jw_end(w);
+}
+
+static void json_jobs(struct dl_jw *w, const struct dt_trace *t, const struct dt_stats *s)
+{
+	dl_jw_arr(w, "jobs");
+	for (size_t i = 0; i < s->njobs; i++) {
+		const struct dt_job_stats *j = &s->jobs[i];
+		const char *name = j->job ? dt_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
+
+		dl_jw_obj(w, NULL);
+		dl_jw_u64(w, "job", j->job);
+		dl_jw_str(w, "name", name ? name : "");
+		dl_jw_u64(w, "processes", j->npids);
+		dl_jw_u64(w, "threads", j->ntids);
+		dl_jw_u64(w, "requests", j->requests);
+		dl_jw_u64(w, "reads", j->reads);
+		dl_jw_u64(w, "read_bytes", j->rbytes);
+		dl_jw_u64(w, "writes", j->writes);
+		dl_jw_u64(w, "write_bytes", j->wbytes);
+		dl_jw_u64(w, "opens", j->opens);
+		dl_jw_u64(w, "releases", j->releases);
+		dl_jw_f64(w, "first_s", dt_rel_s(t, j->first_ns), 9);
+		dl_jw_f64(w, "last_s", dt_rel_s(t, j->last_ns), 9);
+		dl_jw_end(w);
+	}
+	dl_jw_end(w);
+}
+
+static void json_top_files(struct dl_jw *w, const struct dt_trace *t, const struct dt_stats *s,
+			   const size_t *top, size_t ntop)
+{
+	char tmp[32];
+
+	dl_jw_arr(w, "top_files");
+	for (size_t i = 0; i < ntop; i++) {
+		const struct dt_file_stats *f = &s->files[top[i]];
+
+		dl_jw_obj(w, NULL);
+		dl_jw_str(w, "file", dt_name_of(t, f->id, tmp, sizeof(tmp)));
+		dl_jw_u64(w, "id", f->id);
+		dl_jw_u64(w, "bytes", f->rbytes + f->wbytes);
+		dl_jw_u64(w, "reads", f->reads);
+		dl_jw_u64(w, "read_bytes", f->rbytes);
+		dl_jw_u64(w, "writes", f->writes);
+		dl_jw_u64(w, "write_bytes", f->wbytes);
+		dl_jw_u64(w, "opens", f->opens);
+		dl_jw_u64(w, "sequential_reads", f->seq_reads);
+		dl_jw_f64(w, "sequential_share", share(f->seq_reads, f->reads), 9);
+		dl_jw_u64(w, "first_access_rank", f->first_rank);
+		dl_jw_end(w);
+	}
+	dl_jw_end(w);
+}
+
+/* One line per top-level key, per operation, client, job and file. */
+static void print_json(const struct dt_trace *t, const struct dt_stats *s, const size_t *top,
+		       size_t ntop)
+{
+	struct dl_jw w;
+
+	dl_jw_init(&w, stdout, 2);
+	dl_jw_obj(&w, NULL);
+	dl_jw_str(&w, "trace", t->path);
+	dl_jw_str(&w, "config", t->h.config);
+	dl_jw_u64(&w, "start_epoch_ns", t->h.epoch_ns);
+	dl_jw_f64(&w, "span_s", s->span_s, 9);
+	dl_jw_f64(&w, "active_s", s->active_s, 9);
+	dl_jw_u64(&w, "records", s->nrecs);
+	dl_jw_u64(&w, "dropped", s->dropped);
+	dl_jw_bool(&w, "complete", t->has_footer);
+	json_ops(&w, s);
+	json_totals(&w, s);
+	json_clients(&w, t, s);
+	json_jobs(&w, t, s);
+	json_top_files(&w, t, s, top, ntop);
+	dl_jw_finish(&w);
 }
 
 int dt_summary(int argc, char **argv)

@@ -36,6 +36,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DL_PRNG_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -303,6 +304,17 @@ static blocks_fn path_fn(enum dl_prng_path path)
 	return blocks_generic;
 }
 
+#ifdef DL_PRNG_X86
+/* CPUID leaf 7 ECX bit 9: clang 14 has no __builtin_cpu_supports("vaes").
+ * AVX2's check (above it) already covers the OS saving the YMM state. */
+static int has_vaes(void)
+{
+	unsigned a, b, c, d;
+
+	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 9));
+}
+#endif
+
 int dl_prng_path_available(enum dl_prng_path path)
 {
 	switch (path) {
@@ -312,8 +324,7 @@ int dl_prng_path_available(enum dl_prng_path path)
 	case DL_PRNG_AESNI:
 		return __builtin_cpu_supports("aes") && __builtin_cpu_supports("sse4.1");
 	case DL_PRNG_VAES:
-		return __builtin_cpu_supports("aes") && __builtin_cpu_supports("avx2") &&
-		       __builtin_cpu_supports("vaes");
+		return __builtin_cpu_supports("aes") && __builtin_cpu_supports("avx2") && has_vaes();
 #endif
 	default:
 		return 0;

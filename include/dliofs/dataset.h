@@ -40,6 +40,10 @@ enum dl_compression {
 	DL_COMP__COUNT
 };
 
+/* The control directory in the mount root (hidden from listings): no
+ * dataset or backing directory may take its name. */
+#define DL_CTL_DIRNAME ".dliofs"
+
 #define DL_MAX_DIMS 8
 #define DL_NAME_MAX 128
 

@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				struct dl_pacer_req r = {.cls = (enum dl_op_class)(i % DL_OP__COUNT),
 							 .file_id = i % 5, .off = (uint64_t)i << 20,
 							 .len = i % DL_OP__COUNT == DL_OP_META ? 0 : 1u << 20,
-							 .pid = 7};
+							 .job = 7};
 				struct dl_pacer_result res;
 
 				if (dl_pacer_submit(p, &r, now, &res) == 0)

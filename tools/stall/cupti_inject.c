@@ -26,10 +26,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cupti.h>
+
+#include "dliofs/clock.h"
 
 #define BUF_SIZE (8u << 20)
 #define LINE_BUF (64u << 10)
@@ -46,15 +47,7 @@ struct collector {
 
 static struct collector col = {.fd = -1, .write_lock = PTHREAD_MUTEX_INITIALIZER};
 
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t CUPTIAPI monotonic_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+static uint64_t CUPTIAPI monotonic_ns(void) { return dl_mono_ns(); }
 
 /* One write() per call: lines of processes sharing the file stay whole. */
 static void emit(const char *buf, size_t len)
@@ -243,8 +236,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		return 1;
 	}
 	col.pid = getpid();
-	mono = clock_ns(CLOCK_MONOTONIC);
-	real = clock_ns(CLOCK_REALTIME);
+	mono = dl_mono_ns();
+	real = dl_real_ns();
 	emitf("G %d init %" PRIu64 " %" PRIu64 "\n", (int)col.pid, mono, real);
 	/* CUPTI's own clock is CLOCK_REALTIME on Linux: ask for ours, or
 	 * convert with the offset sampled above when the call is missing. */

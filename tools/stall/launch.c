@@ -9,18 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "dliofs/clock.h"
 #include "stall_i.h"
-
-int64_t st_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int copy_file(const char *src, const char *dst)
 {
@@ -142,7 +134,7 @@ int st_launch(const struct st_launch *l, struct st_run *run)
 
 	sigaction(SIGINT, &ign, &old_int);
 	sigaction(SIGQUIT, &ign, &old_quit);
-	run->t_start = st_now();
+	run->t_start = (int64_t)dl_mono_ns();
 	pid = fork();
 	if (pid < 0) {
 		ret = -errno;
@@ -158,7 +150,7 @@ int st_launch(const struct st_launch *l, struct st_run *run)
 	}
 	for (;;) {
 		pid_t w = waitpid(pid, &st, WNOHANG);
-		int64_t now = st_now();
+		int64_t now = (int64_t)dl_mono_ns();
 
 		if (w == pid)
 			break;
@@ -172,7 +164,7 @@ int st_launch(const struct st_launch *l, struct st_run *run)
 		}
 		usleep(10000);
 	}
-	run->t_end = st_now();
+	run->t_end = (int64_t)dl_mono_ns();
 	run->status = st;
 	if (l->mount) {
 		st_io_sample(l->mount, &run->io, run->t_end);

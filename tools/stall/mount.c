@@ -1,8 +1,10 @@
-/* The storage side, through the mount's control directory:
- *   .dliofs/stats.json  pacer statistics (read before, during and after a run)
- *   .dliofs/pacer       key=value lines change the storage model live
- *   .dliofs/cache       "drop" | "warm <path inside the mount>"
- * Every write is one write() call: the daemon applies a write as a whole. */
+/* The storage side, through the mount's control directory with the
+ * control-file client (dliofs/ctl_client.h):
+ *   stats.json  pacer statistics (read before, during and after a run)
+ *   pacer       key=value lines change the storage model live
+ *   cache       "drop" | "warm <path inside the mount>"
+ * Every command is one transaction: applied whole, or refused with the
+ * daemon's reason and nothing applied. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -15,78 +17,19 @@
 
 #include "stall_i.h"
 
-#define CTL_DIR ".dliofs"
-
-static int ctl_path(const char *mnt, const char *file, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s/" CTL_DIR "/%s", mnt, file);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
 int st_mount_is_dliofs(const char *mnt)
 {
-	char p[PATH_MAX];
-	struct stat st;
-
-	return !ctl_path(mnt, "", p, sizeof(p)) && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* Control files report size 0 and are read until EOF. */
-static int slurp(const char *path, char **out, size_t *len)
-{
-	size_t cap = 16384, n = 0;
-	char *buf = malloc(cap);
-	int fd, ret = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	for (;;) {
-		ssize_t r;
-		if (cap - n < 4096) {
-			char *nb = realloc(buf, cap *= 2);
-			if (!nb) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			buf = nb;
-		}
-		r = read(fd, buf + n, cap - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			ret = -errno;
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	buf[n] = 0;
-	*out = buf;
-	*len = n;
-	buf = NULL;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return ret;
+	return dl_ctl_is_mount(mnt);
 }
 
 int st_mount_stats(const char *mnt, struct st_json *out)
 {
-	char p[PATH_MAX], *text = NULL;
+	char *text = NULL;
 	size_t len = 0;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	ret = ctl_path(mnt, "stats.json", p, sizeof(p));
-	if (!ret)
-		ret = slurp(p, &text, &len);
+	ret = dl_ctl_read(mnt, DL_CTL_STATS, &text, &len);
 	if (!ret)
 		ret = st_json_parse(text, len, out);
 	free(text);
@@ -97,12 +40,12 @@ int st_mount_stats(const char *mnt, struct st_json *out)
  * keys of the "read:" block whose value is a limit. */
 void st_mount_pacer_desc(const char *mnt, char *buf, size_t len)
 {
-	char p[PATH_MAX], *text = NULL, *save = NULL;
+	char *text = NULL, *save = NULL;
 	size_t n = 0, off = 0;
 	int in_read = 0;
 
 	buf[0] = 0;
-	if (ctl_path(mnt, "pacer", p, sizeof(p)) || slurp(p, &text, &n))
+	if (dl_ctl_read(mnt, DL_CTL_PACER, &text, &n))
 		return;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char key[64], val[128];
@@ -126,23 +69,13 @@ void st_mount_pacer_desc(const char *mnt, char *buf, size_t len)
 	free(text);
 }
 
-int st_mount_write(const char *mnt, const char *file, const char *text)
+int st_mount_command(const char *mnt, enum dl_ctl_file f, const char *text, const char *what)
 {
-	char p[PATH_MAX];
-	size_t len = strlen(text);
-	ssize_t n;
-	int fd, ret;
+	char why[4400];
+	int ret = dl_ctl_command(mnt, f, text, strlen(text), why, sizeof(why));
 
-	ret = ctl_path(mnt, file, p, sizeof(p));
 	if (ret)
-		return ret;
-	fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, text, len);
-	ret = n < 0 ? -errno : (size_t)n != len ? -EIO : 0;
-	if (close(fd) && !ret)
-		ret = -errno;
+		fprintf(stderr, "dlio-stall: %s on %s failed: %s\n", what, mnt, why);
 	return ret;
 }
 
@@ -183,7 +116,7 @@ static int drop_one(const char *path, const struct stat *st, int type, struct FT
 
 int st_mount_drop(const char *mnt, const char *data)
 {
-	int ret = st_mount_write(mnt, "cache", "drop\n");
+	int ret = st_mount_command(mnt, DL_CTL_CACHE, "drop\n", "cache drop");
 	const struct st_jv *pol = NULL;
 	struct st_json j;
 	int kernel = 1;
@@ -206,10 +139,13 @@ int st_mount_warm(const char *mnt, const char *data)
 	char rel[PATH_MAX], cmd[PATH_MAX + 16];
 	int ret = rel_path(mnt, data, rel, sizeof(rel));
 
-	if (ret)
+	if (ret) {
+		fprintf(stderr, "dlio-stall: cache warm on %s failed: %s: %s\n", mnt,
+			data ? data : mnt, strerror(-ret));
 		return ret;
+	}
 	snprintf(cmd, sizeof(cmd), "warm /%s\n", rel);
-	return st_mount_write(mnt, "cache", cmd);
+	return st_mount_command(mnt, DL_CTL_CACHE, cmd, "cache warm");
 }
 
 void st_io_free(struct st_io *io)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "dliofs/json.h"
 #include "stall_i.h"
 
 #define MiB (1024.0 * 1024.0)
@@ -146,7 +147,8 @@ static void report_io(FILE *f, const struct st_report_ctx *c, const struct st_ru
 		return;
 	if (!io->have_after) {
 		fprintf(f,
-			"  storage             %s/.dliofs/stats.json missing: no storage figures\n",
+			"  storage             %s/" DL_CTL_DIRNAME
+			"/stats.json missing: no storage figures\n",
 			c->mount);
 		return;
 	}
@@ -314,203 +316,245 @@ void st_report_diff(FILE *f, const struct st_report_ctx *c, struct st_run *runs,
 		fprintf(f, "  note: %s\n", d->note);
 }
 
-/* ---- JSON ---- */
+/* ---- JSON (dl_jw: the project's one writer) ---- */
 
-static void jnum(FILE *f, const char *key, double v, int comma)
+static void jnum(struct dl_jw *w, const char *key, double v)
 {
-	if (isfinite(v))
-		fprintf(f, "\"%s\": %.9g%s", key, v, comma ? ", " : "");
-	else
-		fprintf(f, "\"%s\": null%s", key, comma ? ", " : "");
+	dl_jw_f64(w, key, v, 9);
 }
 
-static void json_io(FILE *f, const struct st_run *r)
+static void json_io_after(struct dl_jw *w, const struct st_io *io)
+{
+	dl_jw_obj(w, "after");
+	for (size_t i = 0; i < io->after.n; i++) {
+		const struct st_jv *v = &io->after.v[i];
+
+		if (!v->str && !strncmp(v->path, "classes.", 8))
+			jnum(w, v->path, v->num);
+	}
+	dl_jw_end(w);
+	dl_jw_obj(w, "delta");
+	for (size_t i = 0; io->have_before && i < io->after.n; i++) {
+		const struct st_jv *v = &io->after.v[i], *b;
+
+		if (v->str)
+			continue;
+		b = st_json_get(&io->before, v->path);
+		if (b && !b->str && b->num != v->num)
+			jnum(w, v->path, v->num - b->num);
+	}
+	dl_jw_end(w);
+}
+
+static void json_io(struct dl_jw *w, const struct st_run *r)
 {
 	const struct st_io *io = &r->io;
-	int first = 1;
 
-	fprintf(f,
-		"\"io\": {\"have_stats\": %s, \"pacer_read\": ", io->have_after ? "true" : "false");
-	st_json_str(f, io->pacer);
+	dl_jw_obj(w, "io");
+	dl_jw_bool(w, "have_stats", io->have_after);
+	dl_jw_str(w, "pacer_read", io->pacer);
 	if (io->have_after) {
-		fprintf(f, ", ");
-		jnum(f, "read_ops", io_delta(io, "classes.read.ops"), 1);
-		jnum(f, "read_bytes", io_delta(io, "classes.read.bytes"), 1);
-		jnum(f, "meta_ops", io_delta(io, "classes.meta.ops"), 1);
-		jnum(f, "cache_hits", io_delta(io, "classes.read.cache.hits"), 1);
-		jnum(f, "cache_misses", io_delta(io, "classes.read.cache.misses"), 1);
-		jnum(f, "read_latency_p50_s", io_lat(&io->after, "p50"), 1);
-		jnum(f, "read_latency_p90_s", io_lat(&io->after, "p90"), 1);
-		jnum(f, "read_latency_p99_s", io_lat(&io->after, "p99"), 1);
-		fprintf(f, "\"latency_since_mount\": %s, \"after\": {",
-			io_lat_own(io) ? "false" : "true");
-		for (size_t i = 0; i < io->after.n; i++) {
-			const struct st_jv *v = &io->after.v[i];
-			if (v->str || strncmp(v->path, "classes.", 8))
-				continue;
-			fprintf(f, "%s", first ? "" : ", ");
-			first = 0;
-			st_json_str(f, v->path);
-			fprintf(f, ": %.9g", v->num);
-		}
-		fprintf(f, "}, \"delta\": {");
-		first = 1;
-		for (size_t i = 0; io->have_before && i < io->after.n; i++) {
-			const struct st_jv *v = &io->after.v[i], *b;
-			if (v->str)
-				continue;
-			b = st_json_get(&io->before, v->path);
-			if (!b || b->str || b->num == v->num)
-				continue;
-			fprintf(f, "%s", first ? "" : ", ");
-			first = 0;
-			st_json_str(f, v->path);
-			fprintf(f, ": %.9g", v->num - b->num);
-		}
-		fprintf(f, "}");
+		jnum(w, "read_ops", io_delta(io, "classes.read.ops"));
+		jnum(w, "read_bytes", io_delta(io, "classes.read.bytes"));
+		jnum(w, "meta_ops", io_delta(io, "classes.meta.ops"));
+		jnum(w, "cache_hits", io_delta(io, "classes.read.cache.hits"));
+		jnum(w, "cache_misses", io_delta(io, "classes.read.cache.misses"));
+		jnum(w, "read_latency_p50_s", io_lat(&io->after, "p50"));
+		jnum(w, "read_latency_p90_s", io_lat(&io->after, "p90"));
+		jnum(w, "read_latency_p99_s", io_lat(&io->after, "p99"));
+		dl_jw_bool(w, "latency_since_mount", !io_lat_own(io));
+		json_io_after(w, io);
 	}
-	fprintf(f, ", \"samples\": {\"t_s\": [");
+	dl_jw_obj(w, "samples");
+	dl_jw_arr(w, "t_s");
 	for (size_t i = 0; i < io->nsamples; i++)
-		fprintf(f, "%s%.6f", i ? ", " : "", (double)(io->samples[i].t - r->t_start) / 1e9);
-	fprintf(f, "], \"read_bytes\": [");
+		dl_jw_fixed(w, NULL, (double)(io->samples[i].t - r->t_start) / 1e9, 6);
+	dl_jw_end(w);
+	dl_jw_arr(w, "read_bytes");
 	for (size_t i = 0; i < io->nsamples; i++)
-		fprintf(f, "%s%.0f", i ? ", " : "", io->samples[i].bytes);
-	fprintf(f, "], \"read_ops\": [");
+		dl_jw_fixed(w, NULL, io->samples[i].bytes, 0);
+	dl_jw_end(w);
+	dl_jw_arr(w, "read_ops");
 	for (size_t i = 0; i < io->nsamples; i++)
-		fprintf(f, "%s%.0f", i ? ", " : "", io->samples[i].ops);
-	fprintf(f, "]}}");
+		dl_jw_fixed(w, NULL, io->samples[i].ops, 0);
+	dl_jw_end(w);
+	dl_jw_end(w);
+	dl_jw_end(w);
 }
 
-static void json_run(FILE *f, const struct st_report_ctx *c, const struct st_run *r)
+static void json_summary(struct dl_jw *w, const struct st_run *r)
 {
 	const struct st_summary *s = &r->sum;
+
+	dl_jw_obj(w, "summary");
+	dl_jw_u64(w, "steps", s->steps);
+	dl_jw_u64(w, "counted", s->counted);
+	dl_jw_u64(w, "discarded", s->discarded);
+	jnum(w, "window_s", (double)s->window_ns / 1e9);
+	jnum(w, "wait_s", (double)s->wait_ns / 1e9);
+	jnum(w, "compute_s", (double)s->compute_ns / 1e9);
+	jnum(w, "wait_share", s->wait_share);
+	jnum(w, "step_mean_s", s->step_mean_s);
+	jnum(w, "wait_mean_s", s->wait_mean_s);
+	jnum(w, "compute_mean_s", s->compute_mean_s);
+	jnum(w, "wait_p50_s", s->wait_p50_s);
+	jnum(w, "wait_p90_s", s->wait_p90_s);
+	jnum(w, "wait_max_s", s->wait_max_s);
+	dl_jw_i64(w, "batch", s->batch);
+	dl_jw_i64(w, "samples", s->samples);
+	jnum(w, "samples_per_s", s->samples_per_s);
+	jnum(w, "steps_per_s", s->steps_per_s);
+	dl_jw_i64(w, "hook_overhead_ns", s->overhead_ns);
+	dl_jw_u64(w, "replayed", s->replayed);
+	dl_jw_u64(w, "filling", s->filling);
+	jnum(w, "t0_s", s->counted ? (double)(s->t0 - r->t_start) / 1e9 : 0);
+	jnum(w, "t1_s", s->counted ? (double)(s->t1 - r->t_start) / 1e9 : 0);
+	dl_jw_end(w);
+}
+
+static void json_gpu(struct dl_jw *w, const struct st_report_ctx *c, const struct st_run *r)
+{
 	const struct st_gpu_summary *g = &r->gsum;
-	const struct st_proc *p = r->main;
+	const struct st_gpu *gpu = &r->rec.gpu;
 	char msg[512];
 	size_t step;
 
-	fprintf(f, "{\"name\": ");
-	st_json_str(f, r->name);
-	fprintf(f, ", \"exit\": %d, ", exit_code(r->status));
-	jnum(f, "wall_s", (double)(r->t_end - r->t_start) / 1e9, 1);
-	fprintf(f, "\"processes\": %zu, \"framework\": ", r->rec.nprocs);
-	st_json_str(f, p ? p->fw : "");
-	fprintf(f, ",\n  \"summary\": {\"steps\": %zu, \"counted\": %zu, \"discarded\": %zu, ",
-		s->steps, s->counted, s->discarded);
-	jnum(f, "window_s", (double)s->window_ns / 1e9, 1);
-	jnum(f, "wait_s", (double)s->wait_ns / 1e9, 1);
-	jnum(f, "compute_s", (double)s->compute_ns / 1e9, 1);
-	jnum(f, "wait_share", s->wait_share, 1);
-	jnum(f, "step_mean_s", s->step_mean_s, 1);
-	jnum(f, "wait_mean_s", s->wait_mean_s, 1);
-	jnum(f, "compute_mean_s", s->compute_mean_s, 1);
-	jnum(f, "wait_p50_s", s->wait_p50_s, 1);
-	jnum(f, "wait_p90_s", s->wait_p90_s, 1);
-	jnum(f, "wait_max_s", s->wait_max_s, 1);
-	fprintf(f, "\"batch\": %d, \"samples\": %lld, ", s->batch, (long long)s->samples);
-	jnum(f, "samples_per_s", s->samples_per_s, 1);
-	jnum(f, "steps_per_s", s->steps_per_s, 1);
-	fprintf(f, "\"hook_overhead_ns\": %lld, \"replayed\": %zu, \"filling\": %zu, ",
-		(long long)s->overhead_ns, s->replayed, s->filling);
-	jnum(f, "t0_s", s->counted ? (double)(s->t0 - r->t_start) / 1e9 : 0, 1);
-	jnum(f, "t1_s", s->counted ? (double)(s->t1 - r->t_start) / 1e9 : 0, 0);
-	fprintf(f, "},\n  \"gpu\": {\"measured\": %s, ", g->have ? "true" : "false");
+	dl_jw_obj(w, "gpu");
+	dl_jw_bool(w, "measured", g->have);
 	gpu_status(c, r, msg, sizeof(msg));
-	fprintf(f, "\"status\": ");
-	st_json_str(f, g->have ? "ok" : msg);
-	fprintf(f,
-		", \"cupti_loaded\": %d, \"multiple_subscribers\": %s, \"dropped\": %llu, "
-		"\"kernels\": %llu, \"memcpys\": %llu, \"memsets\": %llu, ",
-		r->rec.gpu.inits, r->rec.gpu.multiple_subscribers ? "true" : "false",
-		(unsigned long long)r->rec.gpu.dropped, (unsigned long long)r->rec.gpu.kernels,
-		(unsigned long long)r->rec.gpu.memcpys, (unsigned long long)r->rec.gpu.memsets);
-	fprintf(f, "\"failures\": [");
-	for (size_t i = 0; i < r->rec.gpu.nfails; i++) {
-		fprintf(f, "%s{\"call\": ", i ? ", " : "");
-		st_json_str(f, r->rec.gpu.fails[i].call);
-		fprintf(f, ", \"error\": ");
-		st_json_str(f, r->rec.gpu.fails[i].err);
-		fprintf(f, "}");
+	dl_jw_str(w, "status", g->have ? "ok" : msg);
+	dl_jw_i64(w, "cupti_loaded", gpu->inits);
+	dl_jw_bool(w, "multiple_subscribers", gpu->multiple_subscribers);
+	dl_jw_u64(w, "dropped", gpu->dropped);
+	dl_jw_u64(w, "kernels", gpu->kernels);
+	dl_jw_u64(w, "memcpys", gpu->memcpys);
+	dl_jw_u64(w, "memsets", gpu->memsets);
+	dl_jw_arr(w, "failures");
+	for (size_t i = 0; i < gpu->nfails; i++) {
+		dl_jw_obj(w, NULL);
+		dl_jw_str(w, "call", gpu->fails[i].call);
+		dl_jw_str(w, "error", gpu->fails[i].err);
+		dl_jw_end(w);
 	}
-	fprintf(f, "], ");
-	jnum(f, "window_s", (double)g->window_ns / 1e9, 1);
-	jnum(f, "busy_s", (double)g->busy_ns / 1e9, 1);
-	jnum(f, "idle_s", (double)g->idle_ns / 1e9, 1);
-	jnum(f, "idle_input_s", (double)g->idle_input_ns / 1e9, 1);
-	jnum(f, "idle_share", g->idle_share, 1);
-	jnum(f, "input_share_of_idle", g->input_share_of_idle, 1);
-	fprintf(f, "\"gaps\": %zu, \"busy\": [", g->gaps);
+	dl_jw_end(w);
+	jnum(w, "window_s", (double)g->window_ns / 1e9);
+	jnum(w, "busy_s", (double)g->busy_ns / 1e9);
+	jnum(w, "idle_s", (double)g->idle_ns / 1e9);
+	jnum(w, "idle_input_s", (double)g->idle_input_ns / 1e9);
+	jnum(w, "idle_share", g->idle_share);
+	jnum(w, "input_share_of_idle", g->input_share_of_idle);
+	dl_jw_u64(w, "gaps", g->gaps);
+	dl_jw_arr(w, "busy");
 	step = g->nmerged > MAX_PLOT_IVALS ? g->nmerged / MAX_PLOT_IVALS + 1 : 1;
-	for (size_t i = 0; i < g->nmerged; i += step)
-		fprintf(f, "%s[%.6f, %.6f]", i ? ", " : "",
-			(double)(g->merged[i].s - r->t_start) / 1e9,
-			(double)(g->merged[i].e - r->t_start) / 1e9);
-	fprintf(f, "]},\n  ");
-	json_io(f, r);
-	fprintf(f, ",\n  \"steps\": {\"start_s\": [");
-	for (size_t i = 0; p && i < p->nsteps; i++)
-		fprintf(f, "%s%.6f", i ? ", " : "", (double)(p->steps[i].start - r->t_start) / 1e9);
-	fprintf(f, "], \"wait_s\": [");
-	for (size_t i = 0; p && i < p->nsteps; i++)
-		fprintf(f, "%s%.6f", i ? ", " : "", (double)p->steps[i].wait / 1e9);
-	fprintf(f, "], \"compute_s\": [");
-	for (size_t i = 0; p && i < p->nsteps; i++)
-		fprintf(f, "%s%.6f", i ? ", " : "",
-			p->steps[i].compute >= 0 ? (double)p->steps[i].compute / 1e9 : -1.0);
-	fprintf(f, "], \"batch\": [");
-	for (size_t i = 0; p && i < p->nsteps; i++)
-		fprintf(f, "%s%d", i ? ", " : "", p->steps[i].batch);
-	fprintf(f, "], \"flag\": \"");
-	for (size_t i = 0; p && i < p->nsteps; i++)
-		fputc(p->steps[i].flag == 'r' || p->steps[i].flag == 'c' ? p->steps[i].flag : '-',
-		      f);
-	fprintf(f, "\"}}");
+	for (size_t i = 0; i < g->nmerged; i += step) {
+		dl_jw_arr(w, NULL);
+		dl_jw_fixed(w, NULL, (double)(g->merged[i].s - r->t_start) / 1e9, 6);
+		dl_jw_fixed(w, NULL, (double)(g->merged[i].e - r->t_start) / 1e9, 6);
+		dl_jw_end(w);
+	}
+	dl_jw_end(w);
+	dl_jw_end(w);
+}
+
+/* Per step of the main process; "flag" is one character a step. */
+static void json_steps(struct dl_jw *w, const struct st_run *r)
+{
+	const struct st_proc *p = r->main;
+	size_t n = p ? p->nsteps : 0;
+	char *flags = malloc(n + 1);
+
+	dl_jw_obj(w, "steps");
+	dl_jw_arr(w, "start_s");
+	for (size_t i = 0; i < n; i++)
+		dl_jw_fixed(w, NULL, (double)(p->steps[i].start - r->t_start) / 1e9, 6);
+	dl_jw_end(w);
+	dl_jw_arr(w, "wait_s");
+	for (size_t i = 0; i < n; i++)
+		dl_jw_fixed(w, NULL, (double)p->steps[i].wait / 1e9, 6);
+	dl_jw_end(w);
+	dl_jw_arr(w, "compute_s");
+	for (size_t i = 0; i < n; i++)
+		dl_jw_fixed(w, NULL,
+			    p->steps[i].compute >= 0 ? (double)p->steps[i].compute / 1e9 : -1.0, 6);
+	dl_jw_end(w);
+	dl_jw_arr(w, "batch");
+	for (size_t i = 0; i < n; i++)
+		dl_jw_i64(w, NULL, p->steps[i].batch);
+	dl_jw_end(w);
+	for (size_t i = 0; flags && i < n; i++) {
+		char f = p->steps[i].flag;
+
+		flags[i] = f == 'r' || f == 'c' ? f : '-';
+	}
+	if (flags)
+		flags[n] = 0;
+	dl_jw_str(w, "flag", flags ? flags : "");
+	dl_jw_end(w);
+	free(flags);
+}
+
+static void json_run(struct dl_jw *w, const struct st_report_ctx *c, const struct st_run *r)
+{
+	dl_jw_obj(w, NULL);
+	dl_jw_str(w, "name", r->name);
+	dl_jw_i64(w, "exit", exit_code(r->status));
+	jnum(w, "wall_s", (double)(r->t_end - r->t_start) / 1e9);
+	dl_jw_u64(w, "processes", r->rec.nprocs);
+	dl_jw_str(w, "framework", r->main ? r->main->fw : "");
+	json_summary(w, r);
+	json_gpu(w, c, r);
+	json_io(w, r);
+	json_steps(w, r);
+	dl_jw_end(w);
+}
+
+static void json_diff(struct dl_jw *w, const struct st_diff *d)
+{
+	dl_jw_obj(w, "diff");
+	dl_jw_bool(w, "valid", d->valid);
+	jnum(w, "t_compute_s", d->t1);
+	jnum(w, "t_prep_s", d->t2);
+	jnum(w, "t_configured_s", d->t3);
+	jnum(w, "prep_stall_s", d->prep_stall_s);
+	jnum(w, "fetch_stall_s", d->fetch_stall_s);
+	jnum(w, "prep_stall_total_s", d->prep_total_s);
+	jnum(w, "fetch_stall_total_s", d->fetch_total_s);
+	jnum(w, "prep_ratio", d->prep_ratio);
+	jnum(w, "fetch_ratio", d->fetch_ratio);
+	jnum(w, "G", d->G);
+	jnum(w, "P", d->P);
+	jnum(w, "F", d->F);
+	dl_jw_str(w, "unit", d->per_sample ? "samples/s" : "steps/s");
+	dl_jw_str(w, "note", d->note);
+	dl_jw_end(w);
 }
 
 int st_json_write(const char *path, const char *cmd, const struct st_report_ctx *c,
 		  struct st_run *runs, size_t n, const struct st_diff *d)
 {
 	FILE *f = fopen(path, "w");
+	struct dl_jw w;
+	int ret;
 
 	if (!f)
 		return -errno;
-	fprintf(f, "{\"tool\": \"dlio-stall\", \"command\": ");
-	st_json_str(f, cmd);
-	fprintf(f, ", \"mount\": ");
-	if (c->mount)
-		st_json_str(f, c->mount);
-	else
-		fprintf(f, "null");
-	fprintf(f, ", \"warmup\": %zu, \"gpu_present\": %s, \"cupti_lib\": ", c->warmup,
-		c->gpu_present ? "true" : "false");
-	if (c->cupti_lib)
-		st_json_str(f, c->cupti_lib);
-	else
-		fprintf(f, "null");
-	fprintf(f, ",\n \"runs\": [");
-	for (size_t i = 0; i < n; i++) {
-		fprintf(f, "%s\n ", i ? "," : "");
-		json_run(f, c, &runs[i]);
-	}
-	fprintf(f, "]");
-	if (d) {
-		fprintf(f, ",\n \"diff\": {\"valid\": %s, ", d->valid ? "true" : "false");
-		jnum(f, "t_compute_s", d->t1, 1);
-		jnum(f, "t_prep_s", d->t2, 1);
-		jnum(f, "t_configured_s", d->t3, 1);
-		jnum(f, "prep_stall_s", d->prep_stall_s, 1);
-		jnum(f, "fetch_stall_s", d->fetch_stall_s, 1);
-		jnum(f, "prep_stall_total_s", d->prep_total_s, 1);
-		jnum(f, "fetch_stall_total_s", d->fetch_total_s, 1);
-		jnum(f, "prep_ratio", d->prep_ratio, 1);
-		jnum(f, "fetch_ratio", d->fetch_ratio, 1);
-		jnum(f, "G", d->G, 1);
-		jnum(f, "P", d->P, 1);
-		jnum(f, "F", d->F, 1);
-		fprintf(f, "\"unit\": \"%s\", \"note\": ", d->per_sample ? "samples/s" : "steps/s");
-		st_json_str(f, d->note);
-		fprintf(f, "}");
-	}
-	fprintf(f, "\n}\n");
-	return fclose(f) ? -errno : 0;
+	/* Top-level keys, each run and each run's parts on lines of their own. */
+	dl_jw_init(&w, f, 3);
+	dl_jw_obj(&w, NULL);
+	dl_jw_str(&w, "tool", "dlio-stall");
+	dl_jw_str(&w, "command", cmd);
+	dl_jw_str(&w, "mount", c->mount);
+	dl_jw_u64(&w, "warmup", c->warmup);
+	dl_jw_bool(&w, "gpu_present", c->gpu_present);
+	dl_jw_str(&w, "cupti_lib", c->cupti_lib);
+	dl_jw_arr(&w, "runs");
+	for (size_t i = 0; i < n; i++)
+		json_run(&w, c, &runs[i]);
+	dl_jw_end(&w);
+	if (d)
+		json_diff(&w, d);
+	ret = dl_jw_finish(&w);
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
 }

@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-/* ---- json.c: a tolerant reader that flattens a document into
- * "a.b.0.c" -> value pairs (numbers, booleans as 0/1, strings). ---- */
+#include "dliofs/ctl_client.h"
+
+/* ---- json.c: a document as "a.b.0.c" -> value pairs (numbers, booleans
+ * as 0/1, strings; nulls left out), read with dl_json_flatten. ---- */
 struct st_jv {
 	char *path;
 	double num;
@@ -26,8 +28,6 @@ void st_json_free(struct st_json *j);
 const struct st_jv *st_json_get(const struct st_json *j, const char *path);
 /* Number at path, or dflt when missing or not a number. */
 double st_json_num(const struct st_json *j, const char *path, double dflt);
-/* Write s as a JSON string literal. */
-void st_json_str(FILE *f, const char *s);
 
 /* ---- records.c: what the hook and the CUPTI library wrote ---- */
 struct st_step {
@@ -125,10 +125,13 @@ void st_gpu_summary_free(struct st_gpu_summary *gs);
 /* Merge intervals in place (sorted, disjoint); returns the new count. */
 size_t st_ival_merge(struct st_ival *v, size_t n);
 
-/* ---- mount.c: MOUNT/.dliofs/{stats.json,pacer,cache} ---- */
+/* ---- mount.c: the control files stats.json, pacer, cache ---- */
 int st_mount_stats(const char *mnt, struct st_json *out); /* -ENOENT: no stats file */
-int st_mount_write(const char *mnt, const char *file, const char *text);
-/* Emulated cache drop plus the kernel page cache of every file under data. */
+/* A command as one transaction; on failure says so on stderr
+ * ("dlio-stall: WHAT on MNT failed: WHY", with the daemon's reason). */
+int st_mount_command(const char *mnt, enum dl_ctl_file f, const char *text, const char *what);
+/* Emulated cache drop plus the kernel page cache of every file under data
+ * (failures are said on stderr, as the commands' are). */
 int st_mount_drop(const char *mnt, const char *data);
 int st_mount_warm(const char *mnt, const char *data);
 int st_mount_is_dliofs(const char *mnt);
@@ -181,7 +184,6 @@ struct st_run {
 
 int st_launch(const struct st_launch *l, struct st_run *run);
 void st_run_free(struct st_run *run);
-int64_t st_now(void);
 
 /* ---- report.c ---- */
 struct st_diff {

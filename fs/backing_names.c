@@ -1,0 +1,268 @@
+/* FUSE operations on real backing directories that change names: mknod,
+ * mkdir, symlink, unlink, rmdir, rename, link. Each takes the root's
+ * ns_lock, so that the check that a symlink stays inside and the change it
+ * allows are one step for every client (backing_ops.c says the rules). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backing_i.h"
+#include "log_i.h"
+
+/* Create something named `name` in parent and answer with its entry. */
+enum mk_kind { MK_NODE, MK_DIR, MK_SYMLINK };
+
+static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_kind kind,
+		 mode_t mode, const char *target)
+{
+	struct dl_fs *fs = bk_fs_of(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	uint8_t top = kind == MK_SYMLINK ? DL_TOP_OTHER : DL_TOP_CREATE;
+	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, top, parent);
+	struct bk_root *root;
+	struct bk_node *p;
+	int ret, depth, locked = 0;
+
+	if (!r)
+		return;
+	ret = bk_node_of(fs, parent, &root, &p);
+	if (ret)
+		goto out;
+	if (!root->writable) {
+		ret = -EROFS;
+		goto out;
+	}
+	if (!bk_name_ok(name)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	pthread_mutex_lock(&root->ns_lock);
+	locked = 1;
+	ret = bk_dir_ok(root, p, &depth);
+	if (ret)
+		goto out;
+	switch (kind) {
+	case MK_NODE:
+		/* Regular files only: no devices, fifos or sockets in a backing store. */
+		if (!S_ISREG(mode)) {
+			ret = -EPERM;
+			goto out;
+		}
+		ret = mknodat(p->fd, name, mode, 0) ? -errno : 0;
+		break;
+	case MK_DIR:
+		ret = mkdirat(p->fd, name, mode) ? -errno : 0;
+		break;
+	case MK_SYMLINK:
+		ret = bk_link_ok(root, p->fd, depth, target, "symlink", name);
+		if (!ret)
+			ret = symlinkat(target, p->fd, name) ? -errno : 0;
+		break;
+	}
+	if (ret)
+		goto out;
+	bk_give_to_caller(c, p->fd, name, -1);
+	ret = bk_lookup_at(root, p, name, &r->e);
+out:
+	if (locked)
+		pthread_mutex_unlock(&root->ns_lock);
+	bk_finish_entry(fs, r, root, ret);
+}
+
+void bk_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	(void)rdev;
+	make(req, parent, name, MK_NODE, mode, NULL);
+}
+
+void bk_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	make(req, parent, name, MK_DIR, mode, NULL);
+}
+
+void bk_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	make(req, parent, name, MK_SYMLINK, 0, link);
+}
+
+static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
+{
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
+	struct bk_root *root;
+	struct bk_node *p;
+	int ret, depth;
+
+	if (!r)
+		return;
+	ret = bk_node_of(fs, parent, &root, &p);
+	if (!ret && !root->writable)
+		ret = -EROFS;
+	if (!ret && !bk_name_ok(name))
+		ret = -EINVAL;
+	if (ret)
+		goto out;
+	pthread_mutex_lock(&root->ns_lock);
+	ret = bk_dir_ok(root, p, &depth);
+	if (!ret && unlinkat(p->fd, name, flags))
+		ret = -errno;
+	pthread_mutex_unlock(&root->ns_lock);
+out:
+	bk_finish(fs, r, ret);
+}
+
+void bk_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, 0);
+}
+
+void bk_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, AT_REMOVEDIR);
+}
+
+/* What moving `name` from p to np (at depth ndepth) as `newname` does to
+ * symlinks: a link moved must still stay inside from its new directory; a
+ * directory moved to another parent takes its links along, and each must
+ * still stay inside from where it ends up. Anything else moves freely. */
+static int move_ok(struct bk_root *root, struct bk_node *p, const char *name, struct bk_node *np,
+		   int ndepth, const char *newname)
+{
+	char target[PATH_MAX], bad[PATH_MAX], en[DL_LOG_ESC_MAX], eb[DL_LOG_ESC_MAX];
+	struct bk_moved mv;
+	struct stat st, to;
+	ssize_t len;
+	int ret;
+
+	if (p == np || fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return 0;	/* same place; or nothing there, renameat2 says so */
+	if (S_ISLNK(st.st_mode)) {
+		len = readlinkat(p->fd, name, target, sizeof(target) - 1);
+		if (len < 0)
+			return -errno;
+		target[len] = 0;
+		return bk_link_ok(root, np->fd, ndepth, target, "moving symlink", name);
+	}
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	if (fstat(np->fd, &to))
+		return -errno;
+	mv = (struct bk_moved){ .dev = st.st_dev, .ino = st.st_ino, .to = np->fd,
+				.to_dev = to.st_dev, .to_ino = to.st_ino, .to_depth = ndepth,
+				.to_name = newname, .from_dev = p->dev, .from_ino = p->ino,
+				.from_name = name };
+	mv.fd = openat(p->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (mv.fd < 0)
+		return -errno;
+	bad[0] = 0;
+	ret = bk_tree_links_inside(root, &mv, bad, sizeof(bad));
+	close(mv.fd);
+	if (ret == -EACCES || ret == -E2BIG) {
+		fprintf(stderr,
+			"dliofs: backing %s: moving directory %s elsewhere: symlink %s in it would "
+			"lead out of the backing directory, or could not all be checked; refused "
+			"(EACCES)\n",
+			root->cfg->at, dl_log_esc(name, en, sizeof(en)),
+			dl_log_esc(bad, eb, sizeof(eb)));
+		ret = -EACCES;
+	}
+	return ret;
+}
+
+void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	       const char *newname, unsigned int flags)
+{
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
+	struct bk_root *root, *root2;
+	struct bk_node *p, *np;
+	int ret, depth, ndepth;
+
+	if (!r)
+		return;
+	ret = bk_node_of(fs, parent, &root, &p);
+	if (!ret)
+		ret = bk_node_of(fs, newparent, &root2, &np);
+	if (!ret && root != root2)
+		ret = -EXDEV;
+	if (!ret && !root->writable)
+		ret = -EROFS;
+	if (!ret && (!bk_name_ok(name) || !bk_name_ok(newname) ||
+		     (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))))
+		ret = -EINVAL;
+	if (ret)
+		goto out;
+	pthread_mutex_lock(&root->ns_lock);
+	ret = bk_dir_ok(root, p, &depth);
+	if (!ret)
+		ret = bk_dir_ok(root, np, &ndepth);
+	if (!ret)
+		ret = move_ok(root, p, name, np, ndepth, newname);
+	/* An exchange moves the other one too. */
+	if (!ret && (flags & RENAME_EXCHANGE))
+		ret = move_ok(root, np, newname, p, depth, name);
+	if (!ret && renameat2(p->fd, name, np->fd, newname, flags))
+		ret = -errno;
+	pthread_mutex_unlock(&root->ns_lock);
+out:
+	bk_finish(fs, r, ret);
+}
+
+void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct dl_fs *fs = bk_fs_of(req);
+	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_OTHER, ino);
+	struct bk_root *root, *root2 = NULL;
+	struct bk_node *n, *np;
+	char proc[64], target[PATH_MAX];
+	int ret, ndepth, locked = 0;
+	ssize_t len;
+
+	if (!r)
+		return;
+	ret = bk_node_of(fs, ino, &root, &n);
+	if (!ret)
+		ret = bk_node_of(fs, newparent, &root2, &np);
+	if (!ret && root != root2)
+		ret = -EXDEV;
+	if (!ret && !root->writable)
+		ret = -EROFS;
+	if (!ret && !bk_name_ok(newname))
+		ret = -EINVAL;
+	if (!ret && S_ISDIR(n->type))
+		ret = -EPERM;
+	if (ret)
+		goto out;
+	pthread_mutex_lock(&root->ns_lock);
+	locked = 1;
+	/* A file moved out must not be linked back in, and a symlink's text
+	 * means something else in another directory. */
+	ret = bk_node_ok(root, n);
+	if (!ret)
+		ret = bk_dir_ok(root, np, &ndepth);
+	if (!ret && S_ISLNK(n->type)) {
+		len = readlinkat(n->fd, "", target, sizeof(target) - 1);
+		ret = len < 0 ? -errno : 0;
+		if (!ret) {
+			target[len] = 0;
+			ret = bk_link_ok(root, np->fd, ndepth, target, "hard link to symlink",
+					 newname);
+		}
+	}
+	if (!ret) {
+		/* Links the descriptor's own inode (a symlink stays a symlink). */
+		bk_proc_path(n->fd, proc, sizeof(proc));
+		if (linkat(AT_FDCWD, proc, np->fd, newname, AT_SYMLINK_FOLLOW))
+			ret = -errno;
+	}
+	if (!ret)
+		ret = bk_lookup_at(root, np, newname, &r->e);
+out:
+	if (locked)
+		pthread_mutex_unlock(&root->ns_lock);
+	bk_finish_entry(fs, r, root2, ret);
+}

@@ -485,10 +485,10 @@ static size_t put_record(uint8_t *out, const uint8_t *data, uint64_t n)
 {
 	for (int i = 0; i < 8; i++)
 		out[i] = (uint8_t)(n >> (8 * i));
-	uint32_t c = drv_tfr_mask(dl_crc32c(0, out, 8));
+	uint32_t c = dl_crc32c_mask(dl_crc32c(0, out, 8));
 	memcpy(out + 8, &c, 4);
 	memcpy(out + 12, data, n);
-	c = drv_tfr_mask(dl_crc32c(0, data, n));
+	c = dl_crc32c_mask(dl_crc32c(0, data, n));
 	memcpy(out + 12 + n, &c, 4);
 	return n + 16;
 }
@@ -517,7 +517,7 @@ static void test_tfrecord(void)
 
 	CHECK(dl_crc32c(0, "123456789", 9) == 0xe3069283u, "crc32c check value");
 	/* masked CRC of TFRecord's empty-payload record header, by the formula */
-	CHECK(drv_tfr_mask(0) == 0xa282ead8u, "mask of 0");
+	CHECK(dl_crc32c_mask(0) == 0xa282ead8u, "mask of 0");
 	for (size_t i = 0; i < 70000; i++)
 		data[i] = (uint8_t)(i * 131 + 7);
 	uint64_t expect_off[6];

@@ -165,8 +165,6 @@ void drv_phase_compute(const struct drv_step *s, size_t n, uint64_t batch, size_
 #define DRV_TFR_HDR 12
 #define DRV_TFR_FOOT 4
 
-uint32_t drv_tfr_mask(uint32_t crc);
-
 /* Length of the record whose 12 header bytes are h; with check, the masked
  * CRC of the length is verified (-EBADMSG when wrong). */
 int drv_tfr_header(const uint8_t *h, int check, uint64_t *len);

@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dliofs/bytes.h"
 #include "drive_i.h"
 
 #define PY_DEFAULT_BUFFER 8192	    /* io.DEFAULT_BUFFER_SIZE */
@@ -227,13 +228,6 @@ oom:
 
 /* ---- zipfile ---- */
 
-static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
-
 struct endrec {
 	uint64_t size_cd, offset_cd, location;
 	int zip64;
@@ -259,8 +253,8 @@ static int endrec64(struct pyf *f, int64_t offset, struct endrec *e)
 	if (n != 56 || memcmp(rec, "PK\x06\x06", 4))
 		return 0;
 	e->zip64 = 1;
-	e->size_cd = le64(rec + 40);
-	e->offset_cd = le64(rec + 48);
+	e->size_cd = dl_get_le64(rec + 40);
+	e->offset_cd = dl_get_le64(rec + 48);
 	e->location = (uint64_t)((int64_t)f->size + offset - 20 - 56);
 	return 0;
 }
@@ -277,8 +271,8 @@ static int endrec(struct pyf *f, struct endrec *e)
 		return -1;
 	const uint8_t *d = f->m->tmp;
 	if (n == 22 && !memcmp(d, "PK\x05\x06", 4) && d[20] == 0 && d[21] == 0) {
-		e->size_cd = le32(d + 12);
-		e->offset_cd = le32(d + 16);
+		e->size_cd = dl_get_le32(d + 12);
+		e->offset_cd = dl_get_le32(d + 16);
 		e->location = f->size - 22;
 		return endrec64(f, -22, e) < 0 ? -1 : 1;
 	}
@@ -290,8 +284,8 @@ static int endrec(struct pyf *f, struct endrec *e)
 	for (ssize_t i = n - 22; i >= 0; i--) {
 		if (memcmp(d + i, "PK\x05\x06", 4))
 			continue;
-		e->size_cd = le32(d + i + 12);
-		e->offset_cd = le32(d + i + 16);
+		e->size_cd = dl_get_le32(d + i + 12);
+		e->offset_cd = dl_get_le32(d + i + 16);
 		e->location = start + (uint64_t)i;
 		return endrec64(f, (int64_t)(start + (uint64_t)i) - (int64_t)f->size, e) < 0 ? -1
 											     : 1;
@@ -313,29 +307,29 @@ static int find_member(const uint8_t *cd, size_t len, const char *name, int64_t 
 		const uint8_t *e = cd + p;
 		if (memcmp(e, "PK\x01\x02", 4))
 			return -ENOTSUP;
-		uint16_t flags = le16(e + 8), method = le16(e + 10);
-		uint16_t fl = le16(e + 28), xl = le16(e + 30), cl = le16(e + 32);
+		uint16_t flags = dl_get_le16(e + 8), method = dl_get_le16(e + 10);
+		uint16_t fl = dl_get_le16(e + 28), xl = dl_get_le16(e + 30), cl = dl_get_le16(e + 32);
 		if (p + 46 + fl + xl + cl > len)
 			return -ENOTSUP;
 		if (fl == nl && !memcmp(e + 46, name, nl)) {
 			if (method != 0 || (flags & 1))
 				return -ENOTSUP; /* deflated or encrypted: not modelled */
-			mb->usize = le32(e + 24);
-			mb->csize = le32(e + 20);
-			mb->header_offset = le32(e + 42);
+			mb->usize = dl_get_le32(e + 24);
+			mb->csize = dl_get_le32(e + 20);
+			mb->header_offset = dl_get_le32(e + 42);
 			/* zip64 extra: the fields that overflowed, in this order. */
 			for (const uint8_t *x = e + 46 + fl, *xe = x + xl; x + 4 <= xe;) {
-				uint16_t id = le16(x), sz = le16(x + 2);
+				uint16_t id = dl_get_le16(x), sz = dl_get_le16(x + 2);
 				const uint8_t *v = x + 4, *ve = v + sz;
 				if (ve > xe)
 					break;
 				if (id == 1) {
 					if (mb->usize == 0xffffffffu && v + 8 <= ve)
-						mb->usize = le64(v), v += 8;
+						mb->usize = dl_get_le64(v), v += 8;
 					if (mb->csize == 0xffffffffu && v + 8 <= ve)
-						mb->csize = le64(v), v += 8;
+						mb->csize = dl_get_le64(v), v += 8;
 					if (mb->header_offset == 0xffffffffu && v + 8 <= ve)
-						mb->header_offset = le64(v);
+						mb->header_offset = dl_get_le64(v);
 				}
 				x = ve;
 			}
@@ -511,7 +505,7 @@ static int numpy_member(struct pyf *f, const struct member *mb)
 		return -1;
 	if (n != sizeof(hdr) || memcmp(hdr, "PK\x03\x04", 4))
 		return -ENOTSUP;
-	size_t fl = le16(hdr + 26), xl = le16(hdr + 28);
+	size_t fl = dl_get_le16(hdr + 26), xl = dl_get_le16(hdr + 28);
 	if (fl > sizeof(skip) || xl > sizeof(skip))
 		return -ENOTSUP;
 	if (sf_read(&z, fl, skip) < 0 || (xl && sf_read(&z, xl, skip) < 0))
@@ -531,7 +525,7 @@ static int numpy_member(struct pyf *f, const struct member *mb)
 		return -1;
 	if ((size_t)n != hls)
 		return -ENOTSUP;
-	size_t hlen = hls == 2 ? le16(hl) : le32(hl);
+	size_t hlen = hls == 2 ? dl_get_le16(hl) : dl_get_le32(hl);
 	if (hlen > sizeof(header))
 		return -ENOTSUP;
 	if ((n = read_bytes(&z, hlen, (uint8_t *)header)) < 0)

@@ -564,6 +564,14 @@ static void test_tfrecord(void)
 
 /* ---- DLIO run keys ---- */
 
+/* A format's read hints, by its name. */
+static const struct dl_read_hints *hints(const char *name)
+{
+	enum dl_format f;
+
+	return dl_format_from_name(name, &f) ? NULL : &dl_format_ops(f)->read_hints;
+}
+
 static char *write_tmp(const char *text)
 {
 	static char path[64];
@@ -607,7 +615,7 @@ static void test_yaml(void)
 	    "  metric: {au: 0.7}\n"
 	    "  output: {metric: {exclude_start_steps: 2}}\n");
 	CHECK(path != NULL, "tmp file");
-	drv_params_defaults(&p, DL_FMT_NPZ);
+	drv_params_defaults(&p, hints("npz"));
 	CHECK(drv_params_from_yaml(path, &p, &set, &dlio, stderr) == 0, "parse");
 	CHECK(dlio == 1, "not seen as a DLIO file");
 	CHECK(p.batch == 7 && p.read_threads == 3 && p.prefetch == 5, "reader %llu %u %u",
@@ -630,7 +638,7 @@ static void test_yaml(void)
 			 "train: {computation_time: 0.2, computation_time_stdev: 0.02}\n"
 			 "evaluation: {eval_time: {type: uniform, min: 0.1, max: 0.2}}\n"
 			 "metric: {au: 90}\n");
-	drv_params_defaults(&p, DL_FMT_TFRECORD);
+	drv_params_defaults(&p, hints("tfrecord"));
 	CHECK(drv_params_from_yaml(path, &p, &set, &dlio, stderr) == 0, "parse 2");
 	CHECK(p.compute.type == DRV_DIST_NORMAL && p.compute.b == 0.02, "stdev key");
 	CHECK(p.eval_compute.type == DRV_DIST_UNIFORM && p.eval_compute.b == 0.2, "uniform dict");
@@ -644,7 +652,7 @@ static void test_yaml(void)
 	char *msg = NULL;
 	size_t ml = 0;
 	FILE *mf = open_memstream(&msg, &ml);
-	drv_params_defaults(&p, DL_FMT_NPZ);
+	drv_params_defaults(&p, hints("npz"));
 	CHECK(drv_params_from_yaml(path, &p, &set, &dlio, mf) == -EINVAL, "bad value accepted");
 	fclose(mf);
 	CHECK(msg && strstr(msg, ":3:15: reader.batch_size:"), "message: %s", msg ? msg : "");
@@ -653,7 +661,7 @@ static void test_yaml(void)
 
 	/* A dliofs config has no run keys: untouched. */
 	path = write_tmp("seed: 1\ndatasets:\n  - {name: a, format: npz, sample_size: 1KiB}\n");
-	drv_params_defaults(&p, DL_FMT_NPZ);
+	drv_params_defaults(&p, hints("npz"));
 	set = 0;
 	CHECK(drv_params_from_yaml(path, &p, &set, &dlio, stderr) == 0 && dlio == 0 && set == 0,
 	      "native config read as DLIO");
@@ -775,7 +783,7 @@ static void test_png(void)
 	for (int f = 0; f < 5; f++) {
 		cur[0] = (uint8_t)f;
 		memcpy(cur + 1, raw, 4);
-		CHECK(unfilter(cur, prev, 4, 2) == 0, "filter %d", f);
+		CHECK(drv_png_unfilter(cur, prev, 4, 2) == 0, "filter %d", f);
 		uint8_t want[4];
 		for (int i = 0; i < 4; i++) {
 			int a = i >= 2 ? want[i - 2] : 0, up = prev[1 + i],
@@ -784,13 +792,13 @@ static void test_png(void)
 				   : f == 1 ? a
 				   : f == 2 ? up
 				   : f == 3 ? (a + up) / 2
-					    : paeth(a, up, c);
+					    : drv_png_paeth(a, up, c);
 			want[i] = (uint8_t)(raw[i] + pred);
 		}
 		CHECK(!memcmp(cur + 1, want, 4), "filter %d result", f);
 	}
 	cur[0] = 5;
-	CHECK(unfilter(cur, prev, 4, 2) == -EBADMSG, "filter 5 accepted");
+	CHECK(drv_png_unfilter(cur, prev, 4, 2) == -EBADMSG, "filter 5 accepted");
 	free(img);
 	free(scratch);
 }

@@ -489,23 +489,28 @@ static int is_dir(const char *path)
 	return !stat(path, &st) && S_ISDIR(st.st_mode);
 }
 
-static enum drv_unit_kind unit_kind(enum dl_format f, enum drv_amp amp, int iterative)
+/* What the report should say about how this format is read, and what of
+ * the command line does not apply to it. */
+static void reader_notes(const struct dl_dataset *ds, uint64_t spf, struct drv_params *p)
 {
-	switch (f) {
-	case DL_FMT_NPZ:
-	case DL_FMT_NPY:
-	case DL_FMT_JPEG:
-	case DL_FMT_PNG:
-		/* DLIO's readers hold a file open for the consecutive samples a
-		 * tf.data reader thread takes from it; PyTorch's reopen per sample. */
-		return amp == DRV_AMP_DLIO && !iterative ? DRV_U_SAMPLE : DRV_U_FILE;
-	case DL_FMT_TFRECORD:
-		return DRV_U_STREAM;
-	case DL_FMT_DLRM:
-		return DRV_U_CHUNK;
-	default:
-		return DRV_U_SAMPLE;
+	const struct dl_format_ops *f = dl_ds_ops(ds);
+	const struct drv_reader_ops *rd = drv_reader_for(ds);
+
+	if (p->odirect && rd->no_odirect) {
+		drv_note(p, "O_DIRECT not used for %s (%s)", f->name, rd->no_odirect);
+		p->odirect = 0;
 	}
+	if (p->check_crc && !(f->read_hints.flags & DL_RH_CRC))
+		drv_note(p, "--check-crc applies to formats whose records carry a checksum, not %s",
+			 f->name);
+	if (p->decode && !(f->read_hints.flags & DL_RH_IMAGE))
+		drv_note(p, "--decode applies to image formats, not %s", f->name);
+	if (p->amp == DRV_AMP_DLIO && rd->plan(DRV_AMP_EFFICIENT, 0) != rd->plan(p->amp, p->iterative) &&
+	    spf > 1)
+		drv_note(p, "read amplification as DLIO: each file read %llu times per epoch",
+			 (unsigned long long)spf);
+	if (rd->notes)
+		rd->notes(ds, p);
 }
 
 /* Layer the run parameters: format defaults < workload YAML < MLPerf table <
@@ -517,7 +522,7 @@ static int build_params(struct cli *cl, const struct dl_config *cfg, const struc
 	int is_dlio = 0, ret;
 	const struct drv_workload *wrow = NULL;
 
-	drv_params_defaults(p, ds->format);
+	drv_params_defaults(p, &dl_ds_ops(ds)->read_hints);
 	ret = drv_params_from_yaml(cfg->path, p, &yset, &is_dlio, stderr);
 	if (ret)
 		return ret;
@@ -650,27 +655,7 @@ static int build_params(struct cli *cl, const struct dl_config *cfg, const struc
 	if (p->transfer_size < 4096)
 		p->transfer_size = 4096;
 	p->odirect = cl->odirect || p->odirect;
-	if (p->odirect && (ds->format == DL_FMT_TFRECORD || ds->format == DL_FMT_HDF5)) {
-		drv_note(p, "O_DIRECT not used for %s (buffered stream / libhdf5)",
-			 dl_format_name(ds->format));
-		p->odirect = 0;
-	}
-	if (p->check_crc && ds->format != DL_FMT_TFRECORD)
-		drv_note(p, "--check-crc applies to tfrecord only");
-	if (p->decode && ds->format != DL_FMT_JPEG && ds->format != DL_FMT_PNG)
-		drv_note(p, "--decode applies to jpeg/png only");
-	if (ds->format == DL_FMT_TFRECORD && p->sample_shuffle != DRV_SHUF_OFF)
-		drv_note(p, "tfrecord: sample shuffle is a memory buffer in tf.data; it does not "
-			    "change what is read, so streams stay in file order");
-	if (p->amp == DRV_AMP_DLIO &&
-	    unit_kind(ds->format, DRV_AMP_EFFICIENT, 0) !=
-		unit_kind(ds->format, DRV_AMP_DLIO, p->iterative) &&
-	    spf > 1)
-		drv_note(p, "read amplification as DLIO: each file read %llu times per epoch",
-			 (unsigned long long)spf);
-	if (p->amp == DRV_AMP_DLIO && ds->format == DL_FMT_NPZ && !p->odirect)
-		drv_note(p, "npz read as np.load reads it: through a buffer of st_blksize bytes, "
-			    "the file's head twice");
+	reader_notes(ds, spf, p);
 	p->h2d_bytes = cl->h2d;
 	p->progress = !cl->quiet && isatty(STDERR_FILENO);
 	return 0;
@@ -784,7 +769,8 @@ static int setup(struct cli *cl, const struct drv_comm *comm, struct drv_ctx *c,
 	if (build_params(cl, cfg, c->ds, c->spf, p))
 		goto out;
 	c->p = p;
-	c->kind = unit_kind(c->ds->format, p->amp, p->iterative);
+	c->rd = drv_reader_for(c->ds);
+	c->kind = c->rd->plan(p->amp, p->iterative);
 	if (c->rank != 0)
 		p->progress = 0;
 	if (comm->launched > 1 && comm->size == 1)
@@ -816,8 +802,7 @@ static int setup(struct cli *cl, const struct drv_comm *comm, struct drv_ctx *c,
 	uint64_t sample_bytes = 0;
 	if (check_first(c, &sample_bytes))
 		goto out;
-	if (c->ds->format == DL_FMT_INDEXED_BINARY && p->amp == DRV_AMP_EFFICIENT &&
-	    drv_ib_preload(c, stderr))
+	if (c->rd->setup && c->rd->setup(c, stderr))
 		goto out;
 	if (cl->trace) {
 		if (!(c->trace = open_trace(cl->trace, c)))
@@ -926,10 +911,8 @@ out:
 	}
 	drv_cuda_close(cuda);
 	drv_result_free(&res);
-	for (uint32_t s = 0; s < DL_SPLIT__COUNT; s++) {
-		free(c.ib_off[s]);
-		free(c.ib_size[s]);
-	}
+	if (c.rd && c.rd->teardown)
+		c.rd->teardown(&c);
 	if (c.fmt)
 		dl_fmt_ctx_free(c.fmt);
 	dl_config_free(cfg);

@@ -59,10 +59,11 @@ void drv_note(struct drv_params *p, const char *fmt, ...)
 	p->notes[used + 1] = 0;
 }
 
-/* Per format: what the MLPerf/DLIO workload of that format uses (unet3d for
- * npz/npy, resnet50-like for tfrecord, retinanet for images, ...). The run
- * clamps a default batch to the dataset when the dataset is smaller. */
-void drv_params_defaults(struct drv_params *p, enum dl_format f)
+/* The batch size and reader threads come from the format's read hints:
+ * what the MLPerf/DLIO workload of that format uses (unet3d for npz/npy,
+ * resnet50-like for tfrecord, retinanet for images, ...). The run clamps a
+ * default batch to the dataset when the dataset is smaller. */
+void drv_params_defaults(struct drv_params *p, const struct dl_read_hints *h)
 {
 	memset(p, 0, sizeof(*p));
 	p->epochs = 1;
@@ -80,34 +81,8 @@ void drv_params_defaults(struct drv_params *p, enum dl_format f)
 	p->skip_start = 1;
 	p->io_size = 4u << 20;
 	p->transfer_size = 256u << 10;
-	switch (f) {
-	case DL_FMT_NPZ:
-	case DL_FMT_NPY:
-		p->batch = 7;
-		p->read_threads = 4;
-		break;
-	case DL_FMT_TFRECORD:
-		p->batch = 64;
-		p->read_threads = 8;
-		break;
-	case DL_FMT_HDF5:
-		p->batch = 64;
-		p->read_threads = 4;
-		break;
-	case DL_FMT_JPEG:
-	case DL_FMT_PNG:
-		p->batch = 24;
-		p->read_threads = 8;
-		break;
-	case DL_FMT_DLRM:
-		p->batch = 2048;
-		p->read_threads = 4;
-		break;
-	default:
-		p->batch = 64;
-		p->read_threads = 4;
-		break;
-	}
+	p->batch = h && h->batch ? h->batch : 64;
+	p->read_threads = h && h->read_threads ? h->read_threads : 4;
 	p->eval_batch = p->batch;
 }
 

@@ -11,6 +11,7 @@
 
 #include "dliofs/config.h"
 #include "dliofs/crc32c.h"
+#include "dliofs/format.h"
 
 /* ---- computation-time distributions (drive_dist.c) ---- */
 
@@ -246,7 +247,9 @@ struct drv_params {
  * the file looked like one. Keys not set leave p untouched. Errors to err. */
 int drv_params_from_yaml(const char *path, struct drv_params *p, unsigned *set, int *is_dlio,
 			 FILE *err);
-void drv_params_defaults(struct drv_params *p, enum dl_format f);
+/* Defaults, with the batch size and reader threads DLIO uses for the format
+ * (its read hints; NULL: 64 and 4). */
+void drv_params_defaults(struct drv_params *p, const struct dl_read_hints *h);
 void drv_note(struct drv_params *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Copy the fields named by `bits` (enum drv_set_bit) from s to d. */
 void drv_params_merge(struct drv_params *d, const struct drv_params *s, unsigned bits);
@@ -381,21 +384,45 @@ struct drv_ctx {
 	struct drv_params *p;
 	char root[4096]; /* DIR/<dataset name> */
 	uint64_t spf;	 /* logical samples per file */
-	enum drv_unit_kind kind;
+	const struct drv_reader_ops *rd; /* from the format's read plan */
+	void *rd_state;			 /* the reader's run-wide state (rd->setup) */
+	enum drv_unit_kind kind;	 /* rd->plan's */
 	FILE *trace; /* --trace-files, or NULL */
 	pthread_mutex_t trace_lock;
-	/* indexed_binary: all index entries when they fit (offsets, sizes), per split */
-	uint64_t *ib_off[DL_SPLIT__COUNT], *ib_size[DL_SPLIT__COUNT];
 	uint64_t setup_bytes; /* bytes read before the first epoch (index files) */
-	int png_warned, npz_warned;
 	const struct drv_comm *comm; /* ranks (NULL: one) */
 	unsigned rank, ranks;	     /* this process, and all of them (>= 1) */
 };
 
+/* How the files of one read plan (enum dl_read_plan) are read: the unit of
+ * work, anything the run prepares once, and per reader thread a private
+ * state of state_size bytes (zeroed) that open sets up, read uses and close
+ * releases. One drive_read_<plan>.c each; drv_reader_for picks by the
+ * dataset's format, so no reader knows a format by name. */
+struct drv_reader_ops {
+	const char *name;	/* "whole", "stream", "hyperslab", "region", "chunk" */
+	const char *no_odirect; /* why --odirect does not apply here (NULL: it does) */
+	/* The unit of work for these reads. */
+	enum drv_unit_kind (*plan)(enum drv_amp amp, int iterative);
+	/* Notes for the report on this run's reads (optional). */
+	void (*notes)(const struct dl_dataset *ds, struct drv_params *p);
+	/* Before the first epoch and after the run (optional; c->rd_state is
+	 * theirs). setup says what failed on err. */
+	int (*setup)(struct drv_ctx *c, FILE *err);
+	void (*teardown)(struct drv_ctx *c);
+	size_t state_size;
+	int (*open)(struct drv_worker *w); /* optional */
+	/* One unit, as drv_read_unit. */
+	int (*read)(struct drv_worker *w, struct drv_loader *l, uint32_t split, uint64_t epoch,
+		    uint64_t seq, const struct drv_unit *u, struct drv_io *io);
+	void (*close)(struct drv_worker *w); /* optional; also after a failed open */
+};
+
+/* The reader of the dataset's read plan (NULL: a plan without one). */
+const struct drv_reader_ops *drv_reader_for(const struct dl_dataset *ds);
+
 int drv_relpath(const struct drv_ctx *c, uint32_t split, uint64_t file, uint32_t part, char *buf,
 		size_t len);
-/* Load every indexed_binary index when they fit in memory (setup). */
-int drv_ib_preload(struct drv_ctx *c, FILE *err);
 void drv_trace_line(struct drv_ctx *c, uint64_t epoch, uint32_t split, uint64_t seq,
 		    const char *rel, int64_t sample, int64_t off, uint64_t bytes);
 
@@ -407,11 +434,33 @@ struct drv_pyio;
 int drv_npz_numpy(struct drv_pyio **m, int fd, const char *member, struct drv_io *io);
 void drv_pyio_free(struct drv_pyio *m);
 
+/* The np.load model of a DL_RH_NUMPY format, by its name (drive_pyio.c);
+ * NULL where there is none (its files are read whole). */
+struct drv_numpy_model {
+	const char *format;
+	int (*load)(struct drv_pyio **m, int fd, struct drv_io *io); /* as drv_npz_numpy */
+	const char *unsupported; /* what its -ENOTSUP means */
+};
+const struct drv_numpy_model *drv_numpy_model_for(const char *format);
+
 /* Decoders (drive_decode.c): 0 and pixels' byte count, or -errno. */
 int drv_decode_jpeg(const uint8_t *data, size_t len, uint8_t **row, size_t *rowcap,
 		    uint64_t *pixels);
 int drv_decode_png(const uint8_t *data, size_t len, uint8_t **scratch, size_t *cap,
 		   uint64_t *pixels);
+/* PNG's row filters: undo filter cur[0] of row cur against prev (each with
+ * its filter byte first); and the Paeth predictor. */
+int drv_png_unfilter(uint8_t *cur, const uint8_t *prev, size_t stride, unsigned bpp);
+uint8_t drv_png_paeth(int a, int b, int c);
+
+/* The decoder of a DL_RH_IMAGE format, by its name (NULL: none). */
+struct drv_decoder {
+	const char *format;
+	int (*decode)(const uint8_t *data, size_t len, uint8_t **scratch, size_t *cap,
+		      uint64_t *pixels);
+	const char *unsupported; /* what its -ENOTSUP means */
+};
+const struct drv_decoder *drv_decoder_for(const char *format);
 
 /* ---- the run (drive_run.c) ---- */
 

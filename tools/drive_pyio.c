@@ -599,3 +599,21 @@ int drv_npz_numpy(struct drv_pyio **mp, int fd, const char *member, struct drv_i
 		return f.err;
 	return ret;
 }
+
+/* DLIO's npz reader: np.load(path)['x']. */
+static int npz_x(struct drv_pyio **m, int fd, struct drv_io *io)
+{
+	return drv_npz_numpy(m, fd, "x", io);
+}
+
+static const struct drv_numpy_model models[] = {
+    {"npz", npz_x, "no stored x.npy member np.load's reads could be modelled on"},
+};
+
+const struct drv_numpy_model *drv_numpy_model_for(const char *format)
+{
+	for (size_t i = 0; format && i < sizeof(models) / sizeof(models[0]); i++)
+		if (!strcmp(models[i].format, format))
+			return &models[i];
+	return NULL;
+}

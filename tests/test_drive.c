@@ -2,8 +2,7 @@
  * AU with warm-up exclusion, computation-time distributions, TFRecord
  * framing, DLIO run keys from YAML, the image decoders, ranks' shards.
  *
- * The tool's sources are included directly (they are not a library), so
- * their static helpers are reachable too. */
+ * Linked with the tool's library (dldrive). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,12 +13,8 @@
 #include <jpeglib.h>
 #include <png.h>
 
-#include "../tools/drive_config.c"
-#include "../tools/drive_decode.c"
-#include "../tools/drive_dist.c"
-#include "../tools/drive_plan.c"
-#include "../tools/drive_stats.c"
-#include "../tools/drive_tfr.c"
+#include "dliofs/crc32c.h"
+#include "drive_i.h"
 #include "tap.h"
 
 /* ---- permutations and plans ---- */

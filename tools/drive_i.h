@@ -549,4 +549,28 @@ void drv_progress_clear(struct drv_progress *pb);
 
 double drv_now(void); /* CLOCK_MONOTONIC seconds */
 
+/* ---- the tool's front (drive_cli.c, drive_setup.c) ---- */
+
+/* Everything the command line says. */
+struct drv_cli {
+	struct drv_params p;
+	unsigned set; /* enum drv_set_bit */
+	const char *config, *dir, *dataset, *json, *trace;
+	int quiet, no_eval, eval_after_set, ckpt_opt, same_seed;
+	int ck_steps_set, ck_epochs_set, ck_after_set;
+	int decode, crc, odirect, dontneed;
+	uint64_t io_size, transfer_size, h2d;
+	int warmup_set;
+};
+
+/* 0, 1 when --help or --version has said all, or -EINVAL (said). */
+int drv_cli_parse(int argc, char **argv, struct drv_cli *c);
+/* Layer the run parameters for dataset ds: 0 or -EINVAL (said). */
+int drv_build_params(const struct drv_cli *cl, const struct dl_config *cfg,
+		     const struct dl_dataset *ds, uint64_t spf, struct drv_params *p);
+/* Everything before the first epoch; the exit status (0: ready). */
+int drv_setup(const struct drv_cli *cl, const struct drv_comm *comm, struct drv_ctx *c,
+	      struct drv_params *p, struct dl_config **cfgp, struct drv_cuda **cuda,
+	      struct drv_result *res);
+
 #endif

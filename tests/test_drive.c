@@ -585,7 +585,7 @@ static char *write_tmp(const char *text)
 static void test_yaml(void)
 {
 	struct drv_params p;
-	unsigned set = 0;
+	struct drv_optset set = {{0}};
 	int dlio = -1;
 	char *path;
 
@@ -623,9 +623,9 @@ static void test_yaml(void)
 	CHECK(p.checkpoint && p.ckpt_every_steps == 10 && p.checkpoint_size == 1000, "checkpoint");
 	CHECK(p.au_threshold == 0.7 && p.skip_start == 2, "metric");
 	CHECK(!strcmp(p.model, "unet3d_small"), "model name %s", p.model);
-	CHECK((set & (DRV_SET_BATCH | DRV_SET_COMPUTE | DRV_SET_EPOCHS)) ==
-		  (DRV_SET_BATCH | DRV_SET_COMPUTE | DRV_SET_EPOCHS),
-	      "set bits %x", set);
+	CHECK(drv_given(&set, DRV_P(batch)) && drv_given(&set, DRV_P(compute)) &&
+		  drv_given(&set, DRV_P(epochs)),
+	      "set bits %llx", (unsigned long long)set.bits[0]);
 	unlink(path);
 
 	/* Scalar time plus DLIO's separate stdev key; uniform dict; AU in percent. */
@@ -657,8 +657,9 @@ static void test_yaml(void)
 	/* A dliofs config has no run keys: untouched. */
 	path = write_tmp("seed: 1\ndatasets:\n  - {name: a, format: npz, sample_size: 1KiB}\n");
 	drv_params_defaults(&p, hints("npz"));
-	set = 0;
-	CHECK(drv_params_from_yaml(path, &p, &set, &dlio, stderr) == 0 && dlio == 0 && set == 0,
+	memset(&set, 0, sizeof(set));
+	CHECK(drv_params_from_yaml(path, &p, &set, &dlio, stderr) == 0 && dlio == 0 &&
+		  drv_optset_empty(&set),
 	      "native config read as DLIO");
 	unlink(path);
 
@@ -669,6 +670,66 @@ static void test_yaml(void)
 	w = drv_workload_find("cosmoflow", "h100");
 	CHECK(w && w->seconds == 0.00350 && w->au == 0.70, "cosmoflow h100");
 	CHECK(!drv_workload_find("bert", "h100"), "bert in the table");
+}
+
+/* ---- the options table ---- */
+
+static void test_opts(void)
+{
+	struct drv_params p;
+	struct drv_cli cl;
+	size_t n;
+	const struct drv_opt *o = drv_opts(&n);
+
+	/* Every entry is a flag or a workload key, and a key names a run
+	 * parameter (the workload file fills a struct drv_params). */
+	for (size_t i = 0; i < n; i++) {
+		CHECK(o[i].flag || o[i].key, "entry %zu: neither flag nor key", i);
+		CHECK(!o[i].key || o[i].off + o[i].size <= sizeof(struct drv_params),
+		      "%s: a key for a field outside the run parameters", o[i].key);
+		CHECK(o[i].type != DRV_T_ENUM || o[i].names, "%s: an enum without names", o[i].flag);
+	}
+	/* The table's defaults (each parsed as the command line would). */
+	drv_params_defaults(&p, hints("npz"));
+	CHECK(p.epochs == 1 && p.prefetch == 2 && p.seed == 123 && p.seed_change_epoch == 1 &&
+		  p.eval_after == 1 && p.eval_every == 1 && !p.eval && !p.total_steps,
+	      "run defaults");
+	CHECK(p.ckpt_after_epoch == 1 && p.ckpt_every_epochs == 1 && !p.ckpt_every_steps &&
+		  p.checkpoint_size == 10240 && !p.checkpoint,
+	      "checkpoint defaults");
+	CHECK(p.au_threshold == 0.90 && p.skip_start == 1 && !p.skip_end, "metric defaults");
+	CHECK(p.io_size == 4u << 20 && p.transfer_size == 256u << 10 && p.amp == DRV_AMP_EFFICIENT &&
+		  !p.iterative && p.accel == DRV_ACCEL_SLEEP && p.file_shuffle == DRV_SHUF_OFF &&
+		  p.compute.type == DRV_DIST_CONST && p.compute.a == 0,
+	      "reading defaults");
+	CHECK(p.batch == 7 && p.read_threads == 4 && p.eval_batch == 7, "npz's batch and threads");
+	drv_params_defaults(&p, NULL);
+	CHECK(p.batch == 64 && p.read_threads == 4, "no hints: %llu %u",
+	      (unsigned long long)p.batch, p.read_threads);
+
+	/* The command line: values into their fields, and a record of what was given. */
+	char *argv[] = {"dlio-drive",	     "--config",	 "c.yaml",  "--batch-size",
+			"8",		     "--no-eval",	 "-q",	    "--io-size",
+			"8KiB",		     "--file-shuffle",	 "SEED",    "--computation-time",
+			"normal:0.3,50ms",  "--data-loader",	 "tensorflow", "--same-seed-every-epoch",
+			"--checkpoint-dir", "/tmp/ck",		 "dir",	    NULL};
+	CHECK(drv_cli_parse(sizeof(argv) / sizeof(argv[0]) - 1, argv, &cl) == 0, "parse");
+	CHECK(!strcmp(cl.config, "c.yaml") && !strcmp(cl.dir, "dir") && cl.quiet, "tool's own");
+	CHECK(drv_given(&cl.given, DRV_P(batch)) && drv_given(&cl.given, DRV_P(eval)) &&
+		  !drv_given(&cl.given, DRV_P(epochs)) && drv_given_any(&cl.given, DRV_OF_CKPT),
+	      "given");
+	drv_params_defaults(&p, hints("npz"));
+	drv_params_merge(&p, &cl.p, &cl.given);
+	CHECK(p.batch == 8 && !p.eval && p.io_size == 8192 && p.file_shuffle == DRV_SHUF_SEED &&
+		  p.compute.type == DRV_DIST_NORMAL && p.iterative && !p.seed_change_epoch &&
+		  !strcmp(p.checkpoint_dir, "/tmp/ck") && p.epochs == 1 && p.prefetch == 2,
+	      "merged");
+	char *bad1[] = {"dlio-drive", "--config", "c", "--io-size", "1000", "d", NULL};
+	CHECK(drv_cli_parse(6, bad1, &cl) == -EINVAL, "io-size 1000 accepted");
+	char *bad2[] = {"dlio-drive", "--config", "c", "--read-threads", "2000", "d", NULL};
+	CHECK(drv_cli_parse(6, bad2, &cl) == -EINVAL, "2000 threads accepted");
+	char *bad3[] = {"dlio-drive", "--config", "c", "--accelerator", "tpu", "d", NULL};
+	CHECK(drv_cli_parse(6, bad3, &cl) == -EINVAL, "tpu accepted");
 }
 
 /* ---- decoders ---- */
@@ -807,6 +868,7 @@ int main(void)
 	test_dist();
 	test_tfrecord();
 	test_yaml();
+	test_opts();
 	test_jpeg();
 	test_png();
 	return tap_done("test_drive");

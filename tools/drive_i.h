@@ -204,7 +204,8 @@ struct drv_workload {
 const struct drv_workload *drv_workload_find(const char *workload, const char *accel);
 const struct drv_workload *drv_workload_table(size_t *n);
 
-/* Set-ness of every option: command line > --workload table > config > default. */
+/* The run: option defaults < the workload file < MLPerf Storage's table <
+ * the command line (drv_build_params). */
 struct drv_params {
 	uint64_t epochs, batch, eval_batch;
 	unsigned read_threads, prefetch;
@@ -242,38 +243,97 @@ struct drv_params {
 	char notes[2048]; /* one line per adjustment the user should know of */
 };
 
-/* DLIO's run keys out of the workload YAML (reader, train, evaluation,
- * checkpoint, model, metric, output.metric, workflow); *is_dlio says whether
- * the file looked like one. Keys not set leave p untouched. Errors to err. */
-int drv_params_from_yaml(const char *path, struct drv_params *p, unsigned *set, int *is_dlio,
-			 FILE *err);
-/* Defaults, with the batch size and reader threads DLIO uses for the format
- * (its read hints; NULL: 64 and 4). */
+/* Defaults (the options table's), with the batch size and reader threads
+ * DLIO uses for the format (its read hints; NULL: 64 and 4). */
 void drv_params_defaults(struct drv_params *p, const struct dl_read_hints *h);
 void drv_note(struct drv_params *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Copy the fields named by `bits` (enum drv_set_bit) from s to d. */
-void drv_params_merge(struct drv_params *d, const struct drv_params *s, unsigned bits);
 
-/* Bits of `set`: which fields a layer (yaml, command line) has given. */
-enum drv_set_bit {
-	DRV_SET_EPOCHS = 1u << 0,
-	DRV_SET_BATCH = 1u << 1,
-	DRV_SET_THREADS = 1u << 2,
-	DRV_SET_PREFETCH = 1u << 3,
-	DRV_SET_COMPUTE = 1u << 4,
-	DRV_SET_FSHUF = 1u << 5,
-	DRV_SET_SSHUF = 1u << 6,
-	DRV_SET_SEED = 1u << 7,
-	DRV_SET_AU = 1u << 8,
-	DRV_SET_EVAL_BATCH = 1u << 9,
-	DRV_SET_EVAL_TIME = 1u << 10,
-	DRV_SET_CKPT_SIZE = 1u << 11,
-	DRV_SET_TOTAL = 1u << 12,
-	DRV_SET_EVAL = 1u << 13,
-	DRV_SET_CKPT = 1u << 14,
-	DRV_SET_CKPT_SCHED = 1u << 15, /* yaml only: the command line sets each field */
-	DRV_SET_LOADER = 1u << 16,
+/* ---- options (drive_opts.c): one table for the command line, the DLIO
+ * workload keys, the defaults, --help and which layer gave what ---- */
+
+enum drv_opt_type {
+	DRV_T_COUNT,	/* uint64_t or unsigned (by size) in [min, max]: 8, 20k */
+	DRV_T_SIZE,	/* uint64_t bytes: 4MiB; with min, a multiple of min up to max */
+	DRV_T_TIME,	/* struct drv_dist: seconds (0.3, 50ms) or a distribution */
+	DRV_T_STDEV,	/* workload only: a stdev > 0 makes a constant time of the
+			 * same field normal (DLIO's *_stdev keys) */
+	DRV_T_FRACTION, /* double in [0, 1]; a workload's 1..100 is a percentage */
+	DRV_T_BOOL,	/* int: the flag stores `value`; a workload says true or false */
+	DRV_T_ENUM,	/* int: one of names[] */
+	DRV_T_STRING,	/* char[size]: a name */
+	DRV_T_DIR,	/* char[size]: a directory, with room left for names under it */
+	DRV_T_ARG,	/* const char *: the argument as given */
+	DRV_T_HELP,	/* --help */
+	DRV_T_VERSION,	/* --version */
 };
+
+/* DRV_T_ENUM's spellings; yaml_only ones are workload-file aliases. */
+struct drv_name {
+	const char *name;
+	int value;
+	int yaml_only;
+};
+
+/* DLIO's conventions for a workload file's whole numbers, and how options go
+ * together. */
+#define DRV_OF_YOFF 0x01u     /* -1 (or 0) means 0: off */
+#define DRV_OF_YMAIN 0x02u    /* 0 means 1 (DLIO's 0: load in the main process) */
+#define DRV_OF_YCLAMP 0x04u   /* above max means max */
+#define DRV_OF_YMAX 0x08u     /* above max is an error (else there is no maximum) */
+#define DRV_OF_YNULL 0x10u    /* null means not given */
+#define DRV_OF_YLAX 0x20u     /* a name not in names[] is ignored (not an error) */
+#define DRV_OF_FALLBACK 0x40u /* read only when the entry before it gave nothing */
+#define DRV_OF_CKPT 0x80u     /* a checkpoint option: checkpoints on, --checkpoint-dir needed */
+
+/* Where a field is: the table's offsets are into struct drv_cli, whose
+ * first member is the run parameters, so a run parameter's offset is also
+ * its offset in struct drv_params. */
+#define DRV_P(f) offsetof(struct drv_cli, p.f)
+#define DRV_C(f) offsetof(struct drv_cli, f)
+
+struct drv_opt {
+	const char *flag; /* --flag; NULL: a workload file key only */
+	char letter;	  /* -q, or 0 */
+	const char *key;  /* the DLIO workload key ("reader.batch_size"); NULL: none */
+	enum drv_opt_type type;
+	size_t off, size;	  /* the field (DRV_P, DRV_C) and its size */
+	uint64_t min, max;	  /* DRV_T_COUNT, DRV_T_SIZE (0, 0: no limit) */
+	int value;		  /* DRV_T_BOOL: what the flag stores */
+	const struct drv_name *names; /* DRV_T_ENUM, ending with {NULL} */
+	unsigned flags;		      /* DRV_OF_* */
+	const char *def;	      /* the default as the command line writes it; NULL: 0 */
+	const char *arg;	      /* the value's name in --help */
+	const char *help;
+	const char *ynote; /* said (with the value) when the workload key is used */
+};
+
+/* The table. */
+const struct drv_opt *drv_opts(size_t *n);
+#define DRV_OPTS_MAX 128
+
+/* Which options a layer gave: a bit per entry of the table. */
+struct drv_optset {
+	uint64_t bits[DRV_OPTS_MAX / 64];
+};
+void drv_optset_add(struct drv_optset *s, const struct drv_opt *o);
+void drv_optset_or(struct drv_optset *d, const struct drv_optset *s);
+int drv_optset_empty(const struct drv_optset *s);
+/* Did s give the field at `off` (DRV_P(batch)), by any of its options? */
+int drv_given(const struct drv_optset *s, size_t off);
+/* Did s give any option with flag f (DRV_OF_CKPT)? */
+int drv_given_any(const struct drv_optset *s, unsigned f);
+/* "off, seed or random": o's names. */
+void drv_opt_expected(const struct drv_opt *o, char *buf, size_t len);
+
+/* DLIO's run keys (the table's) out of a workload YAML; *is_dlio says
+ * whether the file looked like one (only then are keys read). Keys not
+ * there leave p untouched; the ones used are added to *set. A known key
+ * with a bad value is an error with its line:column, on err. 0 or -errno. */
+int drv_params_from_yaml(const char *path, struct drv_params *p, struct drv_optset *set,
+			 int *is_dlio, FILE *err);
+/* Copy the run parameters `set` gives from s to d. */
+void drv_params_merge(struct drv_params *d, const struct drv_params *s,
+		      const struct drv_optset *set);
 
 /* ---- ranks (drive_comm.c) ---- */
 
@@ -549,20 +609,18 @@ void drv_progress_clear(struct drv_progress *pb);
 
 double drv_now(void); /* CLOCK_MONOTONIC seconds */
 
-/* ---- the tool's front (drive_cli.c, drive_setup.c) ---- */
+/* ---- the tool's front (drive_opts.c, drive_params.c, drive_setup.c) ---- */
 
-/* Everything the command line says. */
+/* Everything the command line says (the options table's fields). */
 struct drv_cli {
-	struct drv_params p;
-	unsigned set; /* enum drv_set_bit */
-	const char *config, *dir, *dataset, *json, *trace;
-	int quiet, no_eval, eval_after_set, ckpt_opt, same_seed;
-	int ck_steps_set, ck_epochs_set, ck_after_set;
-	int decode, crc, odirect, dontneed;
-	uint64_t io_size, transfer_size, h2d;
-	int warmup_set;
+	struct drv_params p; /* first: see DRV_P */
+	const char *config, *dir, *dataset, *json, *trace, *accel_type, *workload;
+	int quiet;
+	struct drv_optset given;
 };
 
+/* dlio-drive --help. */
+void drv_usage(FILE *f);
 /* 0, 1 when --help or --version has said all, or -EINVAL (said). */
 int drv_cli_parse(int argc, char **argv, struct drv_cli *c);
 /* Layer the run parameters for dataset ds: 0 or -EINVAL (said). */

@@ -202,8 +202,8 @@ static void row(FILE *out, const char *label, uint64_t steps, uint64_t samples, 
 		c2, q[0], q[1], q[2]);
 }
 
-void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_result *r,
-		      const struct drv_summary *s)
+/* What was run: the dataset, the loader's settings, the notes. */
+static void table_head(FILE *out, const struct drv_ctx *c, const struct drv_result *r)
 {
 	const struct drv_params *p = c->p;
 	char ct[128];
@@ -236,6 +236,11 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 		fprintf(out, "  note: %.*s\n", len, n);
 		n += len + (e ? 1 : 0);
 	}
+}
+
+/* A row per epoch (and evaluation), then the mean and stdev over epochs. */
+static void table_epochs(FILE *out, const struct drv_result *r, const struct drv_summary *s)
+{
 	fprintf(out, "\n%6s %7s %9s %11s %8s %8s %6s %6s %10s %9s  %s\n", "epoch", "steps",
 		"samples", "MB read", "wall s", "stall s", "stall%", "AU%", "samples/s", "MB/s",
 		"step ms p50 / p90 / p99");
@@ -252,41 +257,50 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 			    e->ev.samples_per_s, e->ev_mb_per_s, e->ev.step_p50, e->ev.step_p90,
 			    e->ev.step_p99);
 	}
-	if (r->nep > 1) {
-		uint64_t st = 0, sa = 0;
-		for (size_t i = 0; i < r->nep; i++) {
-			st += r->ep[i].st.steps;
-			sa += r->ep[i].st.samples;
-		}
-		row(out, "mean", st / r->nep, sa / r->nep, s->bytes.mean / 1e6, s->wall_s.mean,
-		    s->stall_s.mean, s->stall_share.mean, s->au.mean, s->samples_per_s.mean,
-		    s->mb_per_s.mean, s->step_p50, s->step_p90, s->step_p99);
+	if (r->nep <= 1)
+		return;
+	uint64_t st = 0, sa = 0;
+	for (size_t i = 0; i < r->nep; i++) {
+		st += r->ep[i].st.steps;
+		sa += r->ep[i].st.samples;
+	}
+	row(out, "mean", st / r->nep, sa / r->nep, s->bytes.mean / 1e6, s->wall_s.mean,
+	    s->stall_s.mean, s->stall_share.mean, s->au.mean, s->samples_per_s.mean,
+	    s->mb_per_s.mean, s->step_p50, s->step_p90, s->step_p99);
+	char a[16], b[16];
+	fmt_pct(a, sizeof(a), s->au.stdev);
+	fmt_num(b, sizeof(b), s->samples_per_s.stdev, "%.1f");
+	fprintf(out, "%6s %7s %9s %11s %8s %8s %6s %6s %10s\n", "stdev", "", "", "", "", "", "",
+		a, b);
+}
+
+/* Several ranks: each one's own figures. */
+static void table_ranks(FILE *out, const struct drv_result *r)
+{
+	if (r->nranks <= 1 || !r->rank_ep)
+		return;
+	fprintf(out,
+		"\n%u ranks: samples, MB and samples/s above are summed over ranks, AU "
+		"and stall the mean over ranks\n",
+		r->nranks);
+	for (unsigned q = 0; q < r->nranks; q++) {
+		struct rank_fig f;
 		char a[16], b[16];
-		fmt_pct(a, sizeof(a), s->au.stdev);
-		fmt_num(b, sizeof(b), s->samples_per_s.stdev, "%.1f");
-		fprintf(out, "%6s %7s %9s %11s %8s %8s %6s %6s %10s\n", "stdev", "", "", "", "", "",
-			"", a, b);
-	}
-	if (r->nranks > 1 && r->rank_ep) {
+		rank_figures(r, q, &f);
+		fmt_pct(a, sizeof(a), f.au.mean);
+		fmt_pct(b, sizeof(b), f.au.min);
 		fprintf(out,
-			"\n%u ranks: samples, MB and samples/s above are summed over ranks, AU "
-			"and stall the mean over ranks\n",
-			r->nranks);
-		for (unsigned q = 0; q < r->nranks; q++) {
-			struct rank_fig f;
-			char a[16], b[16];
-			rank_figures(r, q, &f);
-			fmt_pct(a, sizeof(a), f.au.mean);
-			fmt_pct(b, sizeof(b), f.au.min);
-			fprintf(out,
-				"  rank %-3u %-16.16s AU %s%% (lowest epoch %s%%), %.1f samples/s; "
-				"in %zu epochs %llu samples, %.1f MB read, %llu opens, %.2f s in "
-				"barriers\n",
-				q, r->hosts ? r->hosts[q] : "", a, b, f.sps.mean, r->nep,
-				(unsigned long long)f.samples, (double)f.bytes / 1e6,
-				(unsigned long long)f.opens, f.barrier);
-		}
+			"  rank %-3u %-16.16s AU %s%% (lowest epoch %s%%), %.1f samples/s; "
+			"in %zu epochs %llu samples, %.1f MB read, %llu opens, %.2f s in "
+			"barriers\n",
+			q, r->hosts ? r->hosts[q] : "", a, b, f.sps.mean, r->nep,
+			(unsigned long long)f.samples, (double)f.bytes / 1e6,
+			(unsigned long long)f.opens, f.barrier);
 	}
+}
+
+static void table_gpu(FILE *out, const struct drv_result *r)
+{
 	for (size_t i = 0; i < r->nep; i++) {
 		const struct drv_epoch_rec *e = &r->ep[i];
 		if (!e->has_gpu)
@@ -299,7 +313,14 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 			e->gpu.kernel_s, e->gpu.idle_s, tot > 0 ? e->gpu.idle_s / tot * 100 : 0,
 			e->gpu.h2d_s, (double)e->gpu.h2d_bytes / 1e6);
 	}
+}
+
+/* The verdict, the stalls per step, the checkpoints. */
+static void table_tail(FILE *out, const struct drv_params *p, const struct drv_result *r,
+		       const struct drv_summary *s)
+{
 	char au[16], thr[16];
+
 	fmt_pct(au, sizeof(au), s->au_mean);
 	fmt_pct(thr, sizeof(thr), p->au_threshold);
 	fprintf(out, "\nAU %s%% (threshold %s%%): %s", au, thr, s->pass ? "PASS" : "FAIL");
@@ -325,6 +346,16 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 			r->nck, p->checkpoint_dir, secs / (double)r->nck,
 			secs > 0 ? (double)bytes / 1e9 / secs : 0);
 	}
+}
+
+void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_result *r,
+		      const struct drv_summary *s)
+{
+	table_head(out, c, r);
+	table_epochs(out, r, s);
+	table_ranks(out, r);
+	table_gpu(out, r);
+	table_tail(out, c->p, r, s);
 }
 
 /* ---- JSON ---- */

@@ -85,52 +85,50 @@ static FILE *open_trace(const char *path, const struct drv_ctx *c)
 	return f;
 }
 
-/* Everything before the first epoch. Returns the exit status (0: ready). */
-int drv_setup(const struct drv_cli *cl, const struct drv_comm *comm, struct drv_ctx *c,
-		 struct drv_params *p, struct dl_config **cfgp, struct drv_cuda **cuda,
-		 struct drv_result *res)
+/* The config, its loader's messages said only when loading fails: for a
+ * DLIO file they list the keys it ignores, which are the very ones
+ * drv_build_params reads. 0 or -errno (said). */
+static int load_config(const char *path, struct dl_config **cfg)
 {
-	struct dl_config *cfg = NULL;
 	char *errbuf = NULL;
 	size_t errlen = 0;
-	int ret, status = 2;
-
-	/* The loader's messages for a DLIO file list the keys it ignores, which
-	 * are the very ones read here: show them only when loading fails. */
 	FILE *err = open_memstream(&errbuf, &errlen);
-	ret = dl_config_load(cl->config, err ? err : stderr, &cfg);
+	int ret = dl_config_load(path, err ? err : stderr, cfg);
+
 	if (err)
 		fclose(err);
-	*cfgp = cfg;
 	if (ret) {
 		if (errbuf)
 			fputs(errbuf, stderr);
-		fprintf(stderr, "dlio-drive: %s: cannot load the config (%s)\n", cl->config,
+		fprintf(stderr, "dlio-drive: %s: cannot load the config (%s)\n", path,
 			strerror(-ret));
-		goto out;
 	}
-	c->cfg = cfg;
-	c->ds = &cfg->datasets[0];
-	if (cl->dataset) {
-		c->ds = NULL;
-		for (unsigned i = 0; i < cfg->ndatasets; i++)
-			if (!strcmp(cfg->datasets[i].name, cl->dataset))
-				c->ds = &cfg->datasets[i];
-		if (!c->ds) {
-			fprintf(stderr, "dlio-drive: no dataset %s in %s; there are:", cl->dataset,
-				cl->config);
-			for (unsigned i = 0; i < cfg->ndatasets; i++)
-				fprintf(stderr, " %s", cfg->datasets[i].name);
-			fputc('\n', stderr);
-			goto out;
-		}
-	}
-	c->spf = c->ds->samples_per_file ? c->ds->samples_per_file : 1;
-	if (drv_build_params(cl, cfg, c->ds, c->spf, p))
-		goto out;
-	c->p = p;
-	c->rd = drv_reader_for(c->ds);
-	c->kind = c->rd->plan(p->amp, p->iterative);
+	free(errbuf);
+	return ret;
+}
+
+/* --dataset NAME, or the first. NULL when there is no such (said). */
+static const struct dl_dataset *pick_dataset(const struct dl_config *cfg, const char *name,
+					     const char *path)
+{
+	if (!name)
+		return &cfg->datasets[0];
+	for (unsigned i = 0; i < cfg->ndatasets; i++)
+		if (!strcmp(cfg->datasets[i].name, name))
+			return &cfg->datasets[i];
+	fprintf(stderr, "dlio-drive: no dataset %s in %s; there are:", name, path);
+	for (unsigned i = 0; i < cfg->ndatasets; i++)
+		fprintf(stderr, " %s", cfg->datasets[i].name);
+	fputc('\n', stderr);
+	return NULL;
+}
+
+/* The ranks: each takes floor(T / B / P) steps from its own share. 0 or
+ * -EINVAL (said by rank 0). */
+static int check_ranks(struct drv_ctx *c, const struct drv_comm *comm, struct drv_params *p)
+{
+	uint64_t steps;
+
 	if (c->rank != 0)
 		p->progress = 0;
 	if (comm->launched > 1 && comm->size == 1)
@@ -140,10 +138,8 @@ int drv_setup(const struct drv_cli *cl, const struct drv_comm *comm, struct drv_
 			 comm->launched,
 			 drv_comm_have_mpi() ? "not the mpirun of dlio-drive's MPI"
 					     : "built without MPI");
-	/* Each rank takes floor(T / B / P) steps from its own share. */
-	uint64_t steps;
 	if (drv_shard_check(c, DL_SPLIT_TRAIN, p->batch, &steps, stderr))
-		goto out;
+		return -EINVAL;
 	if (p->eval && drv_shard_check(c, DL_SPLIT_VALID, p->eval_batch, &steps, NULL)) {
 		drv_note(p,
 			 "evaluation skipped: the validation files do not give each of %u ranks "
@@ -153,43 +149,67 @@ int drv_setup(const struct drv_cli *cl, const struct drv_comm *comm, struct drv_
 	}
 	if (c->ranks > 1 && p->checkpoint)
 		drv_note(p, "checkpoints are written by rank 0 only (DLIO's rank_zero)");
-	if (find_root(c, cl->dir))
-		goto out;
-	if ((ret = dl_fmt_ctx_new(cfg, 4096, &c->fmt))) {
-		fprintf(stderr, "dlio-drive: format context: %s\n", strerror(-ret));
-		goto out;
+	return 0;
+}
+
+/* --accelerator cuda: the GPU, with a batch's bytes to copy per step
+ * unless --h2d-size says. The exit status (3: no usable CUDA). */
+static int open_cuda(const struct drv_params *p, uint64_t sample_bytes, struct drv_cuda **cuda,
+		     struct drv_result *res)
+{
+	uint64_t h2d = p->h2d_bytes, one = sample_bytes ? sample_bytes : 1;
+	char msg[512];
+
+	if (!h2d) {
+		h2d = p->batch * one;
+		if (h2d > H2D_MAX || h2d / p->batch != one)
+			h2d = H2D_MAX;
 	}
+	if (drv_cuda_open((size_t)h2d, cuda, msg, sizeof(msg))) {
+		fprintf(stderr,
+			"dlio-drive: --accelerator cuda: %s; use --accelerator sleep to run without "
+			"a GPU\n",
+			msg);
+		return 3;
+	}
+	res->cuda_device = drv_cuda_device(*cuda);
+	return 0;
+}
+
+/* Everything before the first epoch. Returns the exit status (0: ready). */
+int drv_setup(const struct drv_cli *cl, const struct drv_comm *comm, struct drv_ctx *c,
+	      struct drv_params *p, struct dl_config **cfgp, struct drv_cuda **cuda,
+	      struct drv_result *res)
+{
 	uint64_t sample_bytes = 0;
-	if (check_first(c, &sample_bytes))
-		goto out;
-	if (c->rd->setup && c->rd->setup(c, stderr))
-		goto out;
+	int ret;
+
+	if (load_config(cl->config, cfgp))
+		return 2;
+	c->cfg = *cfgp;
+	if (!(c->ds = pick_dataset(c->cfg, cl->dataset, cl->config)))
+		return 2;
+	c->spf = c->ds->samples_per_file ? c->ds->samples_per_file : 1;
+	if (!(c->rd = drv_reader_for(c->ds))) {
+		fprintf(stderr, "dlio-drive: no reader for %s's read plan\n", dl_ds_ops(c->ds)->name);
+		return 2;
+	}
+	if (drv_build_params(cl, c->cfg, c->ds, c->spf, p))
+		return 2;
+	c->p = p;
+	c->kind = c->rd->plan(p->amp, p->iterative);
+	if (check_ranks(c, comm, p) || find_root(c, cl->dir))
+		return 2;
+	if ((ret = dl_fmt_ctx_new(c->cfg, 4096, &c->fmt))) {
+		fprintf(stderr, "dlio-drive: format context: %s\n", strerror(-ret));
+		return 2;
+	}
+	if (check_first(c, &sample_bytes) || (c->rd->setup && c->rd->setup(c, stderr)))
+		return 2;
 	if (cl->trace) {
 		if (!(c->trace = open_trace(cl->trace, c)))
-			goto out;
+			return 2;
 		fprintf(c->trace, "# epoch\tsplit\tseq\tfile\tsample\toffset\tbytes\n");
 	}
-	if (p->accel == DRV_ACCEL_CUDA) {
-		char msg[512];
-		uint64_t h2d = p->h2d_bytes;
-		if (!h2d) {
-			h2d = p->batch * (sample_bytes ? sample_bytes : 1);
-			if (h2d > H2D_MAX || h2d / p->batch != (sample_bytes ? sample_bytes : 1))
-				h2d = H2D_MAX;
-		}
-		ret = drv_cuda_open((size_t)h2d, cuda, msg, sizeof(msg));
-		if (ret) {
-			fprintf(stderr,
-				"dlio-drive: --accelerator cuda: %s; use --accelerator sleep "
-				"to run without a GPU\n",
-				msg);
-			status = 3;
-			goto out;
-		}
-		res->cuda_device = drv_cuda_device(*cuda);
-	}
-	status = 0;
-out:
-	free(errbuf);
-	return status;
+	return p->accel == DRV_ACCEL_CUDA ? open_cuda(p, sample_bytes, cuda, res) : 0;
 }

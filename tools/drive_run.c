@@ -267,7 +267,8 @@ static int phase(struct run *r, const struct drv_plan *plan, uint32_t split, uin
 			drv_progress_update(&r->pb, what, epoch, p->epochs, i + 1, nsteps, au,
 					    wall > 0 ? (double)((i + 1) * batch) / wall : 0);
 		}
-		if (ckpt && p->ckpt_every_steps && *global_step % p->ckpt_every_steps == 0)
+		if (ckpt && p->checkpoint && p->ckpt_every_steps &&
+		    *global_step % p->ckpt_every_steps == 0)
 			ret = checkpoint(r, epoch, *global_step);
 		if (ret && !sync)
 			break;

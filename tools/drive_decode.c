@@ -15,18 +15,6 @@
 
 #define JPEG_ROWS 16
 
-static int grow(uint8_t **buf, size_t *cap, size_t want)
-{
-	if (want <= *cap)
-		return 0;
-	uint8_t *p = realloc(*buf, want);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = want;
-	return 0;
-}
-
 struct jerr {
 	struct jpeg_error_mgr pub;
 	jmp_buf jb;
@@ -66,7 +54,7 @@ int drv_decode_jpeg(const uint8_t *data, size_t len, uint8_t **row, size_t *rowc
 	}
 	jpeg_start_decompress(&ci);
 	size_t stride = (size_t)ci.output_width * (size_t)ci.output_components;
-	if (grow(row, rowcap, stride * JPEG_ROWS)) {
+	if (drv_grow(row, rowcap, stride * JPEG_ROWS)) {
 		jpeg_destroy_decompress(&ci);
 		return -ENOMEM;
 	}
@@ -158,7 +146,7 @@ int drv_decode_png(const uint8_t *data, size_t len, uint8_t **scratch, size_t *c
 			}
 			bpp = chans[color];
 			stride = (size_t)width * bpp;
-			if (grow(scratch, cap, 2 * (stride + 1))) {
+			if (drv_grow(scratch, cap, 2 * (stride + 1))) {
 				ret = -ENOMEM;
 				goto out;
 			}

@@ -129,6 +129,8 @@ void drv_plan_lanes(struct drv_plan *p, unsigned threads, uint64_t batch);
 double drv_percentile_sorted(const double *v, size_t n, double q);
 /* Sorts a copy; NAN when n == 0. */
 double drv_percentile(const double *v, size_t n, double q);
+/* p50, p90 and p99 of v, which is sorted in place (NAN when n == 0). */
+void drv_pcts(double *v, size_t n, double *p50, double *p90, double *p99);
 
 struct drv_moments {
 	double mean, min, max, stdev; /* stdev: population (numpy's default, as DLIO) */
@@ -502,6 +504,9 @@ struct drv_numpy_model {
 	const char *unsupported; /* what its -ENOTSUP means */
 };
 const struct drv_numpy_model *drv_numpy_model_for(const char *format);
+
+/* *p holds at least want bytes (realloc'ed; contents kept). 0 or -ENOMEM. */
+int drv_grow(uint8_t **p, size_t *cap, size_t want);
 
 /* Decoders (drive_decode.c): 0 and pixels' byte count, or -errno. */
 int drv_decode_jpeg(const uint8_t *data, size_t len, uint8_t **row, size_t *rowcap,

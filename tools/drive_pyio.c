@@ -64,18 +64,6 @@ void drv_pyio_free(struct drv_pyio *m)
 	free(m);
 }
 
-static int grow(uint8_t **p, size_t *cap, size_t want)
-{
-	if (want <= *cap)
-		return 0;
-	void *n = realloc(*p, want);
-	if (!n)
-		return -ENOMEM;
-	*p = n;
-	*cap = want;
-	return 0;
-}
-
 /* ---- io.BufferedReader over the fd ---- */
 
 struct pyf {
@@ -158,7 +146,7 @@ static ssize_t pyf_read(struct pyf *f, size_t n, uint8_t *dst)
 		size_t r = remaining / f->B * f->B;
 		if (!r)
 			break;
-		if (!dst && grow(&f->m->tmp, &f->m->tcap, r)) {
+		if (!dst && drv_grow(&f->m->tmp, &f->m->tcap, r)) {
 			f->err = -ENOMEM;
 			return -1;
 		}
@@ -196,7 +184,7 @@ static ssize_t pyf_readall(struct pyf *f)
 	size_t have = f->valid ? f->end - f->pos : 0, bufsize;
 	uint64_t at;
 
-	if (grow(&f->m->tmp, &f->m->tcap, have + PY_SMALLCHUNK))
+	if (drv_grow(&f->m->tmp, &f->m->tcap, have + PY_SMALLCHUNK))
 		goto oom;
 	if (have)
 		memcpy(f->m->tmp, f->m->buf + f->pos, have);
@@ -211,7 +199,7 @@ static ssize_t pyf_readall(struct pyf *f)
 			size_t add = got > 65536 ? got >> 3 : 256 + got;
 			bufsize = got + (add < PY_SMALLCHUNK ? PY_SMALLCHUNK : add);
 		}
-		if (grow(&f->m->tmp, &f->m->tcap, have + bufsize))
+		if (drv_grow(&f->m->tmp, &f->m->tcap, have + bufsize))
 			goto oom;
 		ssize_t r = raw_read(f, f->m->tmp + have + got, bufsize - got);
 		if (r < 0)
@@ -372,7 +360,7 @@ static ssize_t zx_read1(struct zx *z, size_t n)
 		n = ZIP_MIN_READ;
 	if (n > z->compress_left)
 		n = (size_t)z->compress_left;
-	if (grow(&m->data, &m->dcap, n)) {
+	if (drv_grow(&m->data, &m->dcap, n)) {
 		z->f->err = -ENOMEM;
 		return -1;
 	}
@@ -415,7 +403,7 @@ static ssize_t zx_read(struct zx *z, size_t n, uint8_t *dst)
 		if (got < 0)
 			return -1;
 		if (n < (size_t)got) {
-			if (grow(&m->rb, &m->rbcap, (size_t)got)) {
+			if (drv_grow(&m->rb, &m->rbcap, (size_t)got)) {
 				z->f->err = -ENOMEM;
 				return -1;
 			}
@@ -560,7 +548,7 @@ int drv_npz_numpy(struct drv_pyio **mp, int fd, const char *member, struct drv_i
 	size_t B = st.st_blksize > 1 ? (size_t)st.st_blksize : PY_DEFAULT_BUFFER;
 	if (B > PY_BUFFER_MAX)
 		return -ENOTSUP;
-	if (grow(&m->buf, &m->bcap, B) || grow(&m->data, &m->dcap, ZX_MAX))
+	if (drv_grow(&m->buf, &m->bcap, B) || drv_grow(&m->data, &m->dcap, ZX_MAX))
 		return -ENOMEM;
 	struct pyf f = {.m = m, .fd = fd, .size = (uint64_t)st.st_size, .B = B, .io = io};
 

@@ -77,6 +77,18 @@ int drv_reserve_buf(struct drv_worker *w, size_t want)
 	return 0;
 }
 
+int drv_grow(uint8_t **p, size_t *cap, size_t want)
+{
+	if (want <= *cap)
+		return 0;
+	void *n = realloc(*p, want);
+	if (!n)
+		return -ENOMEM;
+	*p = n;
+	*cap = want;
+	return 0;
+}
+
 /* ---- the worker ---- */
 
 struct drv_worker *drv_worker_new(struct drv_ctx *c, unsigned id)

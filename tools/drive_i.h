@@ -430,7 +430,8 @@ void drv_worker_free(struct drv_worker *w);
 int drv_read_unit(struct drv_worker *w, struct drv_loader *l, uint32_t split, uint64_t epoch,
 		  uint64_t seq, const struct drv_unit *u, struct drv_io *io);
 /* STREAM units: reserve up to `want` more samples (at least one, waiting for
- * the prefetch bound when needed); 0 when the phase needs no more. */
+ * the prefetch bound, or for reservations given back, when needed); 0 when
+ * the phase needs no more. */
 uint64_t drv_loader_reserve(struct drv_loader *l, uint64_t want);
 /* n samples are complete; io holds the bytes they cost (added under the lock
  * and zeroed). */

@@ -106,7 +106,7 @@ int drv_png_unfilter(uint8_t *cur, const uint8_t *prev, size_t stride, unsigned 
 	case 4:
 		for (size_t i = 0; i < stride; i++)
 			x[i] = (uint8_t)(x[i] + drv_png_paeth(i >= bpp ? x[i - bpp] : 0, b[i],
-						      i >= bpp ? b[i - bpp] : 0));
+							      i >= bpp ? b[i - bpp] : 0));
 		return 0;
 	}
 	return -EBADMSG;

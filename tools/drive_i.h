@@ -298,9 +298,9 @@ struct drv_opt {
 	char letter;	  /* -q, or 0 */
 	const char *key;  /* the DLIO workload key ("reader.batch_size"); NULL: none */
 	enum drv_opt_type type;
-	size_t off, size;	  /* the field (DRV_P, DRV_C) and its size */
-	uint64_t min, max;	  /* DRV_T_COUNT, DRV_T_SIZE (0, 0: no limit) */
-	int value;		  /* DRV_T_BOOL: what the flag stores */
+	size_t off, size;	      /* the field (DRV_P, DRV_C) and its size */
+	uint64_t min, max;	      /* DRV_T_COUNT, DRV_T_SIZE (0, 0: no limit) */
+	int value;		      /* DRV_T_BOOL: what the flag stores */
 	const struct drv_name *names; /* DRV_T_ENUM, ending with {NULL} */
 	unsigned flags;		      /* DRV_OF_* */
 	const char *def;	      /* the default as the command line writes it; NULL: 0 */
@@ -445,14 +445,14 @@ struct drv_ctx {
 	const struct dl_dataset *ds;
 	struct dl_fmt_ctx *fmt;
 	struct drv_params *p;
-	char root[4096]; /* DIR/<dataset name> */
-	uint64_t spf;	 /* logical samples per file */
+	char root[4096];		 /* DIR/<dataset name> */
+	uint64_t spf;			 /* logical samples per file */
 	const struct drv_reader_ops *rd; /* from the format's read plan */
 	void *rd_state;			 /* the reader's run-wide state (rd->setup) */
 	enum drv_unit_kind kind;	 /* rd->plan's */
-	FILE *trace; /* --trace-files, or NULL */
+	FILE *trace;			 /* --trace-files, or NULL */
 	pthread_mutex_t trace_lock;
-	uint64_t setup_bytes; /* bytes read before the first epoch (index files) */
+	uint64_t setup_bytes;	     /* bytes read before the first epoch (index files) */
 	const struct drv_comm *comm; /* ranks (NULL: one) */
 	unsigned rank, ranks;	     /* this process, and all of them (>= 1) */
 };
@@ -502,7 +502,7 @@ void drv_pyio_free(struct drv_pyio *m);
 struct drv_numpy_model {
 	const char *format;
 	int (*load)(struct drv_pyio **m, int fd, struct drv_io *io); /* as drv_npz_numpy */
-	const char *unsupported; /* what its -ENOTSUP means */
+	const char *unsupported;				     /* what its -ENOTSUP means */
 };
 const struct drv_numpy_model *drv_numpy_model_for(const char *format);
 

@@ -22,6 +22,8 @@ _Static_assert(offsetof(struct drv_cli, p) == 0, "run parameters first in struct
 #define TOOL(f) DRV_C(f), sizeof(((struct drv_cli *)0)->f)
 #define MiB (1ull << 20)
 
+/* A row per option reads better than a field per line. */
+/* clang-format off */
 static const struct drv_name shuffles[] = {
     {"off", DRV_SHUF_OFF, 0},	  {"seed", DRV_SHUF_SEED, 0},  {"random", DRV_SHUF_RANDOM, 0},
     {"false", DRV_SHUF_OFF, 1}, {"none", DRV_SHUF_OFF, 1}, {NULL, 0, 0},
@@ -160,6 +162,8 @@ static const struct drv_opt opts[] = {
     {.flag = "version", .type = DRV_T_VERSION, .help = "version, and whether MPI is built in"},
 };
 
+/* clang-format on */
+
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 _Static_assert(NOPTS <= DRV_OPTS_MAX, "raise DRV_OPTS_MAX");
 
@@ -221,7 +225,8 @@ void drv_params_merge(struct drv_params *d, const struct drv_params *s,
 {
 	for (size_t i = 0; i < NOPTS; i++)
 		if (has(set, i) && is_param(&opts[i]))
-			memcpy((char *)d + opts[i].off, (const char *)s + opts[i].off, opts[i].size);
+			memcpy((char *)d + opts[i].off, (const char *)s + opts[i].off,
+			       opts[i].size);
 }
 
 /* ---- values ---- */
@@ -237,7 +242,10 @@ void drv_opt_expected(const struct drv_opt *o, char *buf, size_t len)
 		if (nm->yaml_only)
 			continue;
 		k++;
-		j += (size_t)snprintf(buf + j, len - j, "%s%s", k == 1 ? "" : k == n ? " or " : ", ",
+		j += (size_t)snprintf(buf + j, len - j, "%s%s",
+				      k == 1   ? ""
+				      : k == n ? " or "
+					       : ", ",
 				      nm->name);
 	}
 }
@@ -276,8 +284,8 @@ static int parse_value(const struct drv_opt *o, const char *s, void *field, char
 		if (dl_parse_count(s, &v, &w))
 			break;
 		if (v < o->min || v > o->max) {
-			snprintf(why, len, "must be between %llu and %llu", (unsigned long long)o->min,
-				 (unsigned long long)o->max);
+			snprintf(why, len, "must be between %llu and %llu",
+				 (unsigned long long)o->min, (unsigned long long)o->max);
 			return -EINVAL;
 		}
 		store_u64(o, field, v);
@@ -394,8 +402,8 @@ static void usage_opt(FILE *f, const struct drv_opt *o)
 	if (o->type == DRV_T_ENUM) {
 		for (const struct drv_name *nm = o->names; nm->name; nm++)
 			if (!nm->yaml_only)
-				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
-					 names[0] ? "|" : "", nm->name);
+				snprintf(names + strlen(names), sizeof(names) - strlen(names),
+					 "%s%s", names[0] ? "|" : "", nm->name);
 		arg = names;
 	}
 	if (o->letter)

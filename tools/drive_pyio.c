@@ -296,7 +296,8 @@ static int find_member(const uint8_t *cd, size_t len, const char *name, int64_t 
 		if (memcmp(e, "PK\x01\x02", 4))
 			return -ENOTSUP;
 		uint16_t flags = dl_get_le16(e + 8), method = dl_get_le16(e + 10);
-		uint16_t fl = dl_get_le16(e + 28), xl = dl_get_le16(e + 30), cl = dl_get_le16(e + 32);
+		uint16_t fl = dl_get_le16(e + 28), xl = dl_get_le16(e + 30),
+			 cl = dl_get_le16(e + 32);
 		if (p + 46 + fl + xl + cl > len)
 			return -ENOTSUP;
 		if (fl == nl && !memcmp(e + 46, name, nl)) {

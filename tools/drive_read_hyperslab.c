@@ -171,8 +171,8 @@ static int h5_sample(struct drv_worker *w, unsigned i, uint64_t sample)
 			mdims[k - 1] = count[k];
 		hid_t ms = H5Screate_simple(rank - 1, mdims, NULL);
 		herr_t e = ms < 0 ? -1
-			   : H5Sselect_hyperslab(h->fs[i], H5S_SELECT_SET, start, NULL, count,
-						 NULL);
+				  : H5Sselect_hyperslab(h->fs[i], H5S_SELECT_SET, start, NULL,
+							count, NULL);
 		if (e >= 0)
 			e = H5Dread(h->d[i], h->t[i], ms, h->fs[i], H5P_DEFAULT, w->buf);
 		if (ms >= 0)

@@ -37,8 +37,7 @@ void drv_dontneed(const struct drv_worker *w, int fd);
 /* "dlio-drive: PATH: strerror(-err)" on stderr. */
 void drv_say(const char *path, int err);
 /* Bytes [off, off + len) through the buffer; bytes read (short at EOF) or -errno. */
-ssize_t drv_read_range(struct drv_worker *w, int fd, uint64_t off, uint64_t len,
-		       struct drv_io *io);
+ssize_t drv_read_range(struct drv_worker *w, int fd, uint64_t off, uint64_t len, struct drv_io *io);
 /* The file to EOF in io_size pieces; with keep, all of it in w->buf. */
 ssize_t drv_read_whole(struct drv_worker *w, int fd, int keep, struct drv_io *io);
 /* Keep file `index` of `split` open as w->fd (path in w->fpath): 0 when it

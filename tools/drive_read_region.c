@@ -123,7 +123,8 @@ static int preload(struct drv_ctx *c, struct region_run *r, FILE *err)
 					 &io);
 	c->setup_bytes += io.index_bytes;
 	if (ret && err)
-		fprintf(err, "dlio-drive: cannot read the %s index files\n", dl_ds_ops(c->ds)->name);
+		fprintf(err, "dlio-drive: cannot read the %s index files\n",
+			dl_ds_ops(c->ds)->name);
 	return ret;
 }
 

@@ -32,10 +32,7 @@ static void stream_notes(const struct dl_dataset *ds, struct drv_params *p)
 }
 
 /* tf.data reads with transfer_size buffers. */
-static int stream_open(struct drv_worker *w)
-{
-	return drv_reserve_buf(w, w->c->p->transfer_size);
-}
+static int stream_open(struct drv_worker *w) { return drv_reserve_buf(w, w->c->p->transfer_size); }
 
 struct fd_src {
 	int fd;

@@ -14,9 +14,9 @@
 
 /* The run's choices, made once (setup). */
 struct whole_run {
-	const struct drv_decoder *dec;	       /* --decode on an image format, else NULL */
-	const struct drv_numpy_model *numpy;   /* dlio reads through np.load, else NULL */
-	int dec_warned, numpy_warned;	       /* said once per run */
+	const struct drv_decoder *dec;	     /* --decode on an image format, else NULL */
+	const struct drv_numpy_model *numpy; /* dlio reads through np.load, else NULL */
+	int dec_warned, numpy_warned;	     /* said once per run */
 };
 
 struct whole {

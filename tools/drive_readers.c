@@ -178,8 +178,7 @@ void drv_dontneed(const struct drv_worker *w, int fd)
  * buffer writes every byte out to DRAM and ran at half fio's rate; with
  * --read-amplification dlio the sample is one read, as DLIO's readinto is.
  * Returns bytes read (short at EOF). */
-ssize_t drv_read_range(struct drv_worker *w, int fd, uint64_t off, uint64_t len,
-		       struct drv_io *io)
+ssize_t drv_read_range(struct drv_worker *w, int fd, uint64_t off, uint64_t len, struct drv_io *io)
 {
 	const struct drv_params *p = w->c->p;
 	uint64_t got = 0;

@@ -270,8 +270,8 @@ static void table_epochs(FILE *out, const struct drv_result *r, const struct drv
 	char a[16], b[16];
 	fmt_pct(a, sizeof(a), s->au.stdev);
 	fmt_num(b, sizeof(b), s->samples_per_s.stdev, "%.1f");
-	fprintf(out, "%6s %7s %9s %11s %8s %8s %6s %6s %10s\n", "stdev", "", "", "", "", "", "",
-		a, b);
+	fprintf(out, "%6s %7s %9s %11s %8s %8s %6s %6s %10s\n", "stdev", "", "", "", "", "", "", a,
+		b);
 }
 
 /* Several ranks: each one's own figures. */

@@ -166,10 +166,11 @@ static int open_cuda(const struct drv_params *p, uint64_t sample_bytes, struct d
 			h2d = H2D_MAX;
 	}
 	if (drv_cuda_open((size_t)h2d, cuda, msg, sizeof(msg))) {
-		fprintf(stderr,
-			"dlio-drive: --accelerator cuda: %s; use --accelerator sleep to run without "
-			"a GPU\n",
-			msg);
+		fprintf(
+		    stderr,
+		    "dlio-drive: --accelerator cuda: %s; use --accelerator sleep to run without "
+		    "a GPU\n",
+		    msg);
 		return 3;
 	}
 	res->cuda_device = drv_cuda_device(*cuda);
@@ -191,7 +192,8 @@ int drv_setup(const struct drv_cli *cl, const struct drv_comm *comm, struct drv_
 		return 2;
 	c->spf = c->ds->samples_per_file ? c->ds->samples_per_file : 1;
 	if (!(c->rd = drv_reader_for(c->ds))) {
-		fprintf(stderr, "dlio-drive: no reader for %s's read plan\n", dl_ds_ops(c->ds)->name);
+		fprintf(stderr, "dlio-drive: no reader for %s's read plan\n",
+			dl_ds_ops(c->ds)->name);
 		return 2;
 	}
 	if (drv_build_params(cl, c->cfg, c->ds, c->spf, p))

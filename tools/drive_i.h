@@ -61,7 +61,8 @@ struct drv_perm {
 void drv_perm_init(struct drv_perm *p, uint64_t n, uint64_t key, int shuffle);
 uint64_t drv_perm_at(const struct drv_perm *p, uint64_t i);
 
-/* What one unit of work is; chosen per format (and --read-amplification). */
+/* What one unit of work is: the reader's plan hook says (by the format's read
+ * plan, --read-amplification and the loader). */
 enum drv_unit_kind {
 	DRV_U_FILE,   /* whole file once, yields the file's samples (npz/npy/jpeg/png) */
 	DRV_U_SAMPLE, /* one sample (hdf5, raw, indexed_binary; whole-file formats in dlio mode) */
@@ -393,7 +394,7 @@ void drv_cuda_take(struct drv_cuda *c, struct drv_cuda_stats *out); /* and reset
 const char *drv_cuda_device(const struct drv_cuda *c);
 void drv_cuda_close(struct drv_cuda *c);
 
-/* ---- readers and the loader (drive_readers.c, drive_loader.c) ---- */
+/* ---- readers and the loader (drive_readers.c, drive_read_*.c, drive_loader.c) ---- */
 
 struct drv_ctx;	   /* the run: config, dataset, params, readers */
 struct drv_worker; /* per reader thread state */

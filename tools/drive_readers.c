@@ -139,7 +139,7 @@ void drv_say(const char *path, int err)
 }
 
 /* O_DIRECT (--odirect) only where reads stay aligned (whole files and
- * ranges: readers with no_odirect never see it, see drv_params_finish). */
+ * ranges: drv_build_params turns it off for readers with no_odirect). */
 int drv_open(const char *path, struct drv_io *io, int direct)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));

@@ -396,7 +396,7 @@ static ssize_t zx_read(struct zx *z, size_t n, uint8_t *dst)
 	}
 	n = end - z->rblen;
 	done = z->rblen - z->off;
-	if (dst)
+	if (dst && done) /* rb is NULL before the first read */
 		memcpy(dst, m->rb + z->off, done);
 	z->rblen = z->off = 0;
 	while (n && !z->eof) {

@@ -462,6 +462,22 @@ class DriveTest(unittest.TestCase):
         self.assertEqual([e["epoch"] for e in r["epochs"] if "eval" in e], [2, 3])
         self.assertEqual(r["config"]["seed"], 77)
 
+    def test_workload_steps_schedule_alone(self):
+        """A workload file's step schedule without --checkpoint-dir writes no
+        checkpoint (it used to write into /global_epoch1_step2)."""
+        wl = dltest.write_config(self.tmp, """
+dataset: {data_folder: data/stp/, format: npz, num_files_train: 8, num_samples_per_file: 1,
+          record_length_bytes: 4096}
+reader: {batch_size: 2}
+checkpoint: {steps_between_checkpoints: 2}
+""", name="stp.yaml")
+        root = os.path.join(self.tmp, "stp")
+        dltest.gen(wl, root)
+        out = os.path.join(self.tmp, "stp.json")
+        drive(["--config", wl, root, "--quiet", "--json", out])
+        with open(out) as f:
+            self.assertEqual(json.load(f)["checkpoints"], [])
+
     def test_dlio_workload_file(self):
         wl = dltest.write_config(self.tmp, """
 model: {name: unet3d, type: cnn, model_size: 1000}

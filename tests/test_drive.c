@@ -2,8 +2,7 @@
  * AU with warm-up exclusion, computation-time distributions, TFRecord
  * framing, DLIO run keys from YAML, the image decoders, ranks' shards.
  *
- * The tool's sources are included directly (they are not a library), so
- * their static helpers are reachable too. */
+ * Linked with the tool's library (dldrive). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,12 +13,8 @@
 #include <jpeglib.h>
 #include <png.h>
 
-#include "../tools/drive_config.c"
-#include "../tools/drive_decode.c"
-#include "../tools/drive_dist.c"
-#include "../tools/drive_plan.c"
-#include "../tools/drive_stats.c"
-#include "../tools/drive_tfr.c"
+#include "dliofs/crc32c.h"
+#include "drive_i.h"
 #include "tap.h"
 
 /* ---- permutations and plans ---- */
@@ -485,10 +480,10 @@ static size_t put_record(uint8_t *out, const uint8_t *data, uint64_t n)
 {
 	for (int i = 0; i < 8; i++)
 		out[i] = (uint8_t)(n >> (8 * i));
-	uint32_t c = drv_tfr_mask(dl_crc32c(0, out, 8));
+	uint32_t c = dl_crc32c_mask(dl_crc32c(0, out, 8));
 	memcpy(out + 8, &c, 4);
 	memcpy(out + 12, data, n);
-	c = drv_tfr_mask(dl_crc32c(0, data, n));
+	c = dl_crc32c_mask(dl_crc32c(0, data, n));
 	memcpy(out + 12 + n, &c, 4);
 	return n + 16;
 }
@@ -517,7 +512,7 @@ static void test_tfrecord(void)
 
 	CHECK(dl_crc32c(0, "123456789", 9) == 0xe3069283u, "crc32c check value");
 	/* masked CRC of TFRecord's empty-payload record header, by the formula */
-	CHECK(drv_tfr_mask(0) == 0xa282ead8u, "mask of 0");
+	CHECK(dl_crc32c_mask(0) == 0xa282ead8u, "mask of 0");
 	for (size_t i = 0; i < 70000; i++)
 		data[i] = (uint8_t)(i * 131 + 7);
 	uint64_t expect_off[6];
@@ -564,6 +559,14 @@ static void test_tfrecord(void)
 
 /* ---- DLIO run keys ---- */
 
+/* A format's read hints, by its name. */
+static const struct dl_read_hints *hints(const char *name)
+{
+	enum dl_format f;
+
+	return dl_format_from_name(name, &f) ? NULL : &dl_format_ops(f)->read_hints;
+}
+
 static char *write_tmp(const char *text)
 {
 	static char path[64];
@@ -582,7 +585,7 @@ static char *write_tmp(const char *text)
 static void test_yaml(void)
 {
 	struct drv_params p;
-	unsigned set = 0;
+	struct drv_optset set = {{0}};
 	int dlio = -1;
 	char *path;
 
@@ -607,7 +610,7 @@ static void test_yaml(void)
 	    "  metric: {au: 0.7}\n"
 	    "  output: {metric: {exclude_start_steps: 2}}\n");
 	CHECK(path != NULL, "tmp file");
-	drv_params_defaults(&p, DL_FMT_NPZ);
+	drv_params_defaults(&p, hints("npz"));
 	CHECK(drv_params_from_yaml(path, &p, &set, &dlio, stderr) == 0, "parse");
 	CHECK(dlio == 1, "not seen as a DLIO file");
 	CHECK(p.batch == 7 && p.read_threads == 3 && p.prefetch == 5, "reader %llu %u %u",
@@ -620,9 +623,9 @@ static void test_yaml(void)
 	CHECK(p.checkpoint && p.ckpt_every_steps == 10 && p.checkpoint_size == 1000, "checkpoint");
 	CHECK(p.au_threshold == 0.7 && p.skip_start == 2, "metric");
 	CHECK(!strcmp(p.model, "unet3d_small"), "model name %s", p.model);
-	CHECK((set & (DRV_SET_BATCH | DRV_SET_COMPUTE | DRV_SET_EPOCHS)) ==
-		  (DRV_SET_BATCH | DRV_SET_COMPUTE | DRV_SET_EPOCHS),
-	      "set bits %x", set);
+	CHECK(drv_given(&set, DRV_P(batch)) && drv_given(&set, DRV_P(compute)) &&
+		  drv_given(&set, DRV_P(epochs)),
+	      "set bits %llx", (unsigned long long)set.bits[0]);
 	unlink(path);
 
 	/* Scalar time plus DLIO's separate stdev key; uniform dict; AU in percent. */
@@ -630,7 +633,7 @@ static void test_yaml(void)
 			 "train: {computation_time: 0.2, computation_time_stdev: 0.02}\n"
 			 "evaluation: {eval_time: {type: uniform, min: 0.1, max: 0.2}}\n"
 			 "metric: {au: 90}\n");
-	drv_params_defaults(&p, DL_FMT_TFRECORD);
+	drv_params_defaults(&p, hints("tfrecord"));
 	CHECK(drv_params_from_yaml(path, &p, &set, &dlio, stderr) == 0, "parse 2");
 	CHECK(p.compute.type == DRV_DIST_NORMAL && p.compute.b == 0.02, "stdev key");
 	CHECK(p.eval_compute.type == DRV_DIST_UNIFORM && p.eval_compute.b == 0.2, "uniform dict");
@@ -644,7 +647,7 @@ static void test_yaml(void)
 	char *msg = NULL;
 	size_t ml = 0;
 	FILE *mf = open_memstream(&msg, &ml);
-	drv_params_defaults(&p, DL_FMT_NPZ);
+	drv_params_defaults(&p, hints("npz"));
 	CHECK(drv_params_from_yaml(path, &p, &set, &dlio, mf) == -EINVAL, "bad value accepted");
 	fclose(mf);
 	CHECK(msg && strstr(msg, ":3:15: reader.batch_size:"), "message: %s", msg ? msg : "");
@@ -653,9 +656,10 @@ static void test_yaml(void)
 
 	/* A dliofs config has no run keys: untouched. */
 	path = write_tmp("seed: 1\ndatasets:\n  - {name: a, format: npz, sample_size: 1KiB}\n");
-	drv_params_defaults(&p, DL_FMT_NPZ);
-	set = 0;
-	CHECK(drv_params_from_yaml(path, &p, &set, &dlio, stderr) == 0 && dlio == 0 && set == 0,
+	drv_params_defaults(&p, hints("npz"));
+	memset(&set, 0, sizeof(set));
+	CHECK(drv_params_from_yaml(path, &p, &set, &dlio, stderr) == 0 && dlio == 0 &&
+		  drv_optset_empty(&set),
 	      "native config read as DLIO");
 	unlink(path);
 
@@ -666,6 +670,66 @@ static void test_yaml(void)
 	w = drv_workload_find("cosmoflow", "h100");
 	CHECK(w && w->seconds == 0.00350 && w->au == 0.70, "cosmoflow h100");
 	CHECK(!drv_workload_find("bert", "h100"), "bert in the table");
+}
+
+/* ---- the options table ---- */
+
+static void test_opts(void)
+{
+	struct drv_params p;
+	struct drv_cli cl;
+	size_t n;
+	const struct drv_opt *o = drv_opts(&n);
+
+	/* Every entry is a flag or a workload key, and a key names a run
+	 * parameter (the workload file fills a struct drv_params). */
+	for (size_t i = 0; i < n; i++) {
+		CHECK(o[i].flag || o[i].key, "entry %zu: neither flag nor key", i);
+		CHECK(!o[i].key || o[i].off + o[i].size <= sizeof(struct drv_params),
+		      "%s: a key for a field outside the run parameters", o[i].key);
+		CHECK(o[i].type != DRV_T_ENUM || o[i].names, "%s: an enum without names", o[i].flag);
+	}
+	/* The table's defaults (each parsed as the command line would). */
+	drv_params_defaults(&p, hints("npz"));
+	CHECK(p.epochs == 1 && p.prefetch == 2 && p.seed == 123 && p.seed_change_epoch == 1 &&
+		  p.eval_after == 1 && p.eval_every == 1 && !p.eval && !p.total_steps,
+	      "run defaults");
+	CHECK(p.ckpt_after_epoch == 1 && p.ckpt_every_epochs == 1 && !p.ckpt_every_steps &&
+		  p.checkpoint_size == 10240 && !p.checkpoint,
+	      "checkpoint defaults");
+	CHECK(p.au_threshold == 0.90 && p.skip_start == 1 && !p.skip_end, "metric defaults");
+	CHECK(p.io_size == 4u << 20 && p.transfer_size == 256u << 10 && p.amp == DRV_AMP_EFFICIENT &&
+		  !p.iterative && p.accel == DRV_ACCEL_SLEEP && p.file_shuffle == DRV_SHUF_OFF &&
+		  p.compute.type == DRV_DIST_CONST && p.compute.a == 0,
+	      "reading defaults");
+	CHECK(p.batch == 7 && p.read_threads == 4 && p.eval_batch == 7, "npz's batch and threads");
+	drv_params_defaults(&p, NULL);
+	CHECK(p.batch == 64 && p.read_threads == 4, "no hints: %llu %u",
+	      (unsigned long long)p.batch, p.read_threads);
+
+	/* The command line: values into their fields, and a record of what was given. */
+	char *argv[] = {"dlio-drive",	     "--config",	 "c.yaml",  "--batch-size",
+			"8",		     "--no-eval",	 "-q",	    "--io-size",
+			"8KiB",		     "--file-shuffle",	 "SEED",    "--computation-time",
+			"normal:0.3,50ms",  "--data-loader",	 "tensorflow", "--same-seed-every-epoch",
+			"--checkpoint-dir", "/tmp/ck",		 "dir",	    NULL};
+	CHECK(drv_cli_parse(sizeof(argv) / sizeof(argv[0]) - 1, argv, &cl) == 0, "parse");
+	CHECK(!strcmp(cl.config, "c.yaml") && !strcmp(cl.dir, "dir") && cl.quiet, "tool's own");
+	CHECK(drv_given(&cl.given, DRV_P(batch)) && drv_given(&cl.given, DRV_P(eval)) &&
+		  !drv_given(&cl.given, DRV_P(epochs)) && drv_given_any(&cl.given, DRV_OF_CKPT),
+	      "given");
+	drv_params_defaults(&p, hints("npz"));
+	drv_params_merge(&p, &cl.p, &cl.given);
+	CHECK(p.batch == 8 && !p.eval && p.io_size == 8192 && p.file_shuffle == DRV_SHUF_SEED &&
+		  p.compute.type == DRV_DIST_NORMAL && p.iterative && !p.seed_change_epoch &&
+		  !strcmp(p.checkpoint_dir, "/tmp/ck") && p.epochs == 1 && p.prefetch == 2,
+	      "merged");
+	char *bad1[] = {"dlio-drive", "--config", "c", "--io-size", "1000", "d", NULL};
+	CHECK(drv_cli_parse(6, bad1, &cl) == -EINVAL, "io-size 1000 accepted");
+	char *bad2[] = {"dlio-drive", "--config", "c", "--read-threads", "2000", "d", NULL};
+	CHECK(drv_cli_parse(6, bad2, &cl) == -EINVAL, "2000 threads accepted");
+	char *bad3[] = {"dlio-drive", "--config", "c", "--accelerator", "tpu", "d", NULL};
+	CHECK(drv_cli_parse(6, bad3, &cl) == -EINVAL, "tpu accepted");
 }
 
 /* ---- decoders ---- */
@@ -775,7 +839,7 @@ static void test_png(void)
 	for (int f = 0; f < 5; f++) {
 		cur[0] = (uint8_t)f;
 		memcpy(cur + 1, raw, 4);
-		CHECK(unfilter(cur, prev, 4, 2) == 0, "filter %d", f);
+		CHECK(drv_png_unfilter(cur, prev, 4, 2) == 0, "filter %d", f);
 		uint8_t want[4];
 		for (int i = 0; i < 4; i++) {
 			int a = i >= 2 ? want[i - 2] : 0, up = prev[1 + i],
@@ -784,13 +848,13 @@ static void test_png(void)
 				   : f == 1 ? a
 				   : f == 2 ? up
 				   : f == 3 ? (a + up) / 2
-					    : paeth(a, up, c);
+					    : drv_png_paeth(a, up, c);
 			want[i] = (uint8_t)(raw[i] + pred);
 		}
 		CHECK(!memcmp(cur + 1, want, 4), "filter %d result", f);
 	}
 	cur[0] = 5;
-	CHECK(unfilter(cur, prev, 4, 2) == -EBADMSG, "filter 5 accepted");
+	CHECK(drv_png_unfilter(cur, prev, 4, 2) == -EBADMSG, "filter 5 accepted");
 	free(img);
 	free(scratch);
 }
@@ -804,6 +868,7 @@ int main(void)
 	test_dist();
 	test_tfrecord();
 	test_yaml();
+	test_opts();
 	test_jpeg();
 	test_png();
 	return tap_done("test_drive");

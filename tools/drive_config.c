@@ -1,6 +1,5 @@
-/* Run parameters: defaults per format, DLIO's run keys read straight from a
- * workload YAML, MLPerf Storage's per-accelerator table, merged in that
- * order under the command line.
+/* DLIO's run keys read straight from a workload YAML (the keys of the
+ * options table, drive_opts.c), and MLPerf Storage's per-accelerator table.
  *
  * The dataset itself always comes from dl_config_load(); here we only read
  * what a dliofs config has no place for (batch size, threads, compute
@@ -57,58 +56,6 @@ void drv_note(struct drv_params *p, const char *fmt, ...)
 	used = strlen(p->notes);
 	p->notes[used] = '\n';
 	p->notes[used + 1] = 0;
-}
-
-/* Per format: what the MLPerf/DLIO workload of that format uses (unet3d for
- * npz/npy, resnet50-like for tfrecord, retinanet for images, ...). The run
- * clamps a default batch to the dataset when the dataset is smaller. */
-void drv_params_defaults(struct drv_params *p, enum dl_format f)
-{
-	memset(p, 0, sizeof(*p));
-	p->epochs = 1;
-	p->prefetch = 2;
-	p->compute.type = DRV_DIST_CONST;
-	p->eval_compute.type = DRV_DIST_CONST;
-	p->seed = 123;
-	p->seed_change_epoch = 1;
-	p->eval_after = 1;
-	p->eval_every = 1;
-	p->ckpt_after_epoch = 1;
-	p->ckpt_every_epochs = 1;
-	p->checkpoint_size = 10240; /* DLIO's model_size_bytes default */
-	p->au_threshold = 0.90;
-	p->skip_start = 1;
-	p->io_size = 4u << 20;
-	p->transfer_size = 256u << 10;
-	switch (f) {
-	case DL_FMT_NPZ:
-	case DL_FMT_NPY:
-		p->batch = 7;
-		p->read_threads = 4;
-		break;
-	case DL_FMT_TFRECORD:
-		p->batch = 64;
-		p->read_threads = 8;
-		break;
-	case DL_FMT_HDF5:
-		p->batch = 64;
-		p->read_threads = 4;
-		break;
-	case DL_FMT_JPEG:
-	case DL_FMT_PNG:
-		p->batch = 24;
-		p->read_threads = 8;
-		break;
-	case DL_FMT_DLRM:
-		p->batch = 2048;
-		p->read_threads = 4;
-		break;
-	default:
-		p->batch = 64;
-		p->read_threads = 4;
-		break;
-	}
-	p->eval_batch = p->batch;
 }
 
 /* ---- YAML ---- */
@@ -211,26 +158,6 @@ static int ybool(struct yctx *y, yaml_node_t *n, const char *key, int *out)
 	return -EINVAL;
 }
 
-static int yshuffle(struct yctx *y, yaml_node_t *n, const char *key, enum drv_shuffle *out)
-{
-	const char *s = ystr(n);
-
-	if (s && (!strcasecmp(s, "off") || !strcasecmp(s, "false") || !strcasecmp(s, "none"))) {
-		*out = DRV_SHUF_OFF;
-		return 0;
-	}
-	if (s && !strcasecmp(s, "seed")) {
-		*out = DRV_SHUF_SEED;
-		return 0;
-	}
-	if (s && !strcasecmp(s, "random")) {
-		*out = DRV_SHUF_RANDOM;
-		return 0;
-	}
-	yerr(y, n, key, "expected off, seed or random");
-	return -EINVAL;
-}
-
 /* A DLIO time value: scalar seconds, or {mean[, stdev]} (normal), or
  * {type: normal|uniform|gamma|exponential|poisson, ...}. */
 static int ytime(struct yctx *y, yaml_node_t *n, const char *key, struct drv_dist *d)
@@ -317,167 +244,149 @@ static int is_dlio_doc(struct yctx *y, yaml_node_t *root)
 	return 0;
 }
 
-static void read_reader(struct yctx *y, yaml_node_t *r, struct drv_params *p, unsigned *set)
+/* The node at a dotted key ("reader.batch_size") under root; DLIO also
+ * calls the reader section data_reader. */
+static yaml_node_t *ykey(struct yctx *y, yaml_node_t *root, const char *key)
 {
-	yaml_node_t *n;
+	yaml_node_t *n = root;
+	char part[64];
+
+	while (n && *key) {
+		size_t len = strcspn(key, ".");
+		snprintf(part, sizeof(part), "%.*s", (int)len, key);
+		yaml_node_t *next = yget(y, n, part);
+		if (!next && n == root && !strcmp(part, "reader"))
+			next = yget(y, n, "data_reader");
+		n = next;
+		key += len + (key[len] == '.');
+	}
+	return n;
+}
+
+/* A whole number for option o: DLIO's conventions (DRV_OF_Y*), then o's
+ * range. 0 and the value, 1 to leave it (a null), or -EINVAL (said). */
+static int yopt_count(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, uint64_t *out)
+{
+	int64_t min = o->flags & DRV_OF_YOFF ? -1 : o->flags & DRV_OF_YMAIN ? 0 : (int64_t)o->min;
 	int64_t v;
 
-	if ((n = yget(y, r, "batch_size")) && !yint(y, n, "reader.batch_size", 1, &v)) {
-		p->batch = (uint64_t)v;
-		*set |= DRV_SET_BATCH;
+	if ((o->flags & DRV_OF_YNULL) && yis_null(n))
+		return 1;
+	if (yint(y, n, o->key, min, &v))
+		return -EINVAL;
+	if (v <= 0 && (o->flags & DRV_OF_YOFF))
+		v = 0;
+	if (v == 0 && (o->flags & DRV_OF_YMAIN))
+		v = 1; /* DLIO's 0 = load in the main process; we still need one reader */
+	if ((uint64_t)v > o->max && (o->flags & DRV_OF_YCLAMP))
+		v = (int64_t)o->max;
+	if ((uint64_t)v > o->max && (o->flags & DRV_OF_YMAX)) {
+		char why[48];
+		snprintf(why, sizeof(why), "at most %llu", (unsigned long long)o->max);
+		yerr(y, n, o->key, why);
+		return -EINVAL;
 	}
-	if ((n = yget(y, r, "batch_size_eval")) && !yint(y, n, "reader.batch_size_eval", 1, &v)) {
-		p->eval_batch = (uint64_t)v;
-		*set |= DRV_SET_EVAL_BATCH;
-	}
-	if ((n = yget(y, r, "read_threads")) && !yint(y, n, "reader.read_threads", 0, &v)) {
-		if (v > 1024) {
-			yerr(y, n, "reader.read_threads", "at most 1024");
-		} else {
-			/* DLIO's 0 = load in the main process; we still need one reader. */
-			p->read_threads = v ? (unsigned)v : 1;
-			*set |= DRV_SET_THREADS;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int yopt_enum(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, int *out)
+{
+	const char *s = ystr(n);
+	char names[96], why[128];
+
+	for (const struct drv_name *nm = o->names; s && nm->name; nm++) {
+		if (!strcasecmp(s, nm->name)) {
+			*out = nm->value;
+			return 0;
 		}
 	}
-	if ((n = yget(y, r, "prefetch_size")) && !yint(y, n, "reader.prefetch_size", 0, &v)) {
-		p->prefetch = v > 65536 ? 65536 : (unsigned)v;
-		*set |= DRV_SET_PREFETCH;
-	}
-	if ((n = yget(y, r, "file_shuffle")) &&
-	    !yshuffle(y, n, "reader.file_shuffle", &p->file_shuffle))
-		*set |= DRV_SET_FSHUF;
-	if ((n = yget(y, r, "sample_shuffle")) &&
-	    !yshuffle(y, n, "reader.sample_shuffle", &p->sample_shuffle))
-		*set |= DRV_SET_SSHUF;
-	if ((n = yget(y, r, "transfer_size")) && !yis_null(n) &&
-	    !yint(y, n, "reader.transfer_size", 4096, &v))
-		p->transfer_size = (uint64_t)v;
-	if ((n = yget(y, r, "odirect")))
-		ybool(y, n, "reader.odirect", &p->odirect);
-	/* The loader decides how often DLIO opens a file (dlio.md 5): tf.data's
-	 * iterative sampler once per file, PyTorch's index sampler per sample. */
-	const char *dl = ystr(yget(y, r, "data_loader"));
-	if (dl && (!strcasecmp(dl, "tensorflow") || !strcasecmp(dl, "native_dali"))) {
-		p->iterative = 1;
-		*set |= DRV_SET_LOADER;
-	} else if (dl && (!strcasecmp(dl, "pytorch") || !strcasecmp(dl, "dali"))) {
-		p->iterative = 0;
-		*set |= DRV_SET_LOADER;
-	}
+	if (o->flags & DRV_OF_YLAX)
+		return 1; /* another loader of DLIO's: not ours to judge */
+	drv_opt_expected(o, names, sizeof(names));
+	snprintf(why, sizeof(why), "expected %s", names);
+	yerr(y, n, o->key, why);
+	return -EINVAL;
 }
 
-static void read_train(struct yctx *y, yaml_node_t *t, struct drv_params *p, unsigned *set)
+static int yopt_fraction(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, double *out)
 {
-	yaml_node_t *n;
-	int64_t v;
+	double v;
+
+	if (ynum(y, n, o->key, &v))
+		return -EINVAL;
+	if (v > 1 && v <= 100)
+		v /= 100; /* someone wrote a percentage */
+	if (v < 0 || v > 1) {
+		yerr(y, n, o->key, "expected a fraction in [0, 1]");
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/* DLIO's *_stdev: a constant time becomes normal(time, stdev). */
+static int yopt_stdev(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, struct drv_dist *d)
+{
 	double sd = 0;
 
-	if ((n = yget(y, t, "epochs")) && !yint(y, n, "train.epochs", 1, &v)) {
-		p->epochs = (uint64_t)v;
-		*set |= DRV_SET_EPOCHS;
-	}
-	if ((n = yget(y, t, "computation_time")) &&
-	    !ytime(y, n, "train.computation_time", &p->compute))
-		*set |= DRV_SET_COMPUTE;
-	if ((n = yget(y, t, "computation_time_stdev")) &&
-	    !ynum(y, n, "train.computation_time_stdev", &sd) && sd > 0 &&
-	    p->compute.type == DRV_DIST_CONST) {
-		p->compute.type = DRV_DIST_NORMAL;
-		p->compute.b = sd;
-		*set |= DRV_SET_COMPUTE;
-	}
-	if ((n = yget(y, t, "total_training_steps")) &&
-	    !yint(y, n, "train.total_training_steps", -1, &v)) {
-		p->total_steps = v > 0 ? (uint64_t)v : 0;
-		*set |= DRV_SET_TOTAL;
-	}
-	if ((n = yget(y, t, "seed")) && !yint(y, n, "train.seed", 0, &v)) {
-		p->seed = (uint64_t)v;
-		*set |= DRV_SET_SEED;
-	}
-	if ((n = yget(y, t, "seed_change_epoch")))
-		ybool(y, n, "train.seed_change_epoch", &p->seed_change_epoch);
+	if (ynum(y, n, o->key, &sd))
+		return -EINVAL;
+	if (!(sd > 0) || d->type != DRV_DIST_CONST)
+		return 1;
+	d->type = DRV_DIST_NORMAL;
+	d->b = sd;
+	return 0;
 }
 
-static void read_eval(struct yctx *y, yaml_node_t *e, struct drv_params *p, unsigned *set)
+/* Key o->key, there as n, into p. 0 (used), 1 (left as it was) or -EINVAL. */
+static int yopt(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, struct drv_params *p)
 {
-	yaml_node_t *n;
-	int64_t v;
-	double sd = 0;
-
-	if ((n = yget(y, e, "eval_time")) && !ytime(y, n, "evaluation.eval_time", &p->eval_compute))
-		*set |= DRV_SET_EVAL_TIME;
-	if ((n = yget(y, e, "eval_time_stdev")) && !ynum(y, n, "evaluation.eval_time_stdev", &sd) &&
-	    sd > 0 && p->eval_compute.type == DRV_DIST_CONST) {
-		p->eval_compute.type = DRV_DIST_NORMAL;
-		p->eval_compute.b = sd;
-		*set |= DRV_SET_EVAL_TIME;
-	}
-	if ((n = yget(y, e, "eval_after_epoch")) &&
-	    !yint(y, n, "evaluation.eval_after_epoch", 0, &v))
-		p->eval_after = (uint64_t)v;
-	if ((n = yget(y, e, "epochs_between_evals")) &&
-	    !yint(y, n, "evaluation.epochs_between_evals", 1, &v))
-		p->eval_every = (uint64_t)v;
-}
-
-static void read_ckpt(struct yctx *y, yaml_node_t *c, struct drv_params *p, unsigned *set)
-{
-	yaml_node_t *n;
-	int64_t v;
-
-	if ((n = yget(y, c, "checkpoint_after_epoch")) &&
-	    !yint(y, n, "checkpoint.checkpoint_after_epoch", 0, &v)) {
-		p->ckpt_after_epoch = (uint64_t)v;
-		*set |= DRV_SET_CKPT_SCHED;
-	}
-	if ((n = yget(y, c, "epochs_between_checkpoints")) &&
-	    !yint(y, n, "checkpoint.epochs_between_checkpoints", 1, &v)) {
-		p->ckpt_every_epochs = (uint64_t)v;
-		*set |= DRV_SET_CKPT_SCHED;
-	}
-	if ((n = yget(y, c, "steps_between_checkpoints")) &&
-	    !yint(y, n, "checkpoint.steps_between_checkpoints", -1, &v)) {
-		p->ckpt_every_steps = v > 0 ? (uint64_t)v : 0;
-		*set |= DRV_SET_CKPT_SCHED;
-	}
-}
-
-static void read_model(struct yctx *y, yaml_node_t *m, struct drv_params *p, unsigned *set)
-{
-	yaml_node_t *n;
-	int64_t v;
+	void *field = (char *)p + o->off;
 	const char *s;
+	uint64_t v;
+	int ret;
 
-	if (m && m->type == YAML_SCALAR_NODE) { /* DLIO's older `model: unet3d` */
-		snprintf(p->model, sizeof(p->model), "%s", ystr(m));
-		return;
-	}
-	if ((s = ystr(yget(y, m, "name"))))
-		snprintf(p->model, sizeof(p->model), "%s", s);
-	if ((n = yget(y, m, "model_size_bytes")) && !yint(y, n, "model.model_size_bytes", 0, &v)) {
-		p->checkpoint_size = (uint64_t)v;
-		*set |= DRV_SET_CKPT_SIZE;
-	} else if ((n = yget(y, m, "model_size")) && !yint(y, n, "model.model_size", 0, &v)) {
-		/* DLIO reads only model_size_bytes, so the shipped unet3d configs write
-		 * 10 KiB checkpoints (dlio.md 6.5); the size they meant is this one. */
-		p->checkpoint_size = (uint64_t)v;
-		*set |= DRV_SET_CKPT_SIZE;
-		drv_note(p,
-			 "model.model_size read as the checkpoint size (%lld bytes); DLIO "
-			 "ignores that key and writes 10 KiB",
-			 (long long)v);
+	switch (o->type) {
+	case DRV_T_COUNT:
+	case DRV_T_SIZE:
+		if ((ret = yopt_count(y, n, o, &v)))
+			return ret;
+		if (o->size == sizeof(unsigned))
+			*(unsigned *)field = (unsigned)v;
+		else
+			*(uint64_t *)field = v;
+		if (o->ynote)
+			drv_note(p, o->ynote, (unsigned long long)v);
+		return 0;
+	case DRV_T_TIME:
+		return ytime(y, n, o->key, field);
+	case DRV_T_STDEV:
+		return yopt_stdev(y, n, o, field);
+	case DRV_T_FRACTION:
+		return yopt_fraction(y, n, o, field);
+	case DRV_T_BOOL:
+		return ybool(y, n, o->key, field);
+	case DRV_T_ENUM:
+		return yopt_enum(y, n, o, field);
+	case DRV_T_STRING:
+		if (!(s = ystr(n)))
+			return 1; /* model: {...} is a section, not a name */
+		snprintf(field, o->size, "%s", s);
+		return 0;
+	default:
+		return 1;
 	}
 }
 
-int drv_params_from_yaml(const char *path, struct drv_params *p, unsigned *set, int *is_dlio,
-			 FILE *err)
+int drv_params_from_yaml(const char *path, struct drv_params *p, struct drv_optset *set,
+			 int *is_dlio, FILE *err)
 {
 	yaml_parser_t parser;
 	yaml_document_t doc;
 	struct yctx y = {.doc = &doc, .path = path, .err = err};
 	FILE *f = fopen(path, "rb");
-	int ret = 0;
+	int ret = 0, used = 0;
 
 	*is_dlio = 0;
 	if (!f)
@@ -501,49 +410,18 @@ int drv_params_from_yaml(const char *path, struct drv_params *p, unsigned *set, 
 		goto out;
 	*is_dlio = 1;
 
-	yaml_node_t *n, *sec;
-	int b;
-	if ((sec = yget(&y, root, "reader")) || (sec = yget(&y, root, "data_reader")))
-		read_reader(&y, sec, p, set);
-	if ((sec = yget(&y, root, "train")))
-		read_train(&y, sec, p, set);
-	if ((sec = yget(&y, root, "evaluation")))
-		read_eval(&y, sec, p, set);
-	if ((sec = yget(&y, root, "checkpoint")))
-		read_ckpt(&y, sec, p, set);
-	if ((sec = yget(&y, root, "model")))
-		read_model(&y, sec, p, set);
-	if ((sec = yget(&y, root, "workflow"))) {
-		if ((n = yget(&y, sec, "evaluation")) && !ybool(&y, n, "workflow.evaluation", &b)) {
-			p->eval = b;
-			*set |= DRV_SET_EVAL;
+	size_t nopts;
+	const struct drv_opt *o = drv_opts(&nopts);
+	for (size_t i = 0; i < nopts; i++, o++) {
+		yaml_node_t *n = o->key ? ykey(&y, root, o->key) : NULL;
+		/* A fallback key counts only where the one before it gave nothing. */
+		if (!n || ((o->flags & DRV_OF_FALLBACK) && used)) {
+			used = 0;
+			continue;
 		}
-		if ((n = yget(&y, sec, "checkpoint")) && !ybool(&y, n, "workflow.checkpoint", &b)) {
-			p->checkpoint = b;
-			*set |= DRV_SET_CKPT;
-		}
-	}
-	if ((sec = yget(&y, root, "metric")) && (n = yget(&y, sec, "au"))) {
-		double au;
-		if (!ynum(&y, n, "metric.au", &au)) {
-			if (au > 1 && au <= 100)
-				au /= 100; /* someone wrote a percentage */
-			if (au < 0 || au > 1)
-				yerr(&y, n, "metric.au", "expected a fraction in [0, 1]");
-			else {
-				p->au_threshold = au;
-				*set |= DRV_SET_AU;
-			}
-		}
-	}
-	if ((sec = yget(&y, yget(&y, root, "output"), "metric"))) {
-		int64_t v;
-		if ((n = yget(&y, sec, "exclude_start_steps")) &&
-		    !yint(&y, n, "output.metric.exclude_start_steps", 0, &v))
-			p->skip_start = v > 1000000 ? 1000000 : (unsigned)v;
-		if ((n = yget(&y, sec, "exclude_end_steps")) &&
-		    !yint(&y, n, "output.metric.exclude_end_steps", 0, &v))
-			p->skip_end = v > 1000000 ? 1000000 : (unsigned)v;
+		used = !yopt(&y, n, o, p);
+		if (used)
+			drv_optset_add(set, o);
 	}
 	if (y.errors)
 		ret = -EINVAL;
@@ -552,44 +430,4 @@ out:
 	yaml_parser_delete(&parser);
 	fclose(f);
 	return ret;
-}
-
-void drv_params_merge(struct drv_params *d, const struct drv_params *s, unsigned bits)
-{
-	if (bits & DRV_SET_EPOCHS)
-		d->epochs = s->epochs;
-	if (bits & DRV_SET_BATCH)
-		d->batch = s->batch;
-	if (bits & DRV_SET_EVAL_BATCH)
-		d->eval_batch = s->eval_batch;
-	if (bits & DRV_SET_THREADS)
-		d->read_threads = s->read_threads;
-	if (bits & DRV_SET_PREFETCH)
-		d->prefetch = s->prefetch;
-	if (bits & DRV_SET_COMPUTE)
-		d->compute = s->compute;
-	if (bits & DRV_SET_EVAL_TIME)
-		d->eval_compute = s->eval_compute;
-	if (bits & DRV_SET_FSHUF)
-		d->file_shuffle = s->file_shuffle;
-	if (bits & DRV_SET_SSHUF)
-		d->sample_shuffle = s->sample_shuffle;
-	if (bits & DRV_SET_SEED)
-		d->seed = s->seed;
-	if (bits & DRV_SET_AU)
-		d->au_threshold = s->au_threshold;
-	if (bits & DRV_SET_TOTAL)
-		d->total_steps = s->total_steps;
-	/* The schedule's other fields (first evaluation, checkpoint epochs) keep
-	 * their own values: only what the bit names moves. */
-	if (bits & DRV_SET_EVAL) {
-		d->eval = s->eval;
-		d->eval_every = s->eval_every;
-	}
-	if (bits & DRV_SET_CKPT)
-		d->checkpoint = s->checkpoint;
-	if (bits & DRV_SET_CKPT_SIZE)
-		d->checkpoint_size = s->checkpoint_size;
-	if (bits & DRV_SET_LOADER)
-		d->iterative = s->iterative;
 }

@@ -15,18 +15,6 @@
 
 #define JPEG_ROWS 16
 
-static int grow(uint8_t **buf, size_t *cap, size_t want)
-{
-	if (want <= *cap)
-		return 0;
-	uint8_t *p = realloc(*buf, want);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = want;
-	return 0;
-}
-
 struct jerr {
 	struct jpeg_error_mgr pub;
 	jmp_buf jb;
@@ -66,7 +54,7 @@ int drv_decode_jpeg(const uint8_t *data, size_t len, uint8_t **row, size_t *rowc
 	}
 	jpeg_start_decompress(&ci);
 	size_t stride = (size_t)ci.output_width * (size_t)ci.output_components;
-	if (grow(row, rowcap, stride * JPEG_ROWS)) {
+	if (drv_grow(row, rowcap, stride * JPEG_ROWS)) {
 		jpeg_destroy_decompress(&ci);
 		return -ENOMEM;
 	}
@@ -85,7 +73,7 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static uint8_t paeth(int a, int b, int c)
+uint8_t drv_png_paeth(int a, int b, int c)
 {
 	int p = a + b - c, pa = abs(p - a), pb = abs(p - b), pc = abs(p - c);
 
@@ -95,7 +83,7 @@ static uint8_t paeth(int a, int b, int c)
 }
 
 /* Undo the row filter of cur (filter byte first) against prev (same layout). */
-static int unfilter(uint8_t *cur, const uint8_t *prev, size_t stride, unsigned bpp)
+int drv_png_unfilter(uint8_t *cur, const uint8_t *prev, size_t stride, unsigned bpp)
 {
 	uint8_t *x = cur + 1;
 	const uint8_t *b = prev + 1;
@@ -117,8 +105,8 @@ static int unfilter(uint8_t *cur, const uint8_t *prev, size_t stride, unsigned b
 		return 0;
 	case 4:
 		for (size_t i = 0; i < stride; i++)
-			x[i] = (uint8_t)(x[i] + paeth(i >= bpp ? x[i - bpp] : 0, b[i],
-						      i >= bpp ? b[i - bpp] : 0));
+			x[i] = (uint8_t)(x[i] + drv_png_paeth(i >= bpp ? x[i - bpp] : 0, b[i],
+							      i >= bpp ? b[i - bpp] : 0));
 		return 0;
 	}
 	return -EBADMSG;
@@ -158,7 +146,7 @@ int drv_decode_png(const uint8_t *data, size_t len, uint8_t **scratch, size_t *c
 			}
 			bpp = chans[color];
 			stride = (size_t)width * bpp;
-			if (grow(scratch, cap, 2 * (stride + 1))) {
+			if (drv_grow(scratch, cap, 2 * (stride + 1))) {
 				ret = -ENOMEM;
 				goto out;
 			}
@@ -183,7 +171,7 @@ int drv_decode_png(const uint8_t *data, size_t len, uint8_t **scratch, size_t *c
 					goto out;
 				fill = stride + 1 - z.avail_out;
 				if (fill == stride + 1) {
-					if (unfilter(cur, prev, stride, bpp))
+					if (drv_png_unfilter(cur, prev, stride, bpp))
 						goto out;
 					uint8_t *t = prev;
 					prev = cur;
@@ -208,4 +196,17 @@ out:
 	if (zinit)
 		inflateEnd(&z);
 	return ret;
+}
+
+static const struct drv_decoder decoders[] = {
+    {"jpeg", drv_decode_jpeg, "JPEG variant not decoded"},
+    {"png", drv_decode_png, "PNG variant not decoded (only 8-bit, non-interlaced images are)"},
+};
+
+const struct drv_decoder *drv_decoder_for(const char *format)
+{
+	for (size_t i = 0; format && i < sizeof(decoders) / sizeof(decoders[0]); i++)
+		if (!strcmp(decoders[i].format, format))
+			return &decoders[i];
+	return NULL;
 }

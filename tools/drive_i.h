@@ -11,6 +11,7 @@
 
 #include "dliofs/config.h"
 #include "dliofs/crc32c.h"
+#include "dliofs/format.h"
 
 /* ---- computation-time distributions (drive_dist.c) ---- */
 
@@ -60,7 +61,8 @@ struct drv_perm {
 void drv_perm_init(struct drv_perm *p, uint64_t n, uint64_t key, int shuffle);
 uint64_t drv_perm_at(const struct drv_perm *p, uint64_t i);
 
-/* What one unit of work is; chosen per format (and --read-amplification). */
+/* What one unit of work is: the reader's plan hook says (by the format's read
+ * plan, --read-amplification and the loader). */
 enum drv_unit_kind {
 	DRV_U_FILE,   /* whole file once, yields the file's samples (npz/npy/jpeg/png) */
 	DRV_U_SAMPLE, /* one sample (hdf5, raw, indexed_binary; whole-file formats in dlio mode) */
@@ -128,6 +130,8 @@ void drv_plan_lanes(struct drv_plan *p, unsigned threads, uint64_t batch);
 double drv_percentile_sorted(const double *v, size_t n, double q);
 /* Sorts a copy; NAN when n == 0. */
 double drv_percentile(const double *v, size_t n, double q);
+/* p50, p90 and p99 of v, which is sorted in place (NAN when n == 0). */
+void drv_pcts(double *v, size_t n, double *p50, double *p90, double *p99);
 
 struct drv_moments {
 	double mean, min, max, stdev; /* stdev: population (numpy's default, as DLIO) */
@@ -164,8 +168,6 @@ void drv_phase_compute(const struct drv_step *s, size_t n, uint64_t batch, size_
 
 #define DRV_TFR_HDR 12
 #define DRV_TFR_FOOT 4
-
-uint32_t drv_tfr_mask(uint32_t crc);
 
 /* Length of the record whose 12 header bytes are h; with check, the masked
  * CRC of the length is verified (-EBADMSG when wrong). */
@@ -205,7 +207,8 @@ struct drv_workload {
 const struct drv_workload *drv_workload_find(const char *workload, const char *accel);
 const struct drv_workload *drv_workload_table(size_t *n);
 
-/* Set-ness of every option: command line > --workload table > config > default. */
+/* The run: option defaults < the workload file < MLPerf Storage's table <
+ * the command line (drv_build_params). */
 struct drv_params {
 	uint64_t epochs, batch, eval_batch;
 	unsigned read_threads, prefetch;
@@ -243,36 +246,97 @@ struct drv_params {
 	char notes[2048]; /* one line per adjustment the user should know of */
 };
 
-/* DLIO's run keys out of the workload YAML (reader, train, evaluation,
- * checkpoint, model, metric, output.metric, workflow); *is_dlio says whether
- * the file looked like one. Keys not set leave p untouched. Errors to err. */
-int drv_params_from_yaml(const char *path, struct drv_params *p, unsigned *set, int *is_dlio,
-			 FILE *err);
-void drv_params_defaults(struct drv_params *p, enum dl_format f);
+/* Defaults (the options table's), with the batch size and reader threads
+ * DLIO uses for the format (its read hints; NULL: 64 and 4). */
+void drv_params_defaults(struct drv_params *p, const struct dl_read_hints *h);
 void drv_note(struct drv_params *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Copy the fields named by `bits` (enum drv_set_bit) from s to d. */
-void drv_params_merge(struct drv_params *d, const struct drv_params *s, unsigned bits);
 
-/* Bits of `set`: which fields a layer (yaml, command line) has given. */
-enum drv_set_bit {
-	DRV_SET_EPOCHS = 1u << 0,
-	DRV_SET_BATCH = 1u << 1,
-	DRV_SET_THREADS = 1u << 2,
-	DRV_SET_PREFETCH = 1u << 3,
-	DRV_SET_COMPUTE = 1u << 4,
-	DRV_SET_FSHUF = 1u << 5,
-	DRV_SET_SSHUF = 1u << 6,
-	DRV_SET_SEED = 1u << 7,
-	DRV_SET_AU = 1u << 8,
-	DRV_SET_EVAL_BATCH = 1u << 9,
-	DRV_SET_EVAL_TIME = 1u << 10,
-	DRV_SET_CKPT_SIZE = 1u << 11,
-	DRV_SET_TOTAL = 1u << 12,
-	DRV_SET_EVAL = 1u << 13,
-	DRV_SET_CKPT = 1u << 14,
-	DRV_SET_CKPT_SCHED = 1u << 15, /* yaml only: the command line sets each field */
-	DRV_SET_LOADER = 1u << 16,
+/* ---- options (drive_opts.c): one table for the command line, the DLIO
+ * workload keys, the defaults, --help and which layer gave what ---- */
+
+enum drv_opt_type {
+	DRV_T_COUNT,	/* uint64_t or unsigned (by size) in [min, max]: 8, 20k */
+	DRV_T_SIZE,	/* uint64_t bytes: 4MiB; with min, a multiple of min up to max */
+	DRV_T_TIME,	/* struct drv_dist: seconds (0.3, 50ms) or a distribution */
+	DRV_T_STDEV,	/* workload only: a stdev > 0 makes a constant time of the
+			 * same field normal (DLIO's *_stdev keys) */
+	DRV_T_FRACTION, /* double in [0, 1]; a workload's 1..100 is a percentage */
+	DRV_T_BOOL,	/* int: the flag stores `value`; a workload says true or false */
+	DRV_T_ENUM,	/* int: one of names[] */
+	DRV_T_STRING,	/* char[size]: a name */
+	DRV_T_DIR,	/* char[size]: a directory, with room left for names under it */
+	DRV_T_ARG,	/* const char *: the argument as given */
+	DRV_T_HELP,	/* --help */
+	DRV_T_VERSION,	/* --version */
 };
+
+/* DRV_T_ENUM's spellings; yaml_only ones are workload-file aliases. */
+struct drv_name {
+	const char *name;
+	int value;
+	int yaml_only;
+};
+
+/* DLIO's conventions for a workload file's whole numbers, and how options go
+ * together. */
+#define DRV_OF_YOFF 0x01u     /* -1 (or 0) means 0: off */
+#define DRV_OF_YMAIN 0x02u    /* 0 means 1 (DLIO's 0: load in the main process) */
+#define DRV_OF_YCLAMP 0x04u   /* above max means max */
+#define DRV_OF_YMAX 0x08u     /* above max is an error (else there is no maximum) */
+#define DRV_OF_YNULL 0x10u    /* null means not given */
+#define DRV_OF_YLAX 0x20u     /* a name not in names[] is ignored (not an error) */
+#define DRV_OF_FALLBACK 0x40u /* read only when the entry before it gave nothing */
+#define DRV_OF_CKPT 0x80u     /* a checkpoint option: checkpoints on, --checkpoint-dir needed */
+
+/* Where a field is: the table's offsets are into struct drv_cli, whose
+ * first member is the run parameters, so a run parameter's offset is also
+ * its offset in struct drv_params. */
+#define DRV_P(f) offsetof(struct drv_cli, p.f)
+#define DRV_C(f) offsetof(struct drv_cli, f)
+
+struct drv_opt {
+	const char *flag; /* --flag; NULL: a workload file key only */
+	char letter;	  /* -q, or 0 */
+	const char *key;  /* the DLIO workload key ("reader.batch_size"); NULL: none */
+	enum drv_opt_type type;
+	size_t off, size;	      /* the field (DRV_P, DRV_C) and its size */
+	uint64_t min, max;	      /* DRV_T_COUNT, DRV_T_SIZE (0, 0: no limit) */
+	int value;		      /* DRV_T_BOOL: what the flag stores */
+	const struct drv_name *names; /* DRV_T_ENUM, ending with {NULL} */
+	unsigned flags;		      /* DRV_OF_* */
+	const char *def;	      /* the default as the command line writes it; NULL: 0 */
+	const char *arg;	      /* the value's name in --help */
+	const char *help;
+	const char *ynote; /* said (with the value) when the workload key is used */
+};
+
+/* The table. */
+const struct drv_opt *drv_opts(size_t *n);
+#define DRV_OPTS_MAX 128
+
+/* Which options a layer gave: a bit per entry of the table. */
+struct drv_optset {
+	uint64_t bits[DRV_OPTS_MAX / 64];
+};
+void drv_optset_add(struct drv_optset *s, const struct drv_opt *o);
+void drv_optset_or(struct drv_optset *d, const struct drv_optset *s);
+int drv_optset_empty(const struct drv_optset *s);
+/* Did s give the field at `off` (DRV_P(batch)), by any of its options? */
+int drv_given(const struct drv_optset *s, size_t off);
+/* Did s give any option with flag f (DRV_OF_CKPT)? */
+int drv_given_any(const struct drv_optset *s, unsigned f);
+/* "off, seed or random": o's names. */
+void drv_opt_expected(const struct drv_opt *o, char *buf, size_t len);
+
+/* DLIO's run keys (the table's) out of a workload YAML; *is_dlio says
+ * whether the file looked like one (only then are keys read). Keys not
+ * there leave p untouched; the ones used are added to *set. A known key
+ * with a bad value is an error with its line:column, on err. 0 or -errno. */
+int drv_params_from_yaml(const char *path, struct drv_params *p, struct drv_optset *set,
+			 int *is_dlio, FILE *err);
+/* Copy the run parameters `set` gives from s to d. */
+void drv_params_merge(struct drv_params *d, const struct drv_params *s,
+		      const struct drv_optset *set);
 
 /* ---- ranks (drive_comm.c) ---- */
 
@@ -330,7 +394,7 @@ void drv_cuda_take(struct drv_cuda *c, struct drv_cuda_stats *out); /* and reset
 const char *drv_cuda_device(const struct drv_cuda *c);
 void drv_cuda_close(struct drv_cuda *c);
 
-/* ---- readers and the loader (drive_readers.c, drive_loader.c) ---- */
+/* ---- readers and the loader (drive_readers.c, drive_read_*.c, drive_loader.c) ---- */
 
 struct drv_ctx;	   /* the run: config, dataset, params, readers */
 struct drv_worker; /* per reader thread state */
@@ -367,7 +431,8 @@ void drv_worker_free(struct drv_worker *w);
 int drv_read_unit(struct drv_worker *w, struct drv_loader *l, uint32_t split, uint64_t epoch,
 		  uint64_t seq, const struct drv_unit *u, struct drv_io *io);
 /* STREAM units: reserve up to `want` more samples (at least one, waiting for
- * the prefetch bound when needed); 0 when the phase needs no more. */
+ * the prefetch bound, or for reservations given back, when needed); 0 when
+ * the phase needs no more. */
 uint64_t drv_loader_reserve(struct drv_loader *l, uint64_t want);
 /* n samples are complete; io holds the bytes they cost (added under the lock
  * and zeroed). */
@@ -381,23 +446,47 @@ struct drv_ctx {
 	const struct dl_dataset *ds;
 	struct dl_fmt_ctx *fmt;
 	struct drv_params *p;
-	char root[4096]; /* DIR/<dataset name> */
-	uint64_t spf;	 /* logical samples per file */
-	enum drv_unit_kind kind;
-	FILE *trace; /* --trace-files, or NULL */
+	char root[4096];		 /* DIR/<dataset name> */
+	uint64_t spf;			 /* logical samples per file */
+	const struct drv_reader_ops *rd; /* from the format's read plan */
+	void *rd_state;			 /* the reader's run-wide state (rd->setup) */
+	enum drv_unit_kind kind;	 /* rd->plan's */
+	FILE *trace;			 /* --trace-files, or NULL */
 	pthread_mutex_t trace_lock;
-	/* indexed_binary: all index entries when they fit (offsets, sizes), per split */
-	uint64_t *ib_off[DL_SPLIT__COUNT], *ib_size[DL_SPLIT__COUNT];
-	uint64_t setup_bytes; /* bytes read before the first epoch (index files) */
-	int png_warned, npz_warned;
+	uint64_t setup_bytes;	     /* bytes read before the first epoch (index files) */
 	const struct drv_comm *comm; /* ranks (NULL: one) */
 	unsigned rank, ranks;	     /* this process, and all of them (>= 1) */
 };
 
+/* How the files of one read plan (enum dl_read_plan) are read: the unit of
+ * work, anything the run prepares once, and per reader thread a private
+ * state of state_size bytes (zeroed) that open sets up, read uses and close
+ * releases. One drive_read_<plan>.c each; drv_reader_for picks by the
+ * dataset's format, so no reader knows a format by name. */
+struct drv_reader_ops {
+	const char *name;	/* "whole", "stream", "hyperslab", "region", "chunk" */
+	const char *no_odirect; /* why --odirect does not apply here (NULL: it does) */
+	/* The unit of work for these reads. */
+	enum drv_unit_kind (*plan)(enum drv_amp amp, int iterative);
+	/* Notes for the report on this run's reads (optional). */
+	void (*notes)(const struct dl_dataset *ds, struct drv_params *p);
+	/* Before the first epoch and after the run (optional; c->rd_state is
+	 * theirs). setup says what failed on err. */
+	int (*setup)(struct drv_ctx *c, FILE *err);
+	void (*teardown)(struct drv_ctx *c);
+	size_t state_size;
+	int (*open)(struct drv_worker *w); /* optional */
+	/* One unit, as drv_read_unit. */
+	int (*read)(struct drv_worker *w, struct drv_loader *l, uint32_t split, uint64_t epoch,
+		    uint64_t seq, const struct drv_unit *u, struct drv_io *io);
+	void (*close)(struct drv_worker *w); /* optional; also after a failed open */
+};
+
+/* The reader of the dataset's read plan (NULL: a plan without one). */
+const struct drv_reader_ops *drv_reader_for(const struct dl_dataset *ds);
+
 int drv_relpath(const struct drv_ctx *c, uint32_t split, uint64_t file, uint32_t part, char *buf,
 		size_t len);
-/* Load every indexed_binary index when they fit in memory (setup). */
-int drv_ib_preload(struct drv_ctx *c, FILE *err);
 void drv_trace_line(struct drv_ctx *c, uint64_t epoch, uint32_t split, uint64_t seq,
 		    const char *rel, int64_t sample, int64_t off, uint64_t bytes);
 
@@ -409,11 +498,36 @@ struct drv_pyio;
 int drv_npz_numpy(struct drv_pyio **m, int fd, const char *member, struct drv_io *io);
 void drv_pyio_free(struct drv_pyio *m);
 
+/* The np.load model of a DL_RH_NUMPY format, by its name (drive_pyio.c);
+ * NULL where there is none (its files are read whole). */
+struct drv_numpy_model {
+	const char *format;
+	int (*load)(struct drv_pyio **m, int fd, struct drv_io *io); /* as drv_npz_numpy */
+	const char *unsupported;				     /* what its -ENOTSUP means */
+};
+const struct drv_numpy_model *drv_numpy_model_for(const char *format);
+
+/* *p holds at least want bytes (realloc'ed; contents kept). 0 or -ENOMEM. */
+int drv_grow(uint8_t **p, size_t *cap, size_t want);
+
 /* Decoders (drive_decode.c): 0 and pixels' byte count, or -errno. */
 int drv_decode_jpeg(const uint8_t *data, size_t len, uint8_t **row, size_t *rowcap,
 		    uint64_t *pixels);
 int drv_decode_png(const uint8_t *data, size_t len, uint8_t **scratch, size_t *cap,
 		   uint64_t *pixels);
+/* PNG's row filters: undo filter cur[0] of row cur against prev (each with
+ * its filter byte first); and the Paeth predictor. */
+int drv_png_unfilter(uint8_t *cur, const uint8_t *prev, size_t stride, unsigned bpp);
+uint8_t drv_png_paeth(int a, int b, int c);
+
+/* The decoder of a DL_RH_IMAGE format, by its name (NULL: none). */
+struct drv_decoder {
+	const char *format;
+	int (*decode)(const uint8_t *data, size_t len, uint8_t **scratch, size_t *cap,
+		      uint64_t *pixels);
+	const char *unsupported; /* what its -ENOTSUP means */
+};
+const struct drv_decoder *drv_decoder_for(const char *format);
 
 /* ---- the run (drive_run.c) ---- */
 
@@ -501,5 +615,27 @@ void drv_progress_update(struct drv_progress *pb, const char *what, uint64_t epo
 void drv_progress_clear(struct drv_progress *pb);
 
 double drv_now(void); /* CLOCK_MONOTONIC seconds */
+
+/* ---- the tool's front (drive_opts.c, drive_params.c, drive_setup.c) ---- */
+
+/* Everything the command line says (the options table's fields). */
+struct drv_cli {
+	struct drv_params p; /* first: see DRV_P */
+	const char *config, *dir, *dataset, *json, *trace, *accel_type, *workload;
+	int quiet;
+	struct drv_optset given;
+};
+
+/* dlio-drive --help. */
+void drv_usage(FILE *f);
+/* 0, 1 when --help or --version has said all, or -EINVAL (said). */
+int drv_cli_parse(int argc, char **argv, struct drv_cli *c);
+/* Layer the run parameters for dataset ds: 0 or -EINVAL (said). */
+int drv_build_params(const struct drv_cli *cl, const struct dl_config *cfg,
+		     const struct dl_dataset *ds, uint64_t spf, struct drv_params *p);
+/* Everything before the first epoch; the exit status (0: ready). */
+int drv_setup(const struct drv_cli *cl, const struct drv_comm *comm, struct drv_ctx *c,
+	      struct drv_params *p, struct dl_config **cfgp, struct drv_cuda **cuda,
+	      struct drv_result *res);
 
 #endif

@@ -131,7 +131,10 @@ uint64_t drv_loader_reserve(struct drv_loader *l, uint64_t want)
 	uint64_t got = 0;
 
 	pthread_mutex_lock(&l->mu);
-	while (l->active && !l->err && l->reserved < l->need && l->reserved >= l->limit)
+	/* Everything reserved is not everything done: another stream may give
+	 * back what it reserved past its file's end, and then the samples must
+	 * come from the files still open, this one among them. */
+	while (l->active && !l->err && l->done < l->need && l->reserved >= l->limit)
 		pthread_cond_wait(&l->work, &l->mu);
 	if (l->active && !l->err && l->reserved < l->need) {
 		uint64_t room = (l->limit < l->need ? l->limit : l->need) - l->reserved;

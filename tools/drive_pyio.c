@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dliofs/bytes.h"
 #include "drive_i.h"
 
 #define PY_DEFAULT_BUFFER 8192	    /* io.DEFAULT_BUFFER_SIZE */
@@ -61,18 +62,6 @@ void drv_pyio_free(struct drv_pyio *m)
 	free(m->rb);
 	free(m->data);
 	free(m);
-}
-
-static int grow(uint8_t **p, size_t *cap, size_t want)
-{
-	if (want <= *cap)
-		return 0;
-	void *n = realloc(*p, want);
-	if (!n)
-		return -ENOMEM;
-	*p = n;
-	*cap = want;
-	return 0;
 }
 
 /* ---- io.BufferedReader over the fd ---- */
@@ -157,7 +146,7 @@ static ssize_t pyf_read(struct pyf *f, size_t n, uint8_t *dst)
 		size_t r = remaining / f->B * f->B;
 		if (!r)
 			break;
-		if (!dst && grow(&f->m->tmp, &f->m->tcap, r)) {
+		if (!dst && drv_grow(&f->m->tmp, &f->m->tcap, r)) {
 			f->err = -ENOMEM;
 			return -1;
 		}
@@ -195,7 +184,7 @@ static ssize_t pyf_readall(struct pyf *f)
 	size_t have = f->valid ? f->end - f->pos : 0, bufsize;
 	uint64_t at;
 
-	if (grow(&f->m->tmp, &f->m->tcap, have + PY_SMALLCHUNK))
+	if (drv_grow(&f->m->tmp, &f->m->tcap, have + PY_SMALLCHUNK))
 		goto oom;
 	if (have)
 		memcpy(f->m->tmp, f->m->buf + f->pos, have);
@@ -210,7 +199,7 @@ static ssize_t pyf_readall(struct pyf *f)
 			size_t add = got > 65536 ? got >> 3 : 256 + got;
 			bufsize = got + (add < PY_SMALLCHUNK ? PY_SMALLCHUNK : add);
 		}
-		if (grow(&f->m->tmp, &f->m->tcap, have + bufsize))
+		if (drv_grow(&f->m->tmp, &f->m->tcap, have + bufsize))
 			goto oom;
 		ssize_t r = raw_read(f, f->m->tmp + have + got, bufsize - got);
 		if (r < 0)
@@ -226,13 +215,6 @@ oom:
 }
 
 /* ---- zipfile ---- */
-
-static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
 
 struct endrec {
 	uint64_t size_cd, offset_cd, location;
@@ -259,8 +241,8 @@ static int endrec64(struct pyf *f, int64_t offset, struct endrec *e)
 	if (n != 56 || memcmp(rec, "PK\x06\x06", 4))
 		return 0;
 	e->zip64 = 1;
-	e->size_cd = le64(rec + 40);
-	e->offset_cd = le64(rec + 48);
+	e->size_cd = dl_get_le64(rec + 40);
+	e->offset_cd = dl_get_le64(rec + 48);
 	e->location = (uint64_t)((int64_t)f->size + offset - 20 - 56);
 	return 0;
 }
@@ -277,8 +259,8 @@ static int endrec(struct pyf *f, struct endrec *e)
 		return -1;
 	const uint8_t *d = f->m->tmp;
 	if (n == 22 && !memcmp(d, "PK\x05\x06", 4) && d[20] == 0 && d[21] == 0) {
-		e->size_cd = le32(d + 12);
-		e->offset_cd = le32(d + 16);
+		e->size_cd = dl_get_le32(d + 12);
+		e->offset_cd = dl_get_le32(d + 16);
 		e->location = f->size - 22;
 		return endrec64(f, -22, e) < 0 ? -1 : 1;
 	}
@@ -290,8 +272,8 @@ static int endrec(struct pyf *f, struct endrec *e)
 	for (ssize_t i = n - 22; i >= 0; i--) {
 		if (memcmp(d + i, "PK\x05\x06", 4))
 			continue;
-		e->size_cd = le32(d + i + 12);
-		e->offset_cd = le32(d + i + 16);
+		e->size_cd = dl_get_le32(d + i + 12);
+		e->offset_cd = dl_get_le32(d + i + 16);
 		e->location = start + (uint64_t)i;
 		return endrec64(f, (int64_t)(start + (uint64_t)i) - (int64_t)f->size, e) < 0 ? -1
 											     : 1;
@@ -313,29 +295,30 @@ static int find_member(const uint8_t *cd, size_t len, const char *name, int64_t 
 		const uint8_t *e = cd + p;
 		if (memcmp(e, "PK\x01\x02", 4))
 			return -ENOTSUP;
-		uint16_t flags = le16(e + 8), method = le16(e + 10);
-		uint16_t fl = le16(e + 28), xl = le16(e + 30), cl = le16(e + 32);
+		uint16_t flags = dl_get_le16(e + 8), method = dl_get_le16(e + 10);
+		uint16_t fl = dl_get_le16(e + 28), xl = dl_get_le16(e + 30),
+			 cl = dl_get_le16(e + 32);
 		if (p + 46 + fl + xl + cl > len)
 			return -ENOTSUP;
 		if (fl == nl && !memcmp(e + 46, name, nl)) {
 			if (method != 0 || (flags & 1))
 				return -ENOTSUP; /* deflated or encrypted: not modelled */
-			mb->usize = le32(e + 24);
-			mb->csize = le32(e + 20);
-			mb->header_offset = le32(e + 42);
+			mb->usize = dl_get_le32(e + 24);
+			mb->csize = dl_get_le32(e + 20);
+			mb->header_offset = dl_get_le32(e + 42);
 			/* zip64 extra: the fields that overflowed, in this order. */
 			for (const uint8_t *x = e + 46 + fl, *xe = x + xl; x + 4 <= xe;) {
-				uint16_t id = le16(x), sz = le16(x + 2);
+				uint16_t id = dl_get_le16(x), sz = dl_get_le16(x + 2);
 				const uint8_t *v = x + 4, *ve = v + sz;
 				if (ve > xe)
 					break;
 				if (id == 1) {
 					if (mb->usize == 0xffffffffu && v + 8 <= ve)
-						mb->usize = le64(v), v += 8;
+						mb->usize = dl_get_le64(v), v += 8;
 					if (mb->csize == 0xffffffffu && v + 8 <= ve)
-						mb->csize = le64(v), v += 8;
+						mb->csize = dl_get_le64(v), v += 8;
 					if (mb->header_offset == 0xffffffffu && v + 8 <= ve)
-						mb->header_offset = le64(v);
+						mb->header_offset = dl_get_le64(v);
 				}
 				x = ve;
 			}
@@ -378,7 +361,7 @@ static ssize_t zx_read1(struct zx *z, size_t n)
 		n = ZIP_MIN_READ;
 	if (n > z->compress_left)
 		n = (size_t)z->compress_left;
-	if (grow(&m->data, &m->dcap, n)) {
+	if (drv_grow(&m->data, &m->dcap, n)) {
 		z->f->err = -ENOMEM;
 		return -1;
 	}
@@ -413,7 +396,7 @@ static ssize_t zx_read(struct zx *z, size_t n, uint8_t *dst)
 	}
 	n = end - z->rblen;
 	done = z->rblen - z->off;
-	if (dst)
+	if (dst && done) /* rb is NULL before the first read */
 		memcpy(dst, m->rb + z->off, done);
 	z->rblen = z->off = 0;
 	while (n && !z->eof) {
@@ -421,7 +404,7 @@ static ssize_t zx_read(struct zx *z, size_t n, uint8_t *dst)
 		if (got < 0)
 			return -1;
 		if (n < (size_t)got) {
-			if (grow(&m->rb, &m->rbcap, (size_t)got)) {
+			if (drv_grow(&m->rb, &m->rbcap, (size_t)got)) {
 				z->f->err = -ENOMEM;
 				return -1;
 			}
@@ -511,7 +494,7 @@ static int numpy_member(struct pyf *f, const struct member *mb)
 		return -1;
 	if (n != sizeof(hdr) || memcmp(hdr, "PK\x03\x04", 4))
 		return -ENOTSUP;
-	size_t fl = le16(hdr + 26), xl = le16(hdr + 28);
+	size_t fl = dl_get_le16(hdr + 26), xl = dl_get_le16(hdr + 28);
 	if (fl > sizeof(skip) || xl > sizeof(skip))
 		return -ENOTSUP;
 	if (sf_read(&z, fl, skip) < 0 || (xl && sf_read(&z, xl, skip) < 0))
@@ -531,7 +514,7 @@ static int numpy_member(struct pyf *f, const struct member *mb)
 		return -1;
 	if ((size_t)n != hls)
 		return -ENOTSUP;
-	size_t hlen = hls == 2 ? le16(hl) : le32(hl);
+	size_t hlen = hls == 2 ? dl_get_le16(hl) : dl_get_le32(hl);
 	if (hlen > sizeof(header))
 		return -ENOTSUP;
 	if ((n = read_bytes(&z, hlen, (uint8_t *)header)) < 0)
@@ -566,7 +549,7 @@ int drv_npz_numpy(struct drv_pyio **mp, int fd, const char *member, struct drv_i
 	size_t B = st.st_blksize > 1 ? (size_t)st.st_blksize : PY_DEFAULT_BUFFER;
 	if (B > PY_BUFFER_MAX)
 		return -ENOTSUP;
-	if (grow(&m->buf, &m->bcap, B) || grow(&m->data, &m->dcap, ZX_MAX))
+	if (drv_grow(&m->buf, &m->bcap, B) || drv_grow(&m->data, &m->dcap, ZX_MAX))
 		return -ENOMEM;
 	struct pyf f = {.m = m, .fd = fd, .size = (uint64_t)st.st_size, .B = B, .io = io};
 
@@ -604,4 +587,22 @@ int drv_npz_numpy(struct drv_pyio **mp, int fd, const char *member, struct drv_i
 	if (ret < 0 && f.err)
 		return f.err;
 	return ret;
+}
+
+/* DLIO's npz reader: np.load(path)['x']. */
+static int npz_x(struct drv_pyio **m, int fd, struct drv_io *io)
+{
+	return drv_npz_numpy(m, fd, "x", io);
+}
+
+static const struct drv_numpy_model models[] = {
+    {"npz", npz_x, "no stored x.npy member np.load's reads could be modelled on"},
+};
+
+const struct drv_numpy_model *drv_numpy_model_for(const char *format)
+{
+	for (size_t i = 0; format && i < sizeof(models) / sizeof(models[0]); i++)
+		if (!strcmp(models[i].format, format))
+			return &models[i];
+	return NULL;
 }

@@ -12,25 +12,6 @@
 
 #include "drive_i.h"
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void pcts(double *v, size_t n, double *p50, double *p90, double *p99)
-{
-	if (!n) {
-		*p50 = *p90 = *p99 = NAN;
-		return;
-	}
-	qsort(v, n, sizeof(double), cmp_double);
-	*p50 = drv_percentile_sorted(v, n, 50);
-	*p90 = drv_percentile_sorted(v, n, 90);
-	*p99 = drv_percentile_sorted(v, n, 99);
-}
-
 /* Measured (AU) steps of a phase: what drv_run keeps in the run-wide arrays. */
 static size_t measured(const struct drv_phase_stats *st) { return st->steps - st->excluded; }
 
@@ -137,8 +118,8 @@ static int aggregate(struct drv_result *res, unsigned P, size_t nep, const doubl
 				ws[n++] = x[1];
 			}
 		}
-		pcts(ts, n, &o->st.step_p50, &o->st.step_p90, &o->st.step_p99);
-		pcts(ws, n, &o->st.wait_p50, &o->st.wait_p90, &o->st.wait_p99);
+		drv_pcts(ts, n, &o->st.step_p50, &o->st.step_p90, &o->st.step_p99);
+		drv_pcts(ws, n, &o->st.wait_p50, &o->st.wait_p90, &o->st.wait_p99);
 		if (o->has_eval) {
 			double ev_min;
 			for (unsigned q = 0; q < P; q++)

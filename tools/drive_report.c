@@ -38,6 +38,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dliofs/format.h"
+#include "dliofs/json.h"
 #include "drive_i.h"
 
 #ifndef DLIOFS_VERSION
@@ -200,8 +202,8 @@ static void row(FILE *out, const char *label, uint64_t steps, uint64_t samples, 
 		c2, q[0], q[1], q[2]);
 }
 
-void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_result *r,
-		      const struct drv_summary *s)
+/* What was run: the dataset, the loader's settings, the notes. */
+static void table_head(FILE *out, const struct drv_ctx *c, const struct drv_result *r)
 {
 	const struct drv_params *p = c->p;
 	char ct[128];
@@ -210,7 +212,7 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 
 	drv_dist_describe(&p->compute, ct, sizeof(ct));
 	fprintf(out, "dlio-drive: %s (%s) in %s: %llu train files x %llu samples, read by %s\n",
-		c->ds->name, dl_format_name(c->ds->format), c->root,
+		c->ds->name, dl_ds_ops(c->ds)->name, c->root,
 		(unsigned long long)c->ds->files[DL_SPLIT_TRAIN], (unsigned long long)c->spf,
 		unit_name[c->kind]);
 	fprintf(out,
@@ -234,6 +236,11 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 		fprintf(out, "  note: %.*s\n", len, n);
 		n += len + (e ? 1 : 0);
 	}
+}
+
+/* A row per epoch (and evaluation), then the mean and stdev over epochs. */
+static void table_epochs(FILE *out, const struct drv_result *r, const struct drv_summary *s)
+{
 	fprintf(out, "\n%6s %7s %9s %11s %8s %8s %6s %6s %10s %9s  %s\n", "epoch", "steps",
 		"samples", "MB read", "wall s", "stall s", "stall%", "AU%", "samples/s", "MB/s",
 		"step ms p50 / p90 / p99");
@@ -250,41 +257,50 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 			    e->ev.samples_per_s, e->ev_mb_per_s, e->ev.step_p50, e->ev.step_p90,
 			    e->ev.step_p99);
 	}
-	if (r->nep > 1) {
-		uint64_t st = 0, sa = 0;
-		for (size_t i = 0; i < r->nep; i++) {
-			st += r->ep[i].st.steps;
-			sa += r->ep[i].st.samples;
-		}
-		row(out, "mean", st / r->nep, sa / r->nep, s->bytes.mean / 1e6, s->wall_s.mean,
-		    s->stall_s.mean, s->stall_share.mean, s->au.mean, s->samples_per_s.mean,
-		    s->mb_per_s.mean, s->step_p50, s->step_p90, s->step_p99);
+	if (r->nep <= 1)
+		return;
+	uint64_t st = 0, sa = 0;
+	for (size_t i = 0; i < r->nep; i++) {
+		st += r->ep[i].st.steps;
+		sa += r->ep[i].st.samples;
+	}
+	row(out, "mean", st / r->nep, sa / r->nep, s->bytes.mean / 1e6, s->wall_s.mean,
+	    s->stall_s.mean, s->stall_share.mean, s->au.mean, s->samples_per_s.mean,
+	    s->mb_per_s.mean, s->step_p50, s->step_p90, s->step_p99);
+	char a[16], b[16];
+	fmt_pct(a, sizeof(a), s->au.stdev);
+	fmt_num(b, sizeof(b), s->samples_per_s.stdev, "%.1f");
+	fprintf(out, "%6s %7s %9s %11s %8s %8s %6s %6s %10s\n", "stdev", "", "", "", "", "", "", a,
+		b);
+}
+
+/* Several ranks: each one's own figures. */
+static void table_ranks(FILE *out, const struct drv_result *r)
+{
+	if (r->nranks <= 1 || !r->rank_ep)
+		return;
+	fprintf(out,
+		"\n%u ranks: samples, MB and samples/s above are summed over ranks, AU "
+		"and stall the mean over ranks\n",
+		r->nranks);
+	for (unsigned q = 0; q < r->nranks; q++) {
+		struct rank_fig f;
 		char a[16], b[16];
-		fmt_pct(a, sizeof(a), s->au.stdev);
-		fmt_num(b, sizeof(b), s->samples_per_s.stdev, "%.1f");
-		fprintf(out, "%6s %7s %9s %11s %8s %8s %6s %6s %10s\n", "stdev", "", "", "", "", "",
-			"", a, b);
-	}
-	if (r->nranks > 1 && r->rank_ep) {
+		rank_figures(r, q, &f);
+		fmt_pct(a, sizeof(a), f.au.mean);
+		fmt_pct(b, sizeof(b), f.au.min);
 		fprintf(out,
-			"\n%u ranks: samples, MB and samples/s above are summed over ranks, AU "
-			"and stall the mean over ranks\n",
-			r->nranks);
-		for (unsigned q = 0; q < r->nranks; q++) {
-			struct rank_fig f;
-			char a[16], b[16];
-			rank_figures(r, q, &f);
-			fmt_pct(a, sizeof(a), f.au.mean);
-			fmt_pct(b, sizeof(b), f.au.min);
-			fprintf(out,
-				"  rank %-3u %-16.16s AU %s%% (lowest epoch %s%%), %.1f samples/s; "
-				"in %zu epochs %llu samples, %.1f MB read, %llu opens, %.2f s in "
-				"barriers\n",
-				q, r->hosts ? r->hosts[q] : "", a, b, f.sps.mean, r->nep,
-				(unsigned long long)f.samples, (double)f.bytes / 1e6,
-				(unsigned long long)f.opens, f.barrier);
-		}
+			"  rank %-3u %-16.16s AU %s%% (lowest epoch %s%%), %.1f samples/s; "
+			"in %zu epochs %llu samples, %.1f MB read, %llu opens, %.2f s in "
+			"barriers\n",
+			q, r->hosts ? r->hosts[q] : "", a, b, f.sps.mean, r->nep,
+			(unsigned long long)f.samples, (double)f.bytes / 1e6,
+			(unsigned long long)f.opens, f.barrier);
 	}
+}
+
+static void table_gpu(FILE *out, const struct drv_result *r)
+{
 	for (size_t i = 0; i < r->nep; i++) {
 		const struct drv_epoch_rec *e = &r->ep[i];
 		if (!e->has_gpu)
@@ -297,7 +313,14 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 			e->gpu.kernel_s, e->gpu.idle_s, tot > 0 ? e->gpu.idle_s / tot * 100 : 0,
 			e->gpu.h2d_s, (double)e->gpu.h2d_bytes / 1e6);
 	}
+}
+
+/* The verdict, the stalls per step, the checkpoints. */
+static void table_tail(FILE *out, const struct drv_params *p, const struct drv_result *r,
+		       const struct drv_summary *s)
+{
 	char au[16], thr[16];
+
 	fmt_pct(au, sizeof(au), s->au_mean);
 	fmt_pct(thr, sizeof(thr), p->au_threshold);
 	fprintf(out, "\nAU %s%% (threshold %s%%): %s", au, thr, s->pass ? "PASS" : "FAIL");
@@ -325,290 +348,253 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 	}
 }
 
+void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_result *r,
+		      const struct drv_summary *s)
+{
+	table_head(out, c, r);
+	table_epochs(out, r, s);
+	table_ranks(out, r);
+	table_gpu(out, r);
+	table_tail(out, c->p, r, s);
+}
+
 /* ---- JSON ---- */
 
-struct js {
-	FILE *f;
-	int first;
-};
+static void jnum(struct dl_jw *w, const char *k, double v) { dl_jw_f64(w, k, v, 15); }
 
-static void jstr(FILE *f, const char *s)
+static void jtext(struct dl_jw *w, const char *k, const char *v) { dl_jw_str(w, k, v); }
+
+static void jmom(struct dl_jw *w, const char *k, const struct drv_moments *m)
 {
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
+	dl_jw_obj(w, k);
+	jnum(w, "mean", m->mean);
+	jnum(w, "min", m->min);
+	jnum(w, "max", m->max);
+	jnum(w, "stdev", m->stdev);
+	dl_jw_end(w);
 }
 
-static void jkey(struct js *j, const char *k)
+static void jpct(struct dl_jw *w, const char *k, double p50, double p90, double p99)
 {
-	if (!j->first)
-		fputc(',', j->f);
-	j->first = 0;
-	jstr(j->f, k);
-	fputc(':', j->f);
+	dl_jw_obj(w, k);
+	jnum(w, "p50", p50);
+	jnum(w, "p90", p90);
+	jnum(w, "p99", p99);
+	dl_jw_end(w);
 }
 
-static void jnum(struct js *j, const char *k, double v)
-{
-	jkey(j, k);
-	if (isfinite(v))
-		fprintf(j->f, "%.15g", v);
-	else
-		fputs("null", j->f);
-}
-
-static void juint(struct js *j, const char *k, uint64_t v)
-{
-	jkey(j, k);
-	fprintf(j->f, "%llu", (unsigned long long)v);
-}
-
-static void jtext(struct js *j, const char *k, const char *v)
-{
-	jkey(j, k);
-	if (v)
-		jstr(j->f, v);
-	else
-		fputs("null", j->f);
-}
-
-static void jbool(struct js *j, const char *k, int v)
-{
-	jkey(j, k);
-	fputs(v ? "true" : "false", j->f);
-}
-
-static void jopen(struct js *j, const char *k, char br)
-{
-	if (k)
-		jkey(j, k);
-	else if (!j->first)
-		fputc(',', j->f);
-	fputc(br, j->f);
-	j->first = 1;
-}
-
-static void jclose(struct js *j, char br)
-{
-	fputc(br, j->f);
-	j->first = 0;
-}
-
-static void jmom(struct js *j, const char *k, const struct drv_moments *m)
-{
-	jopen(j, k, '{');
-	jnum(j, "mean", m->mean);
-	jnum(j, "min", m->min);
-	jnum(j, "max", m->max);
-	jnum(j, "stdev", m->stdev);
-	jclose(j, '}');
-}
-
-static void jpct(struct js *j, const char *k, double p50, double p90, double p99)
-{
-	jopen(j, k, '{');
-	jnum(j, "p50", p50);
-	jnum(j, "p90", p90);
-	jnum(j, "p99", p99);
-	jclose(j, '}');
-}
-
-static void jphase(struct js *j, const struct drv_phase_stats *st, const struct drv_io *io,
+static void jphase(struct dl_jw *w, const struct drv_phase_stats *st, const struct drv_io *io,
 		   double mbs)
 {
-	juint(j, "steps", st->steps);
-	juint(j, "samples", st->samples);
-	juint(j, "bytes", io->bytes);
-	juint(j, "index_bytes", io->index_bytes);
-	juint(j, "files_opened", io->opens);
-	juint(j, "read_calls", io->reads);
-	juint(j, "decoded_bytes", io->decoded);
-	jnum(j, "wall_s", st->wall);
-	jnum(j, "compute_s", st->compute);
-	jnum(j, "stall_s", st->stall);
-	jnum(j, "barrier_s", st->barrier);
-	jnum(j, "stall_share", st->stall_share);
-	jnum(j, "au", st->au);
-	jnum(j, "samples_per_s", st->samples_per_s);
-	jnum(j, "mb_per_s", mbs);
-	jpct(j, "step_time_s", st->step_p50, st->step_p90, st->step_p99);
-	jpct(j, "stall_time_s", st->wait_p50, st->wait_p90, st->wait_p99);
+	dl_jw_u64(w, "steps", st->steps);
+	dl_jw_u64(w, "samples", st->samples);
+	dl_jw_u64(w, "bytes", io->bytes);
+	dl_jw_u64(w, "index_bytes", io->index_bytes);
+	dl_jw_u64(w, "files_opened", io->opens);
+	dl_jw_u64(w, "read_calls", io->reads);
+	dl_jw_u64(w, "decoded_bytes", io->decoded);
+	jnum(w, "wall_s", st->wall);
+	jnum(w, "compute_s", st->compute);
+	jnum(w, "stall_s", st->stall);
+	jnum(w, "barrier_s", st->barrier);
+	jnum(w, "stall_share", st->stall_share);
+	jnum(w, "au", st->au);
+	jnum(w, "samples_per_s", st->samples_per_s);
+	jnum(w, "mb_per_s", mbs);
+	jpct(w, "step_time_s", st->step_p50, st->step_p90, st->step_p99);
+	jpct(w, "stall_time_s", st->wait_p50, st->wait_p90, st->wait_p99);
+}
+
+static void json_config(struct dl_jw *w, const struct drv_ctx *c)
+{
+	const struct drv_params *p = c->p;
+	unsigned t = p->read_threads ? p->read_threads : 1;
+	char buf[128];
+
+	dl_jw_obj(w, "config");
+	jtext(w, "config_file", c->cfg->path);
+	jtext(w, "dir", c->root);
+	jtext(w, "dataset", c->ds->name);
+	jtext(w, "format", dl_ds_ops(c->ds)->name);
+	dl_jw_u64(w, "files", c->ds->files[DL_SPLIT_TRAIN]);
+	dl_jw_u64(w, "eval_files", c->ds->files[DL_SPLIT_VALID]);
+	dl_jw_u64(w, "samples_per_file", c->spf);
+	dl_jw_u64(w, "batch_size", p->batch);
+	dl_jw_u64(w, "eval_batch_size", p->eval_batch);
+	dl_jw_u64(w, "read_threads", t);
+	dl_jw_u64(w, "prefetch", p->prefetch);
+	dl_jw_u64(w, "read_ahead_batches", t * (p->prefetch > t ? (p->prefetch + t - 1) / t : 1));
+	dl_jw_u64(w, "epochs", p->epochs);
+	dl_jw_u64(w, "steps_per_epoch", c->ds->files[DL_SPLIT_TRAIN] * c->spf / p->batch);
+	dl_jw_u64(w, "total_training_steps", p->total_steps);
+	drv_dist_describe(&p->compute, buf, sizeof(buf));
+	jtext(w, "computation_time", buf);
+	jnum(w, "computation_time_mean_s", drv_dist_mean(&p->compute));
+	drv_dist_describe(&p->eval_compute, buf, sizeof(buf));
+	jtext(w, "eval_time", p->eval ? buf : NULL);
+	jtext(w, "file_shuffle", shuffle_name[p->file_shuffle]);
+	jtext(w, "sample_shuffle", shuffle_name[p->sample_shuffle]);
+	dl_jw_u64(w, "seed", p->seed);
+	jtext(w, "read_unit", unit_name[c->kind]);
+	jtext(w, "read_amplification", p->amp == DRV_AMP_DLIO ? "dlio" : "efficient");
+	jtext(w, "data_loader", p->iterative ? "tensorflow" : "pytorch");
+	dl_jw_bool(w, "check_crc", p->check_crc);
+	dl_jw_bool(w, "decode", p->decode);
+	dl_jw_bool(w, "odirect", p->odirect);
+	jtext(w, "accelerator", p->accel == DRV_ACCEL_CUDA ? "cuda" : "sleep");
+	jtext(w, "accelerator_type", p->accel_type[0] ? p->accel_type : NULL);
+	jtext(w, "workload", p->workload[0] ? p->workload : NULL);
+	dl_jw_u64(w, "warmup_steps_excluded", p->skip_start);
+	dl_jw_u64(w, "end_steps_excluded", p->skip_end);
+	dl_jw_end(w);
+}
+
+static void json_epochs(struct dl_jw *w, const struct drv_result *r)
+{
+	dl_jw_arr(w, "epochs");
+	for (size_t i = 0; i < r->nep; i++) {
+		const struct drv_epoch_rec *e = &r->ep[i];
+		dl_jw_obj(w, NULL);
+		dl_jw_u64(w, "epoch", e->epoch);
+		jphase(w, &e->st, &e->io, e->mb_per_s);
+		jnum(w, "au_min", e->au_min);
+		if (e->has_gpu) {
+			double tot = e->gpu.kernel_s + e->gpu.idle_s;
+			dl_jw_obj(w, "gpu");
+			dl_jw_u64(w, "kernels", e->gpu.kernels);
+			jnum(w, "kernel_s", e->gpu.kernel_s);
+			jnum(w, "idle_s", e->gpu.idle_s);
+			jnum(w, "h2d_s", e->gpu.h2d_s);
+			dl_jw_u64(w, "h2d_bytes", e->gpu.h2d_bytes);
+			jnum(w, "gpu_stall_share", tot > 0 ? e->gpu.idle_s / tot : NAN);
+			dl_jw_end(w);
+		}
+		if (e->has_eval) {
+			dl_jw_obj(w, "eval");
+			jphase(w, &e->ev, &e->evio, e->ev_mb_per_s);
+			dl_jw_end(w);
+		}
+		dl_jw_end(w);
+	}
+	dl_jw_end(w);
+}
+
+static void json_summary(struct dl_jw *w, const struct drv_summary *s)
+{
+	dl_jw_obj(w, "summary");
+	jmom(w, "au", &s->au);
+	jmom(w, "samples_per_s", &s->samples_per_s);
+	jmom(w, "mb_per_s", &s->mb_per_s);
+	jmom(w, "stall_share", &s->stall_share);
+	jmom(w, "stall_s", &s->stall_s);
+	jmom(w, "wall_s", &s->wall_s);
+	jmom(w, "bytes", &s->bytes);
+	jpct(w, "step_time_s", s->step_p50, s->step_p90, s->step_p99);
+	jpct(w, "stall_time_s", s->wait_p50, s->wait_p90, s->wait_p99);
+	dl_jw_end(w);
+}
+
+static void json_checkpoints(struct dl_jw *w, const struct drv_result *r)
+{
+	dl_jw_arr(w, "checkpoints");
+	for (size_t i = 0; i < r->nck; i++) {
+		const struct drv_ckpt_rec *k = &r->ck[i];
+		dl_jw_obj(w, NULL);
+		dl_jw_u64(w, "epoch", k->epoch);
+		dl_jw_u64(w, "step", k->step);
+		dl_jw_u64(w, "bytes", k->bytes);
+		jnum(w, "seconds", k->seconds);
+		jnum(w, "gb_per_s", k->seconds > 0 ? (double)k->bytes / 1e9 / k->seconds : NAN);
+		dl_jw_end(w);
+	}
+	dl_jw_end(w);
+}
+
+/* One string per line of the notes (each at most 511 bytes). */
+static void json_notes(struct dl_jw *w, const char *notes)
+{
+	dl_jw_arr(w, "notes");
+	for (const char *n = notes; *n;) {
+		const char *e = strchr(n, '\n');
+		size_t len = e ? (size_t)(e - n) : strlen(n);
+		char line[512];
+		snprintf(line, sizeof(line), "%.*s",
+			 (int)(len < sizeof(line) ? len : sizeof(line) - 1), n);
+		dl_jw_str(w, NULL, line);
+		n += len + (e ? 1 : 0);
+	}
+	dl_jw_end(w);
+}
+
+static void json_ranks(struct dl_jw *w, const struct drv_result *r)
+{
+	dl_jw_arr(w, "per_rank");
+	for (unsigned q = 0; r->rank_ep && q < r->nranks; q++) {
+		struct rank_fig f;
+		rank_figures(r, q, &f);
+		dl_jw_obj(w, NULL);
+		dl_jw_u64(w, "rank", q);
+		jtext(w, "host", r->hosts ? r->hosts[q] : NULL);
+		jnum(w, "au_mean", f.au.mean);
+		jnum(w, "samples_per_s_mean", f.sps.mean);
+		dl_jw_u64(w, "bytes", f.bytes);
+		dl_jw_arr(w, "epochs");
+		for (size_t i = 0; i < r->nep; i++) {
+			const struct drv_epoch_rec *e = r->rank_ep + (size_t)q * r->nep + i;
+			dl_jw_obj(w, NULL);
+			dl_jw_u64(w, "epoch", e->epoch);
+			dl_jw_u64(w, "steps", e->st.steps);
+			dl_jw_u64(w, "samples", e->st.samples);
+			dl_jw_u64(w, "bytes", e->io.bytes);
+			dl_jw_u64(w, "files_opened", e->io.opens);
+			dl_jw_u64(w, "read_calls", e->io.reads);
+			jnum(w, "wall_s", e->st.wall);
+			jnum(w, "compute_s", e->st.compute);
+			jnum(w, "stall_s", e->st.stall);
+			jnum(w, "barrier_s", e->st.barrier);
+			jnum(w, "au", e->st.au);
+			jnum(w, "samples_per_s", e->st.samples_per_s);
+			jnum(w, "mb_per_s", e->mb_per_s);
+			dl_jw_end(w);
+		}
+		dl_jw_end(w);
+		dl_jw_end(w);
+	}
+	dl_jw_end(w);
 }
 
 int drv_report_json(FILE *f, const struct drv_ctx *c, const struct drv_result *r,
 		    const struct drv_summary *s)
 {
 	const struct drv_params *p = c->p;
-	struct js j = {.f = f, .first = 1};
-	char buf[128];
-	unsigned t = p->read_threads ? p->read_threads : 1;
+	struct dl_jw w;
+	int ret;
 
-	jopen(&j, NULL, '{');
-	jtext(&j, "tool", "dlio-drive");
-	jtext(&j, "version", DLIOFS_VERSION);
-
-	jopen(&j, "config", '{');
-	jtext(&j, "config_file", c->cfg->path);
-	jtext(&j, "dir", c->root);
-	jtext(&j, "dataset", c->ds->name);
-	jtext(&j, "format", dl_format_name(c->ds->format));
-	juint(&j, "files", c->ds->files[DL_SPLIT_TRAIN]);
-	juint(&j, "eval_files", c->ds->files[DL_SPLIT_VALID]);
-	juint(&j, "samples_per_file", c->spf);
-	juint(&j, "batch_size", p->batch);
-	juint(&j, "eval_batch_size", p->eval_batch);
-	juint(&j, "read_threads", t);
-	juint(&j, "prefetch", p->prefetch);
-	juint(&j, "read_ahead_batches", t * (p->prefetch > t ? (p->prefetch + t - 1) / t : 1));
-	juint(&j, "epochs", p->epochs);
-	juint(&j, "steps_per_epoch", c->ds->files[DL_SPLIT_TRAIN] * c->spf / p->batch);
-	juint(&j, "total_training_steps", p->total_steps);
-	drv_dist_describe(&p->compute, buf, sizeof(buf));
-	jtext(&j, "computation_time", buf);
-	jnum(&j, "computation_time_mean_s", drv_dist_mean(&p->compute));
-	drv_dist_describe(&p->eval_compute, buf, sizeof(buf));
-	jtext(&j, "eval_time", p->eval ? buf : NULL);
-	jtext(&j, "file_shuffle", shuffle_name[p->file_shuffle]);
-	jtext(&j, "sample_shuffle", shuffle_name[p->sample_shuffle]);
-	juint(&j, "seed", p->seed);
-	jtext(&j, "read_unit", unit_name[c->kind]);
-	jtext(&j, "read_amplification", p->amp == DRV_AMP_DLIO ? "dlio" : "efficient");
-	jtext(&j, "data_loader", p->iterative ? "tensorflow" : "pytorch");
-	jbool(&j, "check_crc", p->check_crc);
-	jbool(&j, "decode", p->decode);
-	jbool(&j, "odirect", p->odirect);
-	jtext(&j, "accelerator", p->accel == DRV_ACCEL_CUDA ? "cuda" : "sleep");
-	jtext(&j, "accelerator_type", p->accel_type[0] ? p->accel_type : NULL);
-	jtext(&j, "workload", p->workload[0] ? p->workload : NULL);
-	juint(&j, "warmup_steps_excluded", p->skip_start);
-	juint(&j, "end_steps_excluded", p->skip_end);
-	jclose(&j, '}');
-
-	jopen(&j, "epochs", '[');
-	for (size_t i = 0; i < r->nep; i++) {
-		const struct drv_epoch_rec *e = &r->ep[i];
-		jopen(&j, NULL, '{');
-		juint(&j, "epoch", e->epoch);
-		jphase(&j, &e->st, &e->io, e->mb_per_s);
-		jnum(&j, "au_min", e->au_min);
-		if (e->has_gpu) {
-			double tot = e->gpu.kernel_s + e->gpu.idle_s;
-			jopen(&j, "gpu", '{');
-			juint(&j, "kernels", e->gpu.kernels);
-			jnum(&j, "kernel_s", e->gpu.kernel_s);
-			jnum(&j, "idle_s", e->gpu.idle_s);
-			jnum(&j, "h2d_s", e->gpu.h2d_s);
-			juint(&j, "h2d_bytes", e->gpu.h2d_bytes);
-			jnum(&j, "gpu_stall_share", tot > 0 ? e->gpu.idle_s / tot : NAN);
-			jclose(&j, '}');
-		}
-		if (e->has_eval) {
-			jopen(&j, "eval", '{');
-			jphase(&j, &e->ev, &e->evio, e->ev_mb_per_s);
-			jclose(&j, '}');
-		}
-		jclose(&j, '}');
-	}
-	jclose(&j, ']');
-
-	jopen(&j, "summary", '{');
-	jmom(&j, "au", &s->au);
-	jmom(&j, "samples_per_s", &s->samples_per_s);
-	jmom(&j, "mb_per_s", &s->mb_per_s);
-	jmom(&j, "stall_share", &s->stall_share);
-	jmom(&j, "stall_s", &s->stall_s);
-	jmom(&j, "wall_s", &s->wall_s);
-	jmom(&j, "bytes", &s->bytes);
-	jpct(&j, "step_time_s", s->step_p50, s->step_p90, s->step_p99);
-	jpct(&j, "stall_time_s", s->wait_p50, s->wait_p90, s->wait_p99);
-	jclose(&j, '}');
-
-	jnum(&j, "au_threshold", p->au_threshold);
-	jnum(&j, "au_mean", s->au_mean);
-	jnum(&j, "au_min", r->rank_ep ? au_min_rank(r) : s->au.min);
-	jbool(&j, "pass", s->pass);
-	juint(&j, "ranks", r->nranks ? r->nranks : 1);
-	jnum(&j, "run_wall_s", r->run_wall);
-	juint(&j, "setup_bytes", c->setup_bytes);
-
-	jopen(&j, "checkpoints", '[');
-	for (size_t i = 0; i < r->nck; i++) {
-		jopen(&j, NULL, '{');
-		juint(&j, "epoch", r->ck[i].epoch);
-		juint(&j, "step", r->ck[i].step);
-		juint(&j, "bytes", r->ck[i].bytes);
-		jnum(&j, "seconds", r->ck[i].seconds);
-		jnum(&j, "gb_per_s",
-		     r->ck[i].seconds > 0 ? (double)r->ck[i].bytes / 1e9 / r->ck[i].seconds : NAN);
-		jclose(&j, '}');
-	}
-	jclose(&j, ']');
-
-	jopen(&j, "notes", '[');
-	for (const char *n = p->notes; *n;) {
-		const char *e = strchr(n, '\n');
-		size_t len = e ? (size_t)(e - n) : strlen(n);
-		char line[512];
-		snprintf(line, sizeof(line), "%.*s",
-			 (int)(len < sizeof(line) ? len : sizeof(line) - 1), n);
-		if (!j.first)
-			fputc(',', f);
-		j.first = 0;
-		jstr(f, line);
-		n += len + (e ? 1 : 0);
-	}
-	jclose(&j, ']');
-
-	jopen(&j, "per_rank", '[');
-	for (unsigned q = 0; r->rank_ep && q < r->nranks; q++) {
-		struct rank_fig f;
-		rank_figures(r, q, &f);
-		jopen(&j, NULL, '{');
-		juint(&j, "rank", q);
-		jtext(&j, "host", r->hosts ? r->hosts[q] : NULL);
-		jnum(&j, "au_mean", f.au.mean);
-		jnum(&j, "samples_per_s_mean", f.sps.mean);
-		juint(&j, "bytes", f.bytes);
-		jopen(&j, "epochs", '[');
-		for (size_t i = 0; i < r->nep; i++) {
-			const struct drv_epoch_rec *e = r->rank_ep + (size_t)q * r->nep + i;
-			jopen(&j, NULL, '{');
-			juint(&j, "epoch", e->epoch);
-			juint(&j, "steps", e->st.steps);
-			juint(&j, "samples", e->st.samples);
-			juint(&j, "bytes", e->io.bytes);
-			juint(&j, "files_opened", e->io.opens);
-			juint(&j, "read_calls", e->io.reads);
-			jnum(&j, "wall_s", e->st.wall);
-			jnum(&j, "compute_s", e->st.compute);
-			jnum(&j, "stall_s", e->st.stall);
-			jnum(&j, "barrier_s", e->st.barrier);
-			jnum(&j, "au", e->st.au);
-			jnum(&j, "samples_per_s", e->st.samples_per_s);
-			jnum(&j, "mb_per_s", e->mb_per_s);
-			jclose(&j, '}');
-		}
-		jclose(&j, ']');
-		jclose(&j, '}');
-	}
-	jclose(&j, ']');
-
+	dl_jw_init(&w, f, 0);
+	dl_jw_obj(&w, NULL);
+	jtext(&w, "tool", "dlio-drive");
+	jtext(&w, "version", DLIOFS_VERSION);
+	json_config(&w, c);
+	json_epochs(&w, r);
+	json_summary(&w, s);
+	jnum(&w, "au_threshold", p->au_threshold);
+	jnum(&w, "au_mean", s->au_mean);
+	jnum(&w, "au_min", r->rank_ep ? au_min_rank(r) : s->au.min);
+	dl_jw_bool(&w, "pass", s->pass);
+	dl_jw_u64(&w, "ranks", r->nranks ? r->nranks : 1);
+	jnum(&w, "run_wall_s", r->run_wall);
+	dl_jw_u64(&w, "setup_bytes", c->setup_bytes);
+	json_checkpoints(&w, r);
+	json_notes(&w, p->notes);
+	json_ranks(&w, r);
 	if (r->cuda_device) {
-		jopen(&j, "cuda", '{');
-		jtext(&j, "device", r->cuda_device);
-		jclose(&j, '}');
+		dl_jw_obj(&w, "cuda");
+		jtext(&w, "device", r->cuda_device);
+		dl_jw_end(&w);
 	} else {
-		jkey(&j, "cuda");
-		fputs("null", f);
+		dl_jw_null(&w, "cuda");
 	}
-	jclose(&j, '}');
+	ret = dl_jw_finish(&w);
 	fputc('\n', f);
-	return ferror(f) ? -EIO : 0;
+	return ret || ferror(f) ? -EIO : 0;
 }

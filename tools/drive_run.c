@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dliofs/clock.h"
 #include "dliofs/naming.h"
 #include "dliofs/prng.h"
 #include "drive_i.h"
@@ -24,13 +25,7 @@
 #define KEY_EVAL 0x4556414cu
 #define KEY_CKPT 0x434b5054u
 
-double drv_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+double drv_now(void) { return (double)dl_mono_ns() * 1e-9; }
 
 struct run {
 	struct drv_ctx *c;
@@ -272,7 +267,8 @@ static int phase(struct run *r, const struct drv_plan *plan, uint32_t split, uin
 			drv_progress_update(&r->pb, what, epoch, p->epochs, i + 1, nsteps, au,
 					    wall > 0 ? (double)((i + 1) * batch) / wall : 0);
 		}
-		if (ckpt && p->ckpt_every_steps && *global_step % p->ckpt_every_steps == 0)
+		if (ckpt && p->checkpoint && p->ckpt_every_steps &&
+		    *global_step % p->ckpt_every_steps == 0)
 			ret = checkpoint(r, epoch, *global_step);
 		if (ret && !sync)
 			break;

@@ -46,6 +46,18 @@ double drv_percentile(const double *v, size_t n, double q)
 	return r;
 }
 
+void drv_pcts(double *v, size_t n, double *p50, double *p90, double *p99)
+{
+	if (!n) {
+		*p50 = *p90 = *p99 = NAN;
+		return;
+	}
+	qsort(v, n, sizeof(double), cmp_double);
+	*p50 = drv_percentile_sorted(v, n, 50);
+	*p90 = drv_percentile_sorted(v, n, 90);
+	*p99 = drv_percentile_sorted(v, n, 99);
+}
+
 void drv_moments(const double *v, size_t n, struct drv_moments *m)
 {
 	double sum = 0, sq = 0;
@@ -116,14 +128,8 @@ void drv_phase_compute(const struct drv_step *s, size_t n, uint64_t batch, size_
 				s[skip_start + i].sync;
 			wt[i] = s[skip_start + i].wait;
 		}
-		qsort(st, m, sizeof(double), cmp_double);
-		qsort(wt, m, sizeof(double), cmp_double);
-		o->step_p50 = drv_percentile_sorted(st, m, 50);
-		o->step_p90 = drv_percentile_sorted(st, m, 90);
-		o->step_p99 = drv_percentile_sorted(st, m, 99);
-		o->wait_p50 = drv_percentile_sorted(wt, m, 50);
-		o->wait_p90 = drv_percentile_sorted(wt, m, 90);
-		o->wait_p99 = drv_percentile_sorted(wt, m, 99);
+		drv_pcts(st, m, &o->step_p50, &o->step_p90, &o->step_p99);
+		drv_pcts(wt, m, &o->wait_p50, &o->wait_p90, &o->wait_p99);
 	} else {
 		o->step_p50 = o->step_p90 = o->step_p99 = NAN;
 		o->wait_p50 = o->wait_p90 = o->wait_p99 = NAN;

@@ -5,33 +5,18 @@
 #include <errno.h>
 #include <string.h>
 
+#include "dliofs/bytes.h"
 #include "drive_i.h"
 
 /* A record longer than this is a framing error, not data (TF's own bound is
  * the remaining file size; 2^40 keeps garbage from looking plausible). */
 #define TFR_MAX_LEN (1ull << 40)
 
-uint32_t drv_tfr_mask(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
-
-static uint64_t le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 int drv_tfr_header(const uint8_t *h, int check, uint64_t *len)
 {
-	if (check && drv_tfr_mask(dl_crc32c(0, h, 8)) != le32(h + 8))
+	if (check && dl_crc32c_mask(dl_crc32c(0, h, 8)) != dl_get_le32(h + 8))
 		return -EBADMSG;
-	*len = le64(h);
+	*len = dl_get_le64(h);
 	if (*len > TFR_MAX_LEN)
 		return -EBADMSG;
 	return 0;
@@ -111,7 +96,7 @@ int drv_tfr_next(struct drv_tfr *t, uint64_t *lenp, uint64_t *rec_off)
 	memcpy(foot, t->buf + t->pos, DRV_TFR_FOOT);
 	t->pos += DRV_TFR_FOOT;
 	t->off += DRV_TFR_FOOT;
-	if (t->check && drv_tfr_mask(crc) != le32(foot))
+	if (t->check && dl_crc32c_mask(crc) != dl_get_le32(foot))
 		return -EBADMSG;
 	return 1;
 }

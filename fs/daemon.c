@@ -44,6 +44,7 @@ static int fs_init(struct dl_fs *fs, struct dl_config *cfg, int no_pacer)
 	}
 	pthread_mutex_init(&fs->buf_lock, NULL);
 	pthread_mutex_init(&fs->trace_lock, NULL);
+	pthread_mutex_init(&fs->handles_lock, NULL);
 	fs->io_direct = cfg->io_mode == DL_IO_DIRECT;
 	ret = dl_clients_new(&fs->clients);
 	if (!ret)
@@ -61,6 +62,8 @@ static void fs_fini(struct dl_fs *fs)
 {
 	dl_timer_stop(fs->timer);
 	fs->timer = NULL;
+	dl_fs_free_handles(fs);
+	pthread_mutex_destroy(&fs->handles_lock);
 	dl_pacer_free(fs->pacer);
 	fs->pacer = NULL;
 	dl_backing_free(fs->backing);

@@ -19,6 +19,7 @@ struct dl_reply;
 struct dl_backing;
 struct dl_clients;
 struct dl_served;
+struct dl_handle;
 
 /* Everything the daemon mutates lives here (no other global state). */
 struct dl_fs {
@@ -52,7 +53,15 @@ struct dl_fs {
 	char trace_path[4096];
 	char trace_last[4600];		/* how the last trace ended, for .dliofs/trace */
 	pthread_mutex_t trace_lock;
+	/* Open synthetic and control files (ops.c): a close the kernel has
+	 * queued when the daemon is stopped is never delivered; they are freed
+	 * on the way out. */
+	pthread_mutex_t handles_lock;
+	struct dl_handle *handles;
 };
+
+/* Free the handles of files still open at exit (ops.c). */
+void dl_fs_free_handles(struct dl_fs *fs);
 
 void dl_fs_trace_reply(struct dl_fs *fs, const struct dl_reply *r, uint64_t now);
 /* Open data files with direct_io now? (io: direct, or an emulated cache:

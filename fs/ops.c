@@ -20,6 +20,8 @@
 
 /* What an open file carries in fi->fh. */
 struct dl_handle {
+	struct dl_handle *prev, *next;	/* fs->handles */
+	struct dl_fs *fs;
 	int ctl;		/* a control file */
 	struct dl_client who;	/* who opened it (the close is theirs) */
 	struct dl_ctl_handle c;	/* its snapshot and pending write */
@@ -278,13 +280,43 @@ out:
 	dl_reply_submit(fs, r);
 }
 
+static struct dl_handle *new_handle(struct dl_fs *fs)
+{
+	struct dl_handle *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	h->fs = fs;
+	pthread_mutex_lock(&fs->handles_lock);
+	h->next = fs->handles;
+	if (h->next)
+		h->next->prev = h;
+	fs->handles = h;
+	pthread_mutex_unlock(&fs->handles_lock);
+	return h;
+}
+
 static void free_handle(struct dl_handle *h)
 {
 	if (!h)
 		return;
+	pthread_mutex_lock(&h->fs->handles_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		h->fs->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&h->fs->handles_lock);
 	if (h->ctl)
 		dl_ctl_handle_free(&h->c);
 	free(h);
+}
+
+void dl_fs_free_handles(struct dl_fs *fs)
+{
+	while (fs->handles)
+		free_handle(fs->handles);
 }
 
 static void abort_open(struct dl_reply *r)
@@ -317,9 +349,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		r = dl_reply_ctl(req, DL_R_OPEN);
 	else
 		r = dl_reply_new(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPEN);
-	h = calloc(1, sizeof(*h));
+	h = new_handle(fs);
 	if (!h || !r) {
-		free(h);
+		free_handle(h);
 		free(r);
 		dl_reply_enomem(req);
 		return;

@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "dliofs/config.h"
+#include "dliofs/exepath.h"
 #include "dliofs/pacer.h"
 #include "config_i.h"
 #include "pacer_yaml.h"
@@ -194,13 +195,15 @@ next:;
  * mapping is applied first; the including config's keys override it. */
 static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name)
 {
-	char dir[4096], path[4200], msg[512];
+	char cdir[4096], dir[4200], exe[4096], build[4200], inst[4200], path[4300], where[2048];
+	char msg[2400];
 	const char *env = getenv("DLIOFS_PROFILES");
-	const char *cands[3];
+	const char *cands[4];
 	yaml_parser_t parser;
 	yaml_document_t doc;
 	FILE *f = NULL;
 	int ret = -ENOENT, nc = 0;
+	size_t o = 0;
 
 	if (!name[0] || strchr(name, '/') || name[0] == '.') {
 		perr(w, at, "profile", "expected a profile name like nfs-10g");
@@ -210,20 +213,32 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
 		perr(w, at, "profile", "profiles include each other too deeply");
 		return -ELOOP;
 	}
-	snprintf(dir, sizeof(dir), "%s", w->c->name);
-	cands[nc++] = dirname(dir);
+	/* The config's own storage/, $DLIOFS_PROFILES, then the profiles that
+	 * come with the binary: beside it in the build tree, or as installed.
+	 * No path of the source tree is compiled in. */
+	snprintf(cdir, sizeof(cdir), "%s", w->c->name);
+	snprintf(dir, sizeof(dir), "%s/storage", dirname(cdir));
+	cands[nc++] = dir;
 	if (env && env[0])
 		cands[nc++] = env;
-	cands[nc++] = DLIOFS_PROFILE_DIR;
+	if (!dl_exe_dir(exe, sizeof(exe))) {
+		snprintf(build, sizeof(build), "%s/%s", exe, DL_PROFILE_BUILD_REL);
+		if (DL_PROFILE_INSTALL_REL[0] == '/')
+			snprintf(inst, sizeof(inst), "%s", DL_PROFILE_INSTALL_REL);
+		else
+			snprintf(inst, sizeof(inst), "%s/%s", exe, DL_PROFILE_INSTALL_REL);
+		cands[nc++] = build;
+		cands[nc++] = inst;
+	}
 	for (int i = 0; i < nc && !f; i++) {
-		snprintf(path, sizeof(path), "%s%s/%s.yaml", cands[i], i == 0 ? "/storage" : "",
-			 name);
+		snprintf(path, sizeof(path), "%s/%s.yaml", cands[i], name);
 		f = fopen(path, "rb");
 	}
 	if (!f) {
-		snprintf(msg, sizeof(msg), "no storage profile '%s' (looked in %s/storage, %s%s%s)",
-			 name, cands[0], env && env[0] ? env : "", env && env[0] ? ", " : "",
-			 DLIOFS_PROFILE_DIR);
+		for (int i = 0; i < nc && o < sizeof(where); i++)
+			o += (size_t)snprintf(where + o, sizeof(where) - o, "%s%s", i ? ", " : "",
+					      cands[i]);
+		snprintf(msg, sizeof(msg), "no storage profile '%.200s' (looked in %s)", name, where);
 		perr(w, at, "profile", msg);
 		return -ENOENT;
 	}

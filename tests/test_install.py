@@ -88,13 +88,35 @@ class Installed(unittest.TestCase):
             self.assertTrue(os.path.isfile(os.path.join(self.share, rel)), rel)
 
     def test_no_tree_path_in_binaries(self):
-        for name in ("dlio-trace", "dlio-stall"):
+        for name in ("dlio-trace", "dlio-stall", "dliofs", "dlio-drive", "dlio-gen"):
             stripped = os.path.join(self.tmp, name + ".stripped")
             subprocess.run(["strip", "-o", stripped, os.path.join(self.bin, name)], check=True)
             with open(stripped, "rb") as f:
                 data = f.read()
             for tree in (SRC, BUILD):
                 self.assertNotIn(tree.encode(), data, "%s holds %s" % (name, tree))
+
+    def test_storage_profile(self):
+        """The installed dliofs finds its storage profiles beside itself
+        (share/dliofs/storage), not in the source tree."""
+        for name in ("nvme-local", "sata-ssd", "nfs-10g", "lustre", "object-store"):
+            self.assertTrue(os.path.isfile(os.path.join(self.share, "storage", name + ".yaml")))
+        cfg = os.path.join(self.tmp, "p.yaml")
+        with open(cfg, "w") as f:
+            f.write("datasets: [{name: a, format: raw, sample_size: 1}]\n"
+                    "pacer: {profile: nfs-10g}\n")
+        r = self.run_tool([os.path.join(self.bin, "dliofs"), "check", cfg])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('profile: "nfs-10g"', r.stdout)
+        self.assertIn("lognormal(250us, 2ms)", r.stdout)
+        os.rename(os.path.join(self.share, "storage"), os.path.join(self.share, "storage.off"))
+        try:
+            r = self.run_tool([os.path.join(self.bin, "dliofs"), "check", cfg])
+        finally:
+            os.rename(os.path.join(self.share, "storage.off"), os.path.join(self.share, "storage"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no storage profile 'nfs-10g' (looked in", r.stderr)
+        self.assertIn(os.path.join(self.share, "storage"), r.stderr.replace("/bin/../", "/"))
 
     def test_trace_plot(self):
         dltest.require(have_matplotlib(), "python3-matplotlib not installed")

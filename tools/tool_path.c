@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dliofs/exepath.h"
 #include "tool_path_i.h"
 
 #ifndef DL_HELPER_BUILD_REL
@@ -17,23 +18,6 @@
 #ifndef DL_LIB_INSTALL_REL
 #error "meson.build defines DL_LIB_INSTALL_REL"
 #endif
-
-int tool_exe_dir(char *buf, size_t len)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-	char *slash;
-
-	if (n < 0)
-		return -errno;
-	if ((size_t)n >= len - 1)
-		return -ENAMETOOLONG;
-	buf[n] = 0;
-	slash = strrchr(buf, '/');
-	if (!slash)
-		return -ENOENT;
-	*slash = 0;
-	return 0;
-}
 
 /* dir/rel/name ("rel" absolute: rel/name) when readable. */
 static int candidate(const char *dir, const char *rel, const char *name, char *path, size_t len)
@@ -51,7 +35,7 @@ static int find(const char *const rels[], size_t nrels, const char *name, char *
 {
 	char dir[PATH_MAX], tried[2 * PATH_MAX + 8] = "";
 	size_t used = 0;
-	int ret = tool_exe_dir(dir, sizeof(dir));
+	int ret = dl_exe_dir(dir, sizeof(dir));
 
 	if (ret) {
 		snprintf(path, len, "/proc/self/exe: %s", strerror(-ret));

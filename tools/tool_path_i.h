@@ -9,9 +9,6 @@
 
 #include <stddef.h>
 
-/* The directory of the running binary (/proc/self/exe) into buf; -errno. */
-int tool_exe_dir(char *buf, size_t len);
-
 /* The helper rel ("dlio_trace_plot.py", "stall/sitecustomize.py"):
  *   $env, when set and not empty (used as it is: the user asked for it);
  *   <exe dir>/DL_HELPER_BUILD_REL/rel;

@@ -1,4 +1,4 @@
-/* HDF5 through libhdf5 itself (formats.md 5, strategy S2). Once per shape the
+/* HDF5 through libhdf5 itself (docs/formats.md 5, strategy S2). Once per shape the
  * library creates the whole file, with the same calls h5py makes for DLIO,
  * into a sparse in-memory driver that keeps only the metadata it writes; the
  * template is those bytes plus the raw data ranges the library reports
@@ -6,7 +6,7 @@
  * ranges on demand; no data is ever written or kept.
  *
  * Gzip datasets hold stored-deflate chunks written with H5Dwrite_chunk
- * (formats.md 5.4): every chunk has the same fixed size, so the metadata stays
+ * (docs/formats.md 5.4): every chunk has the same fixed size, so the metadata stays
  * data-independent and the only derived bytes are each chunk's Adler-32 (S3,
  * kept in the dcache).
  *

@@ -35,7 +35,7 @@ struct dl_fs {
 	pthread_mutex_t buf_lock;
 	void **bufs;
 	unsigned nbufs, bufs_cap;
-	struct dl_pacer *pacer;		/* storage model and statistics (always present) */
+	struct dl_pacer *pacer;		/* storage model and statistics (NULL with --no-pacer) */
 	struct dl_timer *timer;		/* sends parked replies at their due time */
 	struct dl_backing *backing;	/* real directories and sinks (NULL: none) */
 	struct fuse_session *se;	/* for invalidating the kernel's caches */

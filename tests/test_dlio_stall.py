@@ -455,8 +455,10 @@ cache: {policy: none}
         self.assertTrue(d["valid"], d)
         self.assertEqual([x["summary"]["steps"] for x in rep["runs"]], [24, 24, 24])
         self.assertEqual(rep["runs"][0]["summary"]["replayed"], 20)
-        # Raw tensors: nothing to decode, the prep run keeps up with compute.
-        self.assertLess(abs(d["prep_ratio"]), 0.15, r.stdout)
+        # Raw tensors: nothing to decode, the prep run keeps up with compute
+        # (0.02-0.07 on a quiet machine, 0.15 seen with three builds beside
+        # it; JPEG decoding in the next test is above 1).
+        self.assertLess(abs(d["prep_ratio"]), 0.25, r.stdout)
         self.assertLess(abs(d["prep_stall_s"]), 0.3 * d["fetch_stall_s"], r.stdout)
         # 1 MB per step at 20 MB/s: fetching dominates as configured.
         self.assertGreater(d["fetch_ratio"], 0.3, r.stdout)
@@ -474,9 +476,10 @@ cache: {policy: none}
         rep = self.check_ok(r, rep)
         d = rep["diff"]
         self.assertTrue(d["valid"], d)
-        # 8 decodes of a 384x384 JPEG per step on one core: a prep stall.
+        # 8 decodes of a 384x384 JPEG per step on one core: a prep stall
+        # (1.24 here), clear of the npz bound above.
         self.assertGreater(d["prep_stall_s"], 0.005, r.stdout)
-        self.assertGreater(d["prep_ratio"], 0.15, r.stdout)
+        self.assertGreater(d["prep_ratio"], 0.4, r.stdout)
         self.assertGreater(d["G"], d["P"])
         self.assertTrue(self.pacer_enabled())
 

@@ -195,12 +195,16 @@ void wi_stat_of(const double *v, unsigned n, struct wi_stat *s)
 }
 
 /* ---- prediction from a change of the job's I/O time ----
- * A job's steps wait for data or compute. Storage that makes its I/O take
- * delta seconds longer lengthens its data waits by as much (spread evenly
- * over its steps); shorter I/O shortens them down to nothing, where the job
- * is bound by its own compute. Compute does not change. */
+ * A job's steps wait for data or compute. Storage that makes its I/O end
+ * delta seconds later (or earlier) lengthens (shortens) its data waits by
+ * as much, down to what no storage hides: the first batch of an epoch is
+ * always waited for, and its wait scales with the job's time in storage
+ * (rho: predicted over recorded time of its reads). The rest of the change
+ * goes to the counted steps, whose waits cannot fall below nothing: there
+ * the job is bound by its own compute, which does not change. */
 
-static void predict_drive(const struct wi_jobmodel *m, double delta, struct wi_figs *o)
+static void predict_drive(const struct wi_jobmodel *m, double delta, double rho,
+			  struct wi_figs *o)
 {
 	double walls = 0, au = 0, wait = 0, sps = 0, run = m->run_s;
 	unsigned k = 0;
@@ -210,12 +214,13 @@ static void predict_drive(const struct wi_jobmodel *m, double delta, struct wi_f
 	for (unsigned e = 0; e < m->nep && walls > 0; e++) {
 		double d = delta * m->ep[e].wall / walls;
 		double frac = m->ep[e].steps > 0 ? m->ep[e].counted / m->ep[e].steps : 0;
-		double stall = fmax(0, m->ep[e].stall + d);
 		/* AU counts the steps past each epoch's first: their compute and
 		 * their waits (AU = compute / (compute + wait) over them). */
 		double cc = m->ep[e].compute * frac;
 		double sc = m->ep[e].au > 0 ? cc * (1 - m->ep[e].au) / m->ep[e].au : 0;
-		double sc2 = fmax(0, sc + d * frac);
+		double s1 = fmax(0, m->ep[e].stall - sc) * rho;
+		double stall = fmax(s1, m->ep[e].stall + d);
+		double sc2 = stall - s1;
 		double wall = m->ep[e].wall + stall - m->ep[e].stall;
 
 		run += stall - m->ep[e].stall;
@@ -235,11 +240,12 @@ static void predict_drive(const struct wi_jobmodel *m, double delta, struct wi_f
 	}
 }
 
-static void predict_stall(const struct wi_jobmodel *m, double delta, struct wi_figs *o)
+static void predict_stall(const struct wi_jobmodel *m, double delta, double rho,
+			  struct wi_figs *o)
 {
-	double all = fmax(0, m->wait_all_s + delta);
-	double frac = m->ep[0].steps > 0 ? m->ep[0].counted / m->ep[0].steps : 0;
-	double wc = fmax(0, m->ep[0].stall + delta * frac), win = wc + m->ep[0].compute;
+	double first = fmax(0, m->wait_all_s - m->ep[0].stall) * rho;
+	double all = fmax(first, m->wait_all_s + delta);
+	double wc = all - first, win = wc + m->ep[0].compute;
 
 	wi_figs_set(o, WI_M_RUN, m->run_s + all - m->wait_all_s);
 	if (win > 0) {
@@ -250,17 +256,20 @@ static void predict_stall(const struct wi_jobmodel *m, double delta, struct wi_f
 	}
 }
 
-void wi_model_predict(const struct wi_jobmodel *m, double delta_s, struct wi_figs *out)
+void wi_model_predict(const struct wi_jobmodel *m, double delta_s, double rho,
+		      struct wi_figs *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (!(rho >= 0) || !isfinite(rho))
+		rho = 1;
 	if (!m->nep) {
 		wi_figs_set(out, WI_M_RUN, m->run_s + delta_s);
 		return;
 	}
 	if (m->kind == WI_JOB_DRIVE)
-		predict_drive(m, delta_s, out);
+		predict_drive(m, delta_s, rho, out);
 	else
-		predict_stall(m, delta_s, out);
+		predict_stall(m, delta_s, rho, out);
 }
 
 /* ---- the model in the trace's side file ---- */

@@ -119,9 +119,10 @@ int wi_figs_load(const char *path, enum wi_job_kind kind, struct wi_figs *figs,
 /* The copies of one run together: run_s the longest, au and wait_share
  * their mean, samples/s and MB/s their sum. */
 void wi_figs_total(const struct wi_figs *copies, unsigned n, struct wi_figs *total);
-/* Predicted figures of a job whose I/O took delta_s longer (or shorter)
- * than in its recorded run; *run_s its predicted run time. */
-void wi_model_predict(const struct wi_jobmodel *m, double delta_s, struct wi_figs *out);
+/* Predicted figures of a job whose I/O ended delta_s later (or earlier)
+ * than in its recorded run, its reads taking rho times as long in all. */
+void wi_model_predict(const struct wi_jobmodel *m, double delta_s, double rho,
+		      struct wi_figs *out);
 /* Write / read the model as the JSON object open in w / the flattened doc. */
 struct dl_jw;
 void wi_model_write(struct dl_jw *w, const char *key, const struct wi_jobmodel *m);

@@ -244,16 +244,23 @@ static const struct wi_jobmodel *model_of(const struct recorded *r, const struct
 	return NULL;
 }
 
-/* Recorded end of a job's I/O (its last reply), since the origin. */
-static uint64_t recorded_end(const struct dt_trace *t, uint32_t job, uint64_t origin)
+/* Recorded end of a job's I/O (its last reply), since the origin, and the
+ * time its reads took in all. */
+static uint64_t recorded_end(const struct dt_trace *t, uint32_t job, uint64_t origin,
+			     double *read_s)
 {
 	uint64_t end = 0;
 
+	*read_s = 0;
 	for (uint64_t i = 0; i < t->nrecs; i++) {
 		uint64_t e = t->recs[i].start_ns + dl_trace_dur(&t->recs[i]);
 
-		if (t->recs[i].job == job && e > origin && e - origin > end)
+		if (t->recs[i].job != job)
+			continue;
+		if (e > origin && e - origin > end)
 			end = e - origin;
+		if (t->recs[i].op == DL_TOP_READ)
+			*read_s += (double)dl_trace_dur(&t->recs[i]) / 1e9;
 	}
 	return end;
 }
@@ -274,11 +281,12 @@ static int predict_row(const struct dt_trace *t, const struct recorded *r,
 	for (size_t k = 0; k < row->rp.njobs; k++) {
 		const struct wi_rjob *jb = &row->rp.jobs[k];
 		const struct wi_jobmodel *m = model_of(r, t, jb->job);
-		double delta =
-		    ((double)jb->last_ns - (double)recorded_end(t, jb->job, r->origin)) / 1e9;
+		double read_s, end = (double)recorded_end(t, jb->job, r->origin, &read_s);
+		double delta = ((double)jb->last_ns - end) / 1e9;
 
 		if (m) {
-			wi_model_predict(m, delta, &row->figs[k]);
+			wi_model_predict(m, delta, read_s > 0 ? jb->read_wait_s / read_s : 1,
+					 &row->figs[k]);
 		} else {
 			/* No report: the job's I/O, from its start to its last reply. */
 			wi_figs_set(&row->figs[k], WI_M_RUN, (double)jb->last_ns / 1e9);

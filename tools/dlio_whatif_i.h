@@ -254,7 +254,8 @@ struct wi_replay {
 	double span_s;	      /* first arrival to last reply, all clients */
 	double read_mb_per_s; /* read bytes over the span */
 	double read_lat_mean_s;
-	char stats_note[128];
+	double daemon_share;	 /* of the recorded reads, those the daemon (not the
+				  * storage) took the time of: kept as floors */
 };
 
 /* The trace's requests replayed through a pacer built from cfg, clients

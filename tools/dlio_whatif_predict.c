@@ -342,8 +342,10 @@ static void print_table(const struct popts *o, const struct recorded *r, struct 
 	for (size_t i = 0; i < nrows; i++)
 		slowest = rows[i].replay_s > slowest ? rows[i].replay_s : slowest;
 	if (nrows)
-		printf("(%zu requests per client replayed; each prediction took %.3f s or less)\n",
-		       rows[0].rp.reqs / (rows[0].clients ? rows[0].clients : 1), slowest);
+		printf("(%zu requests per client replayed, each prediction in %.3f s or less; %.0f%% "
+		       "of the recorded reads took the daemon's time, not the storage's)\n",
+		       rows[0].rp.reqs / (rows[0].clients ? rows[0].clients : 1), slowest,
+		       rows[0].rp.daemon_share * 100);
 	if (!r->ncopies)
 		printf("(no job report beside the trace: run time is the I/O's, from the trace's "
 		       "start to the last reply)\n");
@@ -385,6 +387,7 @@ static int write_json(const struct popts *o, const struct dt_trace *t, const str
 		dl_jw_f64(&w, "io_span_s", rows[i].rp.span_s, 9);
 		dl_jw_f64(&w, "read_mb_per_s", rows[i].rp.read_mb_per_s, 6);
 		dl_jw_f64(&w, "read_latency_mean_s", rows[i].rp.read_lat_mean_s, 6);
+		dl_jw_f64(&w, "daemon_share", rows[i].rp.daemon_share, 6);
 		wi_json_figs(&w, "total", &rows[i].total);
 		dl_jw_arr(&w, "jobs");
 		for (size_t k = 0; k < rows[i].rp.njobs; k++) {

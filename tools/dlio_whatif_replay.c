@@ -28,6 +28,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #include "dlio_trace_i.h"
 #include "dlio_whatif_i.h"
@@ -175,6 +176,13 @@ static void job_event_before(const struct model *m, const uint32_t *rjob, size_t
 	}
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* Each thread's requests in order: its anchors, from a heap of its
  * outstanding replies. */
 static int thread_anchors(struct model *m, const uint32_t *idx, size_t lo, size_t hi,
@@ -313,33 +321,133 @@ out:
 	return ret;
 }
 
-/* Open loop at the recorded setting: how much of each recorded reply was
- * the storage's. */
-static int split_daemon_time(struct model *m, const struct dl_pacer_cfg *rec, uint64_t seed)
+/* Where the token buckets stood when the recording began is not in the
+ * trace: empty at the first read (the run's settings changed the bandwidth
+ * just before its job started: a change empties the bucket at the next
+ * request), filling since the first request, or full (nothing changed since
+ * a mount long before). Each is tried open loop and the one whose due times
+ * the recorded replies follow best is taken; a wrong one would shift every
+ * due time of a busy period by up to burst / bandwidth. */
+static void pacer_starts(const struct model *m, uint64_t st[3])
 {
-	struct dl_pacer *p;
-	int ret = dl_pacer_new(rec, T0, seed, &p);
+	uint64_t any = UINT64_MAX, rd = UINT64_MAX;
 
-	if (ret)
-		return ret;
 	for (size_t i = 0; i < m->n; i++) {
-		struct rreq *q = &m->r[i];
-		struct dl_pacer_result res;
-		uint64_t pd;
+		any = m->r[i].a < any ? m->r[i].a : any;
+		if (m->r[i].preq.cls == DL_OP_READ && m->r[i].a < rd)
+			rd = m->r[i].a;
+	}
+	st[0] = T0 + (rd != UINT64_MAX ? rd : any != UINT64_MAX ? any : 0);
+	st[1] = T0 + (any != UINT64_MAX ? any : 0);
+	st[2] = T0 / 2; /* half a virtual second of credit: a full bucket */
+}
 
-		if (dl_pacer_submit(p, &q->preq, T0 + q->a, &res))
-			continue;
-		dl_pacer_complete(p, &q->preq, &res, res.due_ns);
-		pd = res.due_ns - (T0 + q->a);
-		if (q->d > pd + 100000 + pd / 20) {
-			q->g = q->d;
-			q->e = 0;
-		} else {
-			q->g = 0;
-			q->e = q->d > pd ? q->d - pd : 0;
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct ev *x = a, *y = b;
+
+	return x->t < y->t ? -1 : x->t > y->t ? 1 : (x->i > y->i) - (x->i < y->i);
+}
+
+/* One open-loop pass from pacer start `start`: each request at its recorded
+ * arrival. The daemon hands requests to its pacer in the order their work
+ * is done, not quite in arrival order (the first read of a file computes
+ * its checksums), so two requests may trade places in the device's queue:
+ * a class's recorded replies are matched with its due times by rank, which
+ * no such swap changes. With split, each recorded reply is divided into
+ * the storage's time and the daemon's (below). Returns how far the replies
+ * were from the due times (ns, reads, each capped at 1 s), UINT64_MAX when
+ * the pacer failed. */
+static uint64_t open_loop(struct model *m, const struct dl_pacer_cfg *rec, uint64_t seed,
+			  uint64_t start, int split, double *daemon_share)
+{
+	size_t paced = 0, daemon = 0;
+	uint64_t *due = malloc((m->n ? m->n : 1) * sizeof(*due)), cost = 0;
+	struct ev *reply = malloc((m->n ? m->n : 1) * sizeof(*reply));
+	struct dl_pacer *p = NULL;
+
+	if (!due || !reply || dl_pacer_new(rec, start, seed, &p)) {
+		free(due);
+		free(reply);
+		return UINT64_MAX;
+	}
+	for (int c = 0; c < DL_OP__COUNT; c++) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < m->n; i++) {
+			struct rreq *q = &m->r[i];
+			struct dl_pacer_result res;
+
+			if ((int)q->preq.cls != c || (q->preq.flags & DL_PREQ_NODEV))
+				continue;
+			if (dl_pacer_submit(p, &q->preq, T0 + q->a, &res))
+				continue;
+			dl_pacer_complete(p, &q->preq, &res, res.due_ns);
+			due[k] = res.due_ns;
+			reply[k++] = (struct ev){T0 + q->a + q->d, i};
+		}
+		qsort(due, k, sizeof(*due), cmp_u64);
+		qsort(reply, k, sizeof(*reply), cmp_ev);
+		for (size_t r = 0; r < k; r++) {
+			struct rreq *q = &m->r[reply[r].i];
+			uint64_t a = T0 + q->a, pd = due[r] > a ? due[r] - a : 0;
+			uint64_t off = reply[r].t > due[r] ? reply[r].t - due[r] : due[r] - reply[r].t;
+			int rd = c == DL_OP_READ && q->preq.len;
+
+			if (rd) {
+				cost += off < 1000000000ULL ? off : 1000000000ULL;
+				paced++;
+			}
+			if (!split)
+				continue;
+			/* After its due time a reply waits for the daemon: its
+			 * lateness (a timer, a CPU), kept as it was. A reply that
+			 * took more than twice the storage's time was the
+			 * daemon's work (generating the bytes), which no storage
+			 * shortens: its duration is a floor. */
+			q->e = q->g = 0;
+			if (q->d > pd && pd < q->d / 2) {
+				q->g = q->d;
+				daemon += rd;
+			} else if (q->d > pd) {
+				q->e = q->d - pd;
+			}
 		}
 	}
+	/* Requests that reach no device: their recorded time is the daemon's. */
+	for (size_t i = 0; split && i < m->n; i++)
+		if (m->r[i].preq.flags & DL_PREQ_NODEV) {
+			m->r[i].e = 0;
+			m->r[i].g = m->r[i].d;
+		}
 	dl_pacer_free(p);
+	free(due);
+	free(reply);
+	if (split)
+		*daemon_share = paced ? (double)daemon / (double)paced : 0;
+	return cost;
+}
+
+/* Open loop at the recorded setting: how much of each recorded reply was
+ * the storage's; *start: the pacer start that matched the recording. */
+static int split_daemon_time(struct model *m, const struct dl_pacer_cfg *rec, uint64_t seed,
+			     double *daemon_share, uint64_t *start)
+{
+	uint64_t st[3], best = UINT64_MAX;
+
+	pacer_starts(m, st);
+	*start = st[0];
+	for (int k = 0; k < 3; k++) {
+		uint64_t c = open_loop(m, rec, seed, st[k], 0, NULL);
+
+		if (c < best) {
+			best = c;
+			*start = st[k];
+		}
+	}
+	if (best == UINT64_MAX)
+		return -EINVAL;
+	open_loop(m, rec, seed, *start, 1, daemon_share);
 	return 0;
 }
 
@@ -489,6 +597,7 @@ int wi_replay_run(const struct dt_trace *t, uint64_t origin, const struct dl_pac
 	struct model m = {0};
 	uint32_t *rjob = NULL;
 	struct dl_pacer *p = NULL;
+	uint64_t start = T0;
 	int ret = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
@@ -503,7 +612,7 @@ int wi_replay_run(const struct dt_trace *t, uint64_t origin, const struct dl_pac
 	if (!ret)
 		ret = model_jobs(&m, rjob);
 	if (!ret)
-		ret = split_daemon_time(&m, rec, seed);
+		ret = split_daemon_time(&m, rec, seed, &out->daemon_share, &start);
 	if (ret)
 		goto out;
 	out->clients = clients;
@@ -519,7 +628,7 @@ int wi_replay_run(const struct dt_trace *t, uint64_t origin, const struct dl_pac
 			out->jobs[c * m.njobs + j].client = c;
 			out->jobs[c * m.njobs + j].first_ns = UINT64_MAX;
 		}
-	ret = dl_pacer_new(cfg, T0, seed, &p);
+	ret = dl_pacer_new(cfg, start, seed, &p);
 	if (!ret)
 		ret = replay(t, &m, p, clients, out);
 	/* Times relative to the replay's origin, as the recorded ones are. */

@@ -149,7 +149,7 @@ struct wi_env {
 	unsigned copies;       /* --jobs */
 	const char *trace_dir; /* --trace DIR: a trace per run */
 	int keep;	       /* keep workdir */
-	int quiet;	       /* no progress line */
+	int quiet;	       /* no progress line (-q, or stderr no terminal) */
 	uint64_t t0;	       /* when the verb started (progress) */
 };
 
@@ -221,6 +221,7 @@ struct wi_opts {
 	const char *target_text;
 	double resolution; /* search: hi / lo at most 1 + resolution */
 	int keep, quiet;
+	int progress; /* --progress: a line per run into a log too */
 	char **argv; /* the job */
 };
 

@@ -119,6 +119,9 @@ static int one_opt(struct wi_opts *o, int c, const char *arg)
 	case 'q':
 		o->quiet = 1;
 		return 0;
+	case 'P':
+		o->progress = 1;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -184,6 +187,7 @@ int wi_opts_parse(int argc, char **argv, const char *verb, const char *help, str
 	    {"resolution", required_argument, 0, 'R'},
 	    {"keep", no_argument, 0, 'k'},
 	    {"quiet", no_argument, 0, 'q'},
+	    {"progress", no_argument, 0, 'P'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};

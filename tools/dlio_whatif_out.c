@@ -26,7 +26,7 @@ static void fmt_dur(double s, char *buf, size_t len)
 }
 
 /* On a terminal the line is redrawn in place; into a file or a pipe each
- * run gets a line of its own, so a log still shows the progress. */
+ * run gets a line of its own (--progress), so a log still shows it. */
 void wi_progress(const struct wi_env *e, size_t done, size_t total, const char *what)
 {
 	double el = (double)(dl_mono_ns() - e->t0) / 1e9;

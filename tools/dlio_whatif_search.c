@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dlio_whatif_i.h"
 #include "dliofs/clock.h"
@@ -32,7 +33,7 @@ const char wi_search_help[] =
     "                   samples_per_s>=X | mb_per_s>=X | run_s<=X\n"
     "  --resolution R   relative width of the final bracket (default 5%)\n"
     "  --repeat, --warmup, --jobs, --json, --plot, --workload, --mount, --trace,\n"
-    "  --keep, -q       as for sweep (dlio-whatif sweep --help)\n"
+    "  --keep, -q, --progress  as for sweep (dlio-whatif sweep --help)\n"
     "\n"
     "example:\n"
     "  dlio-whatif search job.yaml --vary read.bandwidth=10MB/s..10GB/s \\\n"
@@ -338,7 +339,7 @@ int wi_search(int argc, char **argv)
 	if (wi_env_init(&e, o.config, o.mount, o.argv, o.jobs))
 		goto out;
 	e.keep = o.keep;
-	e.quiet = o.quiet;
+	e.quiet = o.quiet || (!o.progress && !isatty(2));
 	e.trace_dir = o.trace_dir[0] ? o.trace_dir : NULL;
 	e.t0 = dl_mono_ns();
 	for (unsigned a = 0; a < o.grid.nax; a++)

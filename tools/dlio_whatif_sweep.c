@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dlio_whatif_i.h"
 #include "dliofs/clock.h"
@@ -44,7 +45,9 @@ const char wi_sweep_help[] =
     "  --trace DIR          trace every run into DIR/pP-rR.trace, with the job's\n"
     "                       figures beside it (.trace.json): input for predict\n"
     "  --keep               keep the runs' logs and reports (the path is said)\n"
-    "  -q, --quiet          no progress line\n"
+    "  -q, --quiet          no progress line (it is drawn only when stderr is a\n"
+    "                       terminal)\n"
+    "  --progress           a progress line per run even into a file or a pipe\n"
     "\n"
     "example:\n"
     "  dlio-whatif sweep job.yaml --set read.bandwidth=100MB/s,500MB/s,2GB/s \\\n"
@@ -261,7 +264,7 @@ int wi_sweep(int argc, char **argv)
 	if (wi_env_init(&e, o.config, o.mount, o.argv, o.jobs))
 		goto out;
 	e.keep = o.keep;
-	e.quiet = o.quiet;
+	e.quiet = o.quiet || (!o.progress && !isatty(2));
 	e.trace_dir = o.trace_dir[0] ? o.trace_dir : NULL;
 	e.t0 = dl_mono_ns();
 	np = wi_grid_points(&o.grid);

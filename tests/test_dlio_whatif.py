@@ -251,14 +251,14 @@ class Predict(Base):
     def test_prediction_against_measurement(self):
         trace = self.record("20MB/s")
         js = os.path.join(self.tmp, "p.json")
-        r = run(["predict", trace, "--set", "read.bandwidth=60MB/s", "--clients", "1,2",
+        r = run(["predict", trace, "--set", "read.bandwidth=30MB/s,60MB/s", "--clients", "1,2",
                  "--json", js])
         self.ok(r)
         doc = self.load(js)
         rows = doc["predictions"]
         self.assertTrue(rows[0]["recorded"])
-        self.assertEqual([(x["clients"], x["recorded"]) for x in rows],
-                         [(1, True), (1, False), (2, False)])
+        self.assertEqual([(x["settings"][0]["value"], x["clients"]) for x in rows[1:]],
+                         [("30MB/s", 1), ("30MB/s", 2), ("60MB/s", 1), ("60MB/s", 2)])
         meas = doc["measured"][0]["figures"]
         own = rows[0]["total"]
         # The recorded setting, replayed from its own trace, is its own run.
@@ -266,13 +266,16 @@ class Predict(Base):
         self.assertAlmostEqual(own["au"], meas["au"], delta=0.03)
         for x in rows:
             self.assertLess(x["replay_s"], 1.0)
-        # Another bandwidth, and two copies of the job on one device.
-        for row, jobs in ((rows[1], 1), (rows[2], 2)):
-            st = self.measure("60MB/s", jobs)
+        # Another bandwidth, and two copies of the job on one device, both
+        # still bound by storage. Near the knee (one job at 60 MB/s: 33 ms
+        # of fetch per 25 ms step) AU turns on a few ms of the recorded
+        # compute, which a loaded machine stretches: not asserted there.
+        for row, bw, jobs in ((rows[1], "30MB/s", 1), (rows[4], "60MB/s", 2)):
+            st = self.measure(bw, jobs)
             pred = row["total"]
-            self.assertAlmostEqual(pred["run_s"] / st["run_s"]["mean"], 1.0, delta=0.25,
-                                   msg="%d job(s): predicted %s, measured %s" % (jobs, pred, st))
-            self.assertAlmostEqual(pred["au"], st["au"]["mean"], delta=0.15)
+            msg = "%s, %d job(s): predicted %s, measured %s" % (bw, jobs, pred, st)
+            self.assertAlmostEqual(pred["run_s"] / st["run_s"]["mean"], 1.0, delta=0.25, msg=msg)
+            self.assertAlmostEqual(pred["au"], st["au"]["mean"], delta=0.15, msg=msg)
         self.assertIn("predicted", r.stdout)
         self.assertIn("measured", r.stdout)
 

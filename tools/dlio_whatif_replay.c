@@ -14,10 +14,12 @@
  * What changes is each reply: the pacer's delay at the new setting, plus the
  * daemon's own time. To tell the two apart, the trace is first run open loop
  * (every request at its recorded arrival) through a pacer at the recorded
- * setting: a reply that came within 100 us (+5%) of the pacer's due time was
- * the storage's, and what came after is the daemon's lateness, kept; a reply
- * much later than the pacer's due was the daemon's (generating, or no CPU),
- * and its recorded duration stays a floor.
+ * setting, from the bucket state the recording follows best (open_loop()),
+ * replies matched with due times by rank per class: a reply that took up to
+ * twice the pacer's time was the storage's, and what came after its due
+ * time is the daemon's lateness, kept; a reply that took longer was the
+ * daemon's (generating, or no CPU), and its recorded duration stays a
+ * floor.
  *
  * clients > 1 starts that many copies of every job of the trace at once on
  * the one pacer (N nodes or N users sharing one device), each copy its own

@@ -9,7 +9,7 @@ error. The goal is within 10% at every point; the table says where not.
 
 Workloads:
   unet3d  - npz, 32 files of 8 MB, dlio-drive (batch 4, 50 ms compute, 2 epochs)
-  torch   - an unmodified PyTorch ImageFolder job over 384x384 JPEGs (PIL
+  torch   - an unmodified PyTorch ImageFolder job over 96 768x768 JPEGs (PIL
             decode, 2 workers), under dlio-stall
   tf      - an unmodified tf.data TFRecord job (venv python), under dlio-stall
 
@@ -50,10 +50,10 @@ cache: {policy: none}
 datasets:
   - name: imgs
     format: jpeg
-    files: 192
+    files: 96
     classes: 4
-    width: 384
-    height: 384
+    width: 768
+    height: 768
     color: RGB
 pacer: {read: {bandwidth: 10MB/s}}
 cache: {policy: none}

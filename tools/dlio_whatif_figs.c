@@ -201,7 +201,19 @@ void wi_stat_of(const double *v, unsigned n, struct wi_stat *s)
  * always waited for, and its wait scales with the job's time in storage
  * (rho: predicted over recorded time of its reads). The rest of the change
  * goes to the counted steps, whose waits cannot fall below nothing: there
- * the job is bound by its own compute, which does not change. */
+ * the job is bound by its own compute, which does not change. The two
+ * estimates of the change (rho from the reads, delta from the I/O's end)
+ * can disagree in sign for the counted steps; slower storage never makes
+ * them wait less, faster storage never more. */
+
+static double counted_wait(double counted, double first, double first2, double delta)
+{
+	double c = counted + delta - (first2 - first);
+
+	if (delta >= 0)
+		return fmax(c, counted);
+	return fmin(fmax(c, 0), counted);
+}
 
 static void predict_drive(const struct wi_jobmodel *m, double delta, double rho,
 			  struct wi_figs *o)
@@ -218,9 +230,9 @@ static void predict_drive(const struct wi_jobmodel *m, double delta, double rho,
 		 * their waits (AU = compute / (compute + wait) over them). */
 		double cc = m->ep[e].compute * frac;
 		double sc = m->ep[e].au > 0 ? cc * (1 - m->ep[e].au) / m->ep[e].au : 0;
-		double s1 = fmax(0, m->ep[e].stall - sc) * rho;
-		double stall = fmax(s1, m->ep[e].stall + d);
-		double sc2 = stall - s1;
+		double s0 = fmax(0, m->ep[e].stall - sc), s1 = s0 * rho;
+		double sc2 = counted_wait(m->ep[e].stall - s0, s0, s1, d);
+		double stall = s1 + sc2;
 		double wall = m->ep[e].wall + stall - m->ep[e].stall;
 
 		run += stall - m->ep[e].stall;
@@ -243,9 +255,9 @@ static void predict_drive(const struct wi_jobmodel *m, double delta, double rho,
 static void predict_stall(const struct wi_jobmodel *m, double delta, double rho,
 			  struct wi_figs *o)
 {
-	double first = fmax(0, m->wait_all_s - m->ep[0].stall) * rho;
-	double all = fmax(first, m->wait_all_s + delta);
-	double wc = all - first, win = wc + m->ep[0].compute;
+	double first0 = fmax(0, m->wait_all_s - m->ep[0].stall), first = first0 * rho;
+	double wc = counted_wait(m->wait_all_s - first0, first0, first, delta);
+	double all = first + wc, win = wc + m->ep[0].compute;
 
 	wi_figs_set(o, WI_M_RUN, m->run_s + all - m->wait_all_s);
 	if (win > 0) {

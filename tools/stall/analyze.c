@@ -284,6 +284,8 @@ double st_fetch_rate(const char *pacer, double mean_req, double conc)
 	const struct dl_dev_model *m = &cfg.m[DL_OP_READ];
 	double rate = INFINITY, bw, lat, c;
 
+	/* Initialised before anything can fail: the free below walks it. */
+	dl_pacer_cfg_init(&cfg);
 	if (!pacer || !*pacer || parse_read_model(pacer, &cfg)) {
 		dl_pacer_cfg_free(&cfg);
 		return NAN;

@@ -256,6 +256,7 @@ int wi_measure(struct wi_env *e, const struct wi_kv *kv, unsigned n, const char 
 		wi_progress_end();
 		fprintf(stderr, "dlio-whatif: run %s (%s) failed%s%s\n", tag, what,
 			run->note[0] ? ": " : "", run->note);
+		e->keep = 1; /* the note points into the runs' files */
 	}
 	return ret;
 }

@@ -167,6 +167,10 @@ struct wi_run {
  * the working directory. -errno, said. */
 int wi_env_init(struct wi_env *e, const char *config, const char *mount, char **argv,
 		unsigned copies);
+struct wi_opts;
+/* wi_env_init from a verb's options, with its output settings (keep, quiet,
+ * traces) and its start time. */
+int wi_env_from_opts(struct wi_env *e, const struct wi_opts *o);
 void wi_env_fini(struct wi_env *e);
 /* One cold run of the job with settings kv[0..n): a fresh mount (or, with
  * --mount, the settings applied, caches dropped and statistics reset), the

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "dlio_whatif_i.h"
+#include "dliofs/clock.h"
 #include "dliofs/ctl_client.h"
 #include "dliofs/exepath.h"
 
@@ -82,6 +83,19 @@ int wi_env_init(struct wi_env *e, const char *config, const char *mount, char **
 		return -errno;
 	}
 	e->own = 1;
+	return 0;
+}
+
+int wi_env_from_opts(struct wi_env *e, const struct wi_opts *o)
+{
+	int ret = wi_env_init(e, o->config, o->mount, o->argv, o->jobs);
+
+	if (ret)
+		return ret;
+	e->keep = o->keep;
+	e->quiet = o->quiet || (!o->progress && !isatty(2));
+	e->trace_dir = o->trace_dir[0] ? o->trace_dir : NULL;
+	e->t0 = dl_mono_ns();
 	return 0;
 }
 

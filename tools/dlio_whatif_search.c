@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "dlio_whatif_i.h"
-#include "dliofs/clock.h"
 #include "dliofs/json.h"
 
 const char wi_search_help[] =
@@ -336,12 +335,8 @@ int wi_search(int argc, char **argv)
 	ret = wi_opts_parse(argc, argv, "search", wi_search_help, &o);
 	if (ret)
 		return ret > 0 ? 0 : 2;
-	if (wi_env_init(&e, o.config, o.mount, o.argv, o.jobs))
+	if (wi_env_from_opts(&e, &o))
 		goto out;
-	e.keep = o.keep;
-	e.quiet = o.quiet || (!o.progress && !isatty(2));
-	e.trace_dir = o.trace_dir[0] ? o.trace_dir : NULL;
-	e.t0 = dl_mono_ns();
 	for (unsigned a = 0; a < o.grid.nax; a++)
 		if (o.grid.ax[a].range)
 			var = a;

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "dlio_whatif_i.h"
-#include "dliofs/clock.h"
 #include "dliofs/json.h"
 
 const char wi_sweep_help[] =
@@ -261,12 +260,8 @@ int wi_sweep(int argc, char **argv)
 	ret = wi_opts_parse(argc, argv, "sweep", wi_sweep_help, &o);
 	if (ret)
 		return ret > 0 ? 0 : 2;
-	if (wi_env_init(&e, o.config, o.mount, o.argv, o.jobs))
+	if (wi_env_from_opts(&e, &o))
 		goto out;
-	e.keep = o.keep;
-	e.quiet = o.quiet || (!o.progress && !isatty(2));
-	e.trace_dir = o.trace_dir[0] ? o.trace_dir : NULL;
-	e.t0 = dl_mono_ns();
 	np = wi_grid_points(&o.grid);
 	nr = o.warmup + o.repeat;
 	runs = calloc(np * nr, sizeof(*runs));

@@ -492,7 +492,8 @@ static void test_value_errors(void)
 		   "t.yaml:5:12: datasets[0].dtype: expected one of uint8", "did you mean \"float32\"");
 	EXPECT_ERR("datasets:\n  - name: a\n    format: NPZ\n    sample_size: 1\n",
 		   "t.yaml:3:13: datasets[0].format: expected one of npy, npz, tfrecord, dlrm, raw, "
-		   "indexed_binary, hdf5, jpeg, png, got \"NPZ\" (did you mean \"npz\"?)");
+		   "indexed_binary, mmap_indexed_binary, hdf5, jpeg, png, csv, got \"NPZ\" (did you mean "
+		   "\"npz\"?)");
 	EXPECT_ERR("seed: -1\n" HEAD "    sample_size: 1\n",
 		   "t.yaml:1:7: seed: expected an unsigned 64-bit integer", "negative");
 	EXPECT_ERR("seed: 18446744073709551616\n" HEAD "    sample_size: 1\n",
@@ -1306,11 +1307,12 @@ static void test_dlio(void)
 
 static void test_dlio_errors(void)
 {
-	EXPECT_ERR("framework: pytorch\ndataset:\n  data_folder: data/x\n  format: csv\n",
-		   "t.yaml:4:11: dataset.format: DLIO format \"csv\" is not served by dliofs (it "
-		   "serves npy, npz, tfrecord, indexed_binary, hdf5, jpeg, png)");
-	EXPECT_ERR("dataset:\n  format: mmap_indexed_binary\n",
-		   "t.yaml:2:11: dataset.format: DLIO format \"mmap_indexed_binary\" is not served");
+	EXPECT_ERR("framework: pytorch\ndataset:\n  data_folder: data/x\n  format: parquet\n",
+		   "t.yaml:4:11: dataset.format: DLIO format \"parquet\" is not served by dliofs "
+		   "(it serves npy, npz, tfrecord, indexed_binary, mmap_indexed_binary, hdf5, jpeg, "
+		   "png, csv)");
+	EXPECT_ERR("dataset:\n  format: hdf5_opt\n",
+		   "t.yaml:2:11: dataset.format: DLIO format \"hdf5_opt\" is not served");
 	EXPECT_ERR("dataset:\n  format: synthetic\n", "t.yaml:2:11: dataset.format:", "synthetic");
 	EXPECT_ERR("dataset:\n  format: [npz]\n",
 		   "t.yaml:2:11: dataset.format: expected a DLIO format like npz, got a list");
@@ -1394,7 +1396,7 @@ static void test_dlio_errors(void)
 		   "t.yaml:3:3: dataset.format: duplicate key (first given at line 2, column 3)");
 	/* Every problem at once. */
 	{
-		struct res r = load("dataset:\n  data_folder: ./\n  format: csv\n  files: 1\n");
+		struct res r = load("dataset:\n  data_folder: ./\n  format: parquet\n  files: 1\n");
 
 		CHECK(r.ret == -EINVAL && count_lines(r.err) == 3 &&
 			      strstr(r.err, "t.yaml:2:16: dataset.data_folder:") &&

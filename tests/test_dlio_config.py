@@ -489,7 +489,7 @@ class DlioWorkloads(unittest.TestCase, Check):
         self.assertEqual(list(datasets), ["default"])
 
     def test_unserved_formats(self):
-        for fmt in ("csv", "mmap_indexed_binary", "synthetic", "parquet", "hdf5_opt"):
+        for fmt in ("synthetic", "parquet", "hdf5_opt"):
             with self.subTest(fmt):
                 text = DEFAULT.replace("format: npz", "format: " + fmt)
                 path = self.write("bad-" + fmt, text)

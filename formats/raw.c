@@ -1,8 +1,9 @@
 /* Formats with no structure in the data: `raw` (samples back to back) and
  * DLIO's `indexed_binary` (the same data file plus two u64le index files,
- * formats.md 9), and its `mmap_indexed_binary` (Megatron-DeepSpeed's
+ * docs/formats.md 9), and its `mmap_indexed_binary` (Megatron-DeepSpeed's
  * workload: DLIO writes it with the same generator, under its own
- * extension, and reads it through np.memmap). The data bytes of a file are one stream, so sample i is
+ * extension, and reads it through np.memmap). The data bytes of a file are
+ * one stream, so sample i is
  * bytes [i * S, (i + 1) * S) of it, S = f->sample_bytes. */
 #include <errno.h>
 #include <string.h>

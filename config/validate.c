@@ -588,11 +588,14 @@ int cfg_validate(struct cfg_ctx *c, struct dl_config *cfg, const struct cfg_src 
 
 	if (!src->root)
 		return 0;	/* not a mapping: already reported */
-	if (!src->datasets) {
+	/* A config of backing directories alone is a real use: shaping a real
+	 * dataset's directory with no synthetic one beside it. */
+	if (!src->datasets && !src->backing) {
 		cfg_error(c, cfg_node_loc(src->root), "datasets",
 			  "missing: a config needs a list of datasets (- name: ..., format: ..., "
-			  "files: ..., sample_size: ...)");
-	} else if (!src->datasets_bad && src->nitems == 0) {
+			  "files: ..., sample_size: ...) or of backing directories (backing: - "
+			  "{path: DIR, at: NAME})");
+	} else if (src->datasets && !src->datasets_bad && src->nitems == 0 && !src->backing) {
 		cfg_error(c, cfg_node_loc(src->datasets), "datasets",
 			  "the list is empty; expected at least one dataset");
 	} else if (src->nitems > CFG_MAX_DATASETS) {

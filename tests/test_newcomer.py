@@ -12,7 +12,12 @@
 - the mount is read-write at the VFS level for its control files (live
   settings) even when no dataset takes writes; `-o ro` mounts it read-only:
   /proc/mounts says ro, data reads work, control writes get EROFS and the
-  daemon stays up."""
+  daemon stays up;
+- DLRM's files where MLPerf's binary loader looks: with mlperf_bin, a dlrm
+  dataset's train file is also <file_prefix>_<train|test|val>.bin at the
+  mount root (and in dlio-gen's output, as hard links), so
+  --processed-data-file=<mount>/day.npz finds day_train.bin and day_test.bin
+  side by side; DLIO's names stay where they were."""
 import errno
 import os
 import pty
@@ -166,6 +171,80 @@ class Newcomer(unittest.TestCase):
                 self.assertEqual(f.read(), b"\x01" * 5000)
             with open(os.path.join(mnt, ".dliofs", "config.yaml")) as f:
                 self.assertIn("datasets: []\n", f.read())
+
+    # --- DLRM's names for MLPerf's loader ---------------------------------------
+
+    DLRM = ("seed: 8\n"
+            "datasets:\n"
+            "  - {name: criteo_train, format: dlrm, mlperf_bin: train, files: 1,\n"
+            "     samples_per_file: 3000, file_prefix: day, cardinality: 1000}\n"
+            "  - {name: criteo_test, format: dlrm, mlperf_bin: test, files: 1,\n"
+            "     samples_per_file: 700, file_prefix: day, cardinality: 1000}\n")
+
+    def loader_reads(self, root, samples):
+        """facebookresearch/dlrm --mlperf-bin-loader: d_path from
+        --processed-data-file=<root>/day.npz, then CriteoBinDataset's reads
+        (seek(i * 160 * B), read(160 * B), int32 rows of 40) of both files."""
+        try:
+            import numpy as np
+        except ImportError:
+            dltest.require(False, "numpy not importable by " + os.sys.executable)
+        lstr = os.path.join(root, "day.npz").split("/")
+        d_path = "/".join(lstr[0:-1]) + "/" + lstr[-1].split(".")[0]
+        batch = 256
+        for split, n in (("train", samples[0]), ("test", samples[1])):
+            path = d_path + "_%s.bin" % split
+            self.assertEqual(os.path.getsize(path), 160 * n, path)
+            rows = []
+            with open(path, "rb") as f:
+                for i in range(-(-n // batch)):
+                    f.seek(i * 160 * batch)
+                    rows.append(np.frombuffer(f.read(160 * batch), dtype=np.int32).reshape(-1, 40))
+            rows = np.concatenate(rows)
+            self.assertEqual(rows.shape, (n, 40))
+            self.assertTrue(np.isin(rows[:, 0], (0, 1)).all())
+            self.assertTrue((rows[:, 14:] >= 0).all() and (rows[:, 14:] < 1000).all())
+
+    def test_dlrm_mlperf_bin_names(self):
+        r, cfg = self.check(self.DLRM)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("criteo_train/train's file is also day_train.bin at the mount root", r.stdout)
+        self.assertIn("criteo_test/train's file is also day_test.bin at the mount root", r.stdout)
+        gen = dltest.gen(cfg, os.path.join(self.tmp, "gen"))
+        self.loader_reads(gen, (3000, 700))
+        # Hard links to DLIO's names, not copies.
+        self.assertEqual(os.stat(os.path.join(gen, "day_train.bin")).st_ino,
+                         os.stat(os.path.join(gen, "criteo_train/train/day_0_of_1.bin")).st_ino)
+        dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
+        mnt = os.path.join(self.tmp, "mnt")
+        os.mkdir(mnt)
+        with dltest.mounted(cfg, mountpoint=mnt):
+            self.assertEqual(sorted(os.listdir(mnt)),
+                             ["criteo_test", "criteo_train", "day_test.bin", "day_train.bin"])
+            self.loader_reads(mnt, (3000, 700))
+            for name, ds in (("day_train.bin", "criteo_train"), ("day_test.bin", "criteo_test")):
+                alias = os.path.join(mnt, name)
+                dlio = os.path.join(mnt, ds, "train", "day_0_of_1.bin")
+                self.assertEqual(os.stat(alias).st_ino, os.stat(dlio).st_ino)
+                self.assertEqual(os.stat(alias).st_nlink, 2)
+                self.assertEqual(dltest.sha256_file(alias), dltest.sha256_file(dlio))
+                self.assertEqual(dltest.sha256_file(alias),
+                                 dltest.sha256_file(os.path.join(gen, name)))
+
+    def test_dlrm_mlperf_bin_errors(self):
+        r, cfg = self.check(self.DLRM.replace("mlperf_bin: test", "mlperf_bin: train"))
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertIn(cfg + ':5:51: datasets[1].mlperf_bin: its train file is also '
+                      '"day_train.bin" at the mount root, which is already another '
+                      "dataset's file at the root", r.stderr)
+        r, cfg = self.check(self.DLRM.replace("files: 1,\n     samples_per_file: 700",
+                                              "files: 2,\n     samples_per_file: 700"))
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertIn("datasets[1].mlperf_bin: names the dataset's one train file", r.stderr)
+        self.assertIn("but files is 2", r.stderr)
+        r, cfg = self.check(self.DLRM.replace("mlperf_bin: test", "mlperf_bin: eval"))
+        self.assertEqual(r.returncode, 2, r.stdout)
+        self.assertIn("datasets[1].mlperf_bin: expected one of none, train, test, val", r.stderr)
 
     # --- the mount's mode ---------------------------------------------------------
 

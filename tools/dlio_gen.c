@@ -139,6 +139,30 @@ out:
 	return ret;
 }
 
+/* Names a dataset's train file also has at the root (dlrm's mlperf_bin):
+ * hard links, as the mount shows one file under two names. */
+static int link_root_aliases(const struct dl_config *cfg, const char *outdir)
+{
+	char alias[256], rel[1024], from[4096], to[4096];
+
+	for (unsigned i = 0; i < cfg->ndatasets; i++) {
+		const struct dl_dataset *ds = &cfg->datasets[i];
+		const struct dl_format_ops *ops = dl_format_ops(ds->format);
+
+		if (!ops->root_alias || ops->root_alias(ds, alias, sizeof(alias)) <= 0)
+			continue;
+		if (dl_name_relpath(ds, DL_SPLIT_TRAIN, 0, 0, rel, sizeof(rel)) < 0)
+			return -ENAMETOOLONG;
+		snprintf(from, sizeof(from), "%s/%s/%s", outdir, ds->name, rel);
+		snprintf(to, sizeof(to), "%s/%s", outdir, alias);
+		if ((unlink(to) && errno != ENOENT) || link(from, to)) {
+			fprintf(stderr, "dlio-gen: %s: %s\n", to, strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
 static void *worker(void *arg)
 {
 	struct job *j = arg;
@@ -293,7 +317,7 @@ int main(int argc, char **argv)
 			break;
 	wait_workers(&j, th, started, !quiet && isatty(STDERR_FILENO), t0);
 	t1 = dl_mono_ns();
-	if (!started || atomic_load(&j.failed))
+	if (!started || atomic_load(&j.failed) || link_root_aliases(cfg, j.outdir))
 		goto out;
 	if (!quiet) {
 		double s = (double)(t1 - t0) * 1e-9;

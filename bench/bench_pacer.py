@@ -89,9 +89,20 @@ def main():
                 with Mount(a.build, y, tmp) as m:
                     f = fio(m.mnt, jobs, "1M", rt if want >= 1e8 else rt * 2)
                 err = f["bw"] / want - 1
+                ceiling = ""
+                if err * 100 < -3.0:
+                    # Short of the cap: the machine may not reach it at all
+                    # (a busy 2-core machine through FUSE). The unshaped
+                    # mount with the same readers, in the same run, says.
+                    with Mount(a.build, "cache: {policy: none}\n", tmp) as m:
+                        top = fio(m.mnt, jobs, "1M", rt)["bw"]
+                    if top < want * 1.1:
+                        ceiling = " (unshaped: %.3g MB/s, below the cap: not a pacer figure)" % (
+                            top / 1e6)
                 rows.append(("bandwidth %s, %2d readers" % (bw, jobs), "%.3g MB/s" % (want / 1e6),
-                             "%.3g MB/s" % (f["bw"] / 1e6), "-", "%+.1f%%" % (100 * err), 3.0))
-                bad += abs(err) * 100 > 3.0 * scale
+                             "%.3g MB/s" % (f["bw"] / 1e6) + ceiling, "-",
+                             "%+.1f%%" % (100 * err), 3.0))
+                bad += abs(err) * 100 > 3.0 * scale and not ceiling
         # Latency: one reader, 4 KiB reads, so the transfer time is negligible.
         for name, lat, p50, p99 in (("constant 200us", "200us", 200, 200),
                                     ("constant 1ms", "1ms", 1000, 1000),

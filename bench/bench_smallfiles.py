@@ -9,6 +9,8 @@ the end, close), by 1 and by 4 reader processes, three ways in the same run:
           same count and size, read() filling from the same generator: the
           FUSE ceiling for this sequence on this machine
   tmpfs   dlio-gen's copy of the raw dataset in /dev/shm (no FUSE at all)
+  before  (with --before DIR) another build's dliofs, e.g. the commit before
+          a change, on the same raw files in the same run
 
 Every FUSE pass is cold: a fresh mount (no dentries, no attributes, no pages).
 Two access patterns: `open` (paths known, as a shuffled DLIO/PyTorch file
@@ -16,7 +18,7 @@ list: one lookup per file) and `list+open` (os.scandir of each directory
 first, as torchvision's ImageFolder does, then the files). Prints files/s
 (median of RUNS) and the ratios mount/no-op and mount/tmpfs. Asserts nothing.
 
-  bench/bench_smallfiles.py [--build DIR] [--files N] [--size BYTES] [--runs R]
+  bench/bench_smallfiles.py [--build DIR] [--before DIR] [--files N] [--size BYTES] [--runs R]
 """
 import argparse
 import multiprocessing as mp
@@ -102,6 +104,7 @@ def main():
     ap.add_argument("--files", type=int, default=4000)
     ap.add_argument("--size", type=int, default=110 * 1000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--before", help="another build directory whose dliofs is measured too")
     a = ap.parse_args()
     dliofs = os.path.join(a.build, "dliofs")
     noop = os.path.join(a.build, "dl-noopfs")
@@ -138,11 +141,13 @@ def main():
             for readers in (1, 4):
                 for pattern in ("open", "list+open"):
                     # dliofs, flat raw files and the JPEG class tree
-                    for ds in ("raw", "jpeg"):
+                    kinds = ["raw", "jpeg"] + (["before"] if a.before else [])
+                    for ds in kinds:
+                        binary = os.path.join(a.before, "dliofs") if ds == "before" else dliofs
                         drop_caches()
-                        subprocess.run([dliofs, "mount", mnt, cfg], check=True)
+                        subprocess.run([binary, "mount", mnt, cfg], check=True)
                         try:
-                            if ds == "raw":
+                            if ds in ("raw", "before"):
                                 lister = lambda r: [os.path.join(r, n) for n in raw_names]
                             else:
                                 jroot = os.path.join(mnt, "jpeg")
@@ -154,7 +159,7 @@ def main():
                                 lister = lambda r, rel=rel: [os.path.join(r, x) for x in rel]
                             v = run_pass(mnt, readers, pattern, lister)
                         finally:
-                            subprocess.run([dliofs, "umount", mnt], capture_output=True)
+                            subprocess.run([binary, "umount", mnt], capture_output=True)
                             umount(mnt)
                         record(("mount-" + ds, readers, pattern), v)
                     # the no-op FUSE fs
@@ -185,6 +190,14 @@ def main():
                     readers, pattern, m["mount-raw"], m["mount-jpeg"], m["noop"], m["tmpfs"],
                     m["mount-raw"] / m["noop"], m["mount-jpeg"] / m["noop"],
                     m["mount-raw"] / m["tmpfs"]))
+        if a.before:
+            print("before = %s (mount-raw's files with that build's dliofs)" % a.before)
+            print("%-8s %-10s %10s %10s" % ("readers", "pattern", "before", "raw/before"))
+            for readers in (1, 4):
+                for pattern in ("open", "list+open"):
+                    b = statistics.median(results[("mount-before", readers, pattern)])
+                    r = statistics.median(results[("mount-raw", readers, pattern)])
+                    print("%-8d %-10s %10.0f %10.2f" % (readers, pattern, b, r / b))
         print("(command: %s)" % " ".join([os.path.relpath(sys.argv[0], SRC)] + sys.argv[1:]))
     finally:
         umount(mnt)

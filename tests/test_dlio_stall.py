@@ -455,8 +455,10 @@ cache: {policy: none}
         self.assertTrue(d["valid"], d)
         self.assertEqual([x["summary"]["steps"] for x in rep["runs"]], [24, 24, 24])
         self.assertEqual(rep["runs"][0]["summary"]["replayed"], 20)
-        # Raw tensors: nothing to decode, the prep run keeps up with compute.
-        self.assertLess(abs(d["prep_ratio"]), 0.15, r.stdout)
+        # Raw tensors: nothing to decode, the prep run keeps up with compute
+        # (0.02-0.07 on a quiet machine, 0.15 seen with three builds beside
+        # it; JPEG decoding in the next test is above 1).
+        self.assertLess(abs(d["prep_ratio"]), 0.25, r.stdout)
         self.assertLess(abs(d["prep_stall_s"]), 0.3 * d["fetch_stall_s"], r.stdout)
         # 1 MB per step at 20 MB/s: fetching dominates as configured.
         self.assertGreater(d["fetch_ratio"], 0.3, r.stdout)
@@ -474,11 +476,64 @@ cache: {policy: none}
         rep = self.check_ok(r, rep)
         d = rep["diff"]
         self.assertTrue(d["valid"], d)
-        # 8 decodes of a 384x384 JPEG per step on one core: a prep stall.
+        # 8 decodes of a 384x384 JPEG per step on one core: a prep stall
+        # (1.24 here), clear of the npz bound above.
         self.assertGreater(d["prep_stall_s"], 0.005, r.stdout)
-        self.assertGreater(d["prep_ratio"], 0.15, r.stdout)
+        self.assertGreater(d["prep_ratio"], 0.4, r.stdout)
         self.assertGreater(d["G"], d["P"])
         self.assertTrue(self.pacer_enabled())
+
+
+class FetchCeilingTest(MountCase):
+    """DS-Analyzer's fetch ceiling F is the storage's delivery rate for the
+    job (the read model in force over the device bytes per sample), so that
+    min(G, P, F) is what the configured run gets: checked at two bandwidths.
+    (F was the batch over the fetch stall, which on 15 MB/s said about 260
+    samples/s while storage delivered about 136 and the job ran at 140.)"""
+    CONFIG = """\
+datasets:
+  - name: imgs
+    format: jpeg
+    files: 320
+    classes: 4
+    width: 224
+    height: 224
+    color: RGB
+    sample_size: 110kB
+pacer:
+  read: {bandwidth: 15MB/s}
+cache: {policy: none}
+"""
+
+    def diff_at(self, bw):
+        r = subprocess.run([dltest.DLIOFS, "set", self.mnt, "read.bandwidth=" + bw],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r, rep = stall(["diff", "--mount", self.mnt],
+                       [PY, TORCH_IMG, os.path.join(self.mnt, "imgs", "train"), "--batch", "16",
+                        "--workers", "2", "--compute-ms", "10"])
+        return r, self.check_ok(r, rep)
+
+    def test_min_of_ceilings_is_the_run(self):
+        dltest.require(have_torch(), "torch not importable by %s" % PY)
+        f = {}
+        for bw, mbs in (("15MB/s", 15e6), ("30MB/s", 30e6)):
+            r, rep = self.diff_at(bw)
+            d = rep["diff"]
+            self.assertTrue(d["valid"], d)
+            self.assertEqual(d["unit"], "samples/s")
+            # The storage delivers the configured bandwidth; 110 kB per sample.
+            self.assertAlmostEqual(d["fetch_rate_Bps"] / mbs, 1.0, delta=0.01)
+            self.assertAlmostEqual(d["fetch_bytes_per_unit"] / 110e3, 1.0, delta=0.05)
+            self.assertIn("storage: delivers", d["F_basis"])
+            got = rep["runs"][2]["summary"]["samples_per_s"]
+            ceiling = min(d["G"], d["P"], d["F"])
+            # Fetching is what binds at both bandwidths, and it predicts the run.
+            self.assertEqual(ceiling, d["F"], r.stdout)
+            self.assertGreater(got / ceiling, 0.8, r.stdout)
+            self.assertLess(got / ceiling, 1.25, r.stdout)
+            f[bw] = d["F"]
+        self.assertAlmostEqual(f["30MB/s"] / f["15MB/s"], 2.0, delta=0.1)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #define DL_PRNG_X86 1
 #include <cpuid.h>
+#include <stdatomic.h>
 #include <immintrin.h>
 #endif
 
@@ -306,12 +307,22 @@ static blocks_fn path_fn(enum dl_prng_path path)
 
 #ifdef DL_PRNG_X86
 /* CPUID leaf 7 ECX bit 9: clang 14 has no __builtin_cpu_supports("vaes").
- * AVX2's check (above it) already covers the OS saving the YMM state. */
+ * AVX2's check (above it) already covers the OS saving the YMM state.
+ * CPUID traps to the hypervisor in a VM (4.5 us each on the dev VM) and
+ * every fill asks, so the answer, a fact of the CPU that cannot change
+ * while the process runs, is kept after the first question (-1: not asked;
+ * a race only asks twice and stores the same value). */
 static int has_vaes(void)
 {
+	static _Atomic int known = -1;
 	unsigned a, b, c, d;
+	int v = atomic_load_explicit(&known, memory_order_relaxed);
 
-	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 9));
+	if (v < 0) {
+		v = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 9));
+		atomic_store_explicit(&known, v, memory_order_relaxed);
+	}
+	return v;
 }
 #endif
 

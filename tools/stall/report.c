@@ -247,37 +247,6 @@ void st_report_run(FILE *f, const struct st_report_ctx *c, const struct st_run *
 	report_io(f, c, r);
 }
 
-void st_diff_compute(struct st_run *runs, struct st_diff *d)
-{
-	const struct st_summary *s1 = &runs[0].sum, *s2 = &runs[1].sum, *s3 = &runs[2].sum;
-	double unit;
-
-	memset(d, 0, sizeof(*d));
-	if (!s1->counted || !s2->counted || !s3->counted) {
-		snprintf(d->note, sizeof(d->note), "a run recorded no analysable steps");
-		return;
-	}
-	d->valid = 1;
-	d->t1 = s1->step_mean_s;
-	d->t2 = s2->step_mean_s;
-	d->t3 = s3->step_mean_s;
-	d->prep_stall_s = d->t2 - d->t1;
-	d->fetch_stall_s = d->t3 - d->t2;
-	d->prep_total_s = d->prep_stall_s * (double)s3->counted;
-	d->fetch_total_s = d->fetch_stall_s * (double)s3->counted;
-	d->prep_ratio = d->t3 > 0 ? d->prep_stall_s / d->t3 : 0;
-	d->fetch_ratio = d->t3 > 0 ? d->fetch_stall_s / d->t3 : 0;
-	d->per_sample = s3->batch > 0;
-	unit = d->per_sample ? (double)s3->batch : 1.0;
-	d->G = d->t1 > 0 ? unit / d->t1 : INFINITY;
-	d->P = d->t2 > 0 ? unit / d->t2 : INFINITY;
-	/* DS-Analyzer's fetch rate: the batch over the time fetching adds. */
-	d->F = d->fetch_stall_s > 0 ? unit / d->fetch_stall_s : INFINITY;
-	if (s1->replayed == 0)
-		snprintf(d->note, sizeof(d->note),
-			 "the compute-only run replayed no batch (iterator length unknown?)");
-}
-
 static void rate(FILE *f, const char *label, double v, int per_sample, const char *what)
 {
 	if (isinf(v))
@@ -311,7 +280,7 @@ void st_report_diff(FILE *f, const struct st_report_ctx *c, struct st_run *runs,
 		d->fetch_ratio * 100);
 	rate(f, "G (compute)", d->G, d->per_sample, "ingestion ceiling: no data wait at all");
 	rate(f, "P (prep)", d->P, d->per_sample, "decode/augment with the data cached");
-	rate(f, "F (fetch)", d->F, d->per_sample, "storage: batch over the fetch stall");
+	rate(f, "F (fetch)", d->F, d->per_sample, d->F_basis);
 	if (d->note[0])
 		fprintf(f, "  note: %s\n", d->note);
 }
@@ -524,6 +493,9 @@ static void json_diff(struct dl_jw *w, const struct st_diff *d)
 	jnum(w, "G", d->G);
 	jnum(w, "P", d->P);
 	jnum(w, "F", d->F);
+	dl_jw_str(w, "F_basis", d->F_basis);
+	jnum(w, "fetch_bytes_per_unit", d->fetch_bytes);
+	jnum(w, "fetch_rate_Bps", d->fetch_rate);
 	dl_jw_str(w, "unit", d->per_sample ? "samples/s" : "steps/s");
 	dl_jw_str(w, "note", d->note);
 	dl_jw_end(w);

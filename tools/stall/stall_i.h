@@ -194,6 +194,9 @@ struct st_diff {
 	double prep_ratio, fetch_ratio;	    /* of the configured run's window */
 	double G, P, F;			    /* ceilings; samples/s (steps/s if batch unknown) */
 	int per_sample;
+	double fetch_bytes; /* device bytes per sample (per step) */
+	double fetch_rate;  /* bytes/s the storage delivers to this job */
+	char F_basis[192];  /* how F was found, for the report */
 	char note[256];
 };
 
@@ -210,6 +213,12 @@ void st_report_diff(FILE *f, const struct st_report_ctx *c, struct st_run *runs,
 		    const struct st_diff *d);
 int st_json_write(const char *path, const char *cmd, const struct st_report_ctx *c,
 		  struct st_run *runs, size_t n, const struct st_diff *d);
+/* ---- analyze.c: DS-Analyzer's differencing of the three runs ---- */
 void st_diff_compute(struct st_run *runs, struct st_diff *d);
+/* Bytes/s the read model pacer ("bandwidth 20MB/s, latency 1ms", as
+ * .dliofs/pacer gives it) delivers to a job reading mean_req bytes per
+ * request with conc requests in flight; INFINITY when it has no read limit,
+ * NAN when the text is not understood. */
+double st_fetch_rate(const char *pacer, double mean_req, double conc);
 
 #endif

@@ -1,0 +1,295 @@
+/* One cold run of the job: mount (or make the given mount cold), apply the
+ * point's settings, start --jobs copies at once (each its own process group
+ * and DLIOFS_JOB, so the mount sees N jobs), wait, read their reports.
+ * dlio-drive reports for itself (--json); any other command runs under
+ * `dlio-stall run`, whose hook times the job's waits for data without
+ * touching the script. With --trace the run is traced, and the figures
+ * predict needs are written beside the trace (TRACE.json). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dlio_whatif_i.h"
+#include "dliofs/clock.h"
+#include "dliofs/json.h"
+
+void wi_argv_free(char **av)
+{
+	for (size_t i = 0; av && av[i]; i++)
+		free(av[i]);
+	free(av);
+}
+
+/* s with every "{mount}" replaced by mnt. */
+static char *subst(const char *s, const char *mnt)
+{
+	static const char tok[] = "{mount}";
+	size_t n = 0, tl = sizeof(tok) - 1, ml = strlen(mnt);
+	const char *p;
+	char *out, *o;
+
+	for (p = s; (p = strstr(p, tok)); p += tl)
+		n++;
+	out = malloc(strlen(s) + n * ml + 1);
+	if (!out)
+		return NULL;
+	for (o = out, p = s; *p;) {
+		if (!strncmp(p, tok, tl)) {
+			memcpy(o, mnt, ml);
+			o += ml;
+			p += tl;
+		} else {
+			*o++ = *p++;
+		}
+	}
+	*o = 0;
+	return out;
+}
+
+char **wi_job_argv(const struct wi_env *e, const char *report)
+{
+	size_t n = 0, k = 0;
+	char **av;
+
+	while (e->argv[n])
+		n++;
+	av = calloc(n + 12, sizeof(*av));
+	if (!av)
+		return NULL;
+	if (e->kind == WI_JOB_STALL) {
+		const char *pre[] = {e->stall, "run",  "--mount", e->mnt,
+				     "--json", report, "-q",	  "--"};
+
+		for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+			if (!(av[k++] = strdup(pre[i])))
+				goto fail;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!(av[k++] = subst(e->argv[i], e->mnt)))
+			goto fail;
+	if (e->kind == WI_JOB_DRIVE) {
+		/* The last --json wins: the report is ours to read. */
+		if (!(av[k++] = strdup("--json")) || !(av[k++] = strdup(report)))
+			goto fail;
+	}
+	return av;
+fail:
+	wi_argv_free(av);
+	return NULL;
+}
+
+struct copy {
+	pid_t pid;
+	int status;
+	uint64_t t_start, t_end;
+	char report[PATH_MAX + 96], log[PATH_MAX + 96];
+};
+
+static pid_t start_copy(const struct wi_env *e, unsigned c, struct copy *cp)
+{
+	char **av = wi_job_argv(e, cp->report);
+	char job[32];
+	pid_t pid;
+
+	if (!av)
+		return -ENOMEM;
+	snprintf(job, sizeof(job), "whatif-%u", c);
+	cp->t_start = dl_mono_ns();
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(cp->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		/* Its own process group and job name: N copies are N jobs to
+		 * the mount, and a signal to the group reaches its workers. */
+		setsid();
+		setenv("DLIOFS_JOB", job, 1);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execvp(av[0], av);
+		fprintf(stderr, "dlio-whatif: cannot run %s: %s\n", av[0], strerror(errno));
+		_exit(127);
+	}
+	wi_argv_free(av);
+	return pid < 0 ? -errno : pid;
+}
+
+static void wait_copies(struct copy *cp, unsigned n)
+{
+	unsigned left = n;
+
+	while (left) {
+		int st;
+		pid_t pid = waitpid(-1, &st, 0);
+
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (unsigned i = 0; i < n; i++) {
+			if (cp[i].pid == pid) {
+				cp[i].status = st;
+				cp[i].t_end = dl_mono_ns();
+				left--;
+			}
+		}
+	}
+}
+
+static void tail_log(const char *path, unsigned c)
+{
+	FILE *f = fopen(path, "r");
+	char lines[12][512];
+	unsigned n = 0;
+
+	if (!f)
+		return;
+	while (fgets(lines[n % 12], sizeof(lines[0]), f))
+		n++;
+	fclose(f);
+	fprintf(stderr, "dlio-whatif: copy %u's last output (%s):\n", c, path);
+	for (unsigned i = n > 12 ? n - 12 : 0; i < n; i++)
+		fprintf(stderr, "  %s", lines[i % 12]);
+}
+
+/* TRACE.json: the settings and each copy's figures, for predict. */
+static int write_side(const struct wi_env *e, const struct wi_kv *kv, unsigned n,
+		      const struct wi_jobmodel *m, unsigned copies, const char *trace)
+{
+	char path[PATH_MAX + 8];
+	struct dl_jw w;
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s.json", trace);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	dl_jw_init(&w, f, 2);
+	dl_jw_obj(&w, NULL);
+	dl_jw_str(&w, "tool", "dlio-whatif");
+	dl_jw_str(&w, "trace", trace);
+	dl_jw_str(&w, "config", e->config);
+	dl_jw_arr(&w, "settings");
+	for (unsigned i = 0; i < n; i++) {
+		dl_jw_obj(&w, NULL);
+		dl_jw_str(&w, "key", kv[i].key);
+		dl_jw_str(&w, "value", kv[i].val);
+		dl_jw_end(&w);
+	}
+	dl_jw_end(&w);
+	dl_jw_arr(&w, "command");
+	for (size_t i = 0; e->argv[i]; i++)
+		dl_jw_str(&w, NULL, e->argv[i]);
+	dl_jw_end(&w);
+	dl_jw_arr(&w, "copies");
+	for (unsigned c = 0; c < copies; c++)
+		wi_model_write(&w, NULL, &m[c]);
+	dl_jw_end(&w);
+	ret = dl_jw_finish(&w);
+	fputc('\n', f);
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/* Start the copies, wait for them, read what they reported. */
+static void run_copies(struct wi_env *e, const char *tag, struct copy *cp,
+		       struct wi_jobmodel *models, struct wi_run *out)
+{
+	out->ok = 1;
+	for (unsigned c = 0; c < e->copies; c++) {
+		snprintf(cp[c].report, sizeof(cp[c].report), "%s/%s-c%u.json", e->workdir, tag, c);
+		snprintf(cp[c].log, sizeof(cp[c].log), "%s/%s-c%u.log", e->workdir, tag, c);
+		unlink(cp[c].report);
+		cp[c].pid = start_copy(e, c, &cp[c]);
+		if (cp[c].pid < 0) {
+			out->ok = 0;
+			snprintf(out->note, sizeof(out->note), "cannot start copy %u: %s", c,
+				 strerror((int)-cp[c].pid));
+		}
+	}
+	wait_copies(cp, e->copies);
+	for (unsigned c = 0; c < e->copies; c++) {
+		int st = cp[c].status;
+		int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+
+		if (cp[c].pid < 0)
+			continue;
+		if (code) {
+			out->ok = 0;
+			snprintf(out->note, sizeof(out->note),
+				 "copy %u exited with %d (see %.180s)", c, code, cp[c].log);
+			tail_log(cp[c].log, c);
+		}
+		if (!wi_figs_load(cp[c].report, e->kind, &out->copy[c], &models[c])) {
+			double run = (double)(cp[c].t_end - cp[c].t_start) / 1e9;
+
+			wi_figs_set(&out->copy[c], WI_M_RUN, run);
+			models[c].run_s = run;
+			models[c].t_start = cp[c].t_start;
+			models[c].t_end = cp[c].t_end;
+			models[c].figs = out->copy[c];
+			snprintf(models[c].name, sizeof(models[c].name), "whatif-%u", c);
+		} else {
+			out->ok = 0;
+			if (!code)
+				snprintf(out->note, sizeof(out->note), "copy %u wrote no report",
+					 c);
+		}
+	}
+	out->ncopies = e->copies;
+	wi_figs_total(out->copy, out->ncopies, &out->total);
+}
+
+int wi_run_once(struct wi_env *e, const struct wi_kv *kv, unsigned n, const char *tag,
+		struct wi_run *out)
+{
+	struct copy cp[WI_MAX_COPIES];
+	struct wi_jobmodel *models = calloc(WI_MAX_COPIES, sizeof(*models));
+	char log[PATH_MAX + 64];
+	uint64_t t0 = dl_mono_ns();
+	int ret, traced = 0;
+
+	memset(out, 0, sizeof(*out));
+	memset(cp, 0, sizeof(cp));
+	if (!models)
+		return -ENOMEM;
+	snprintf(log, sizeof(log), "%s/daemon-%s.log", e->workdir, tag);
+	ret = wi_mount(e, log);
+	if (ret)
+		goto out;
+	ret = wi_cold(e, kv, n);
+	if (!ret && e->trace_dir) {
+		snprintf(out->trace, sizeof(out->trace), "%s/%s.trace", e->trace_dir, tag);
+		ret = wi_trace_start(e, out->trace);
+		traced = !ret;
+	}
+	if (!ret)
+		run_copies(e, tag, cp, models, out);
+	if (traced) {
+		int r2 = wi_trace_stop(e);
+
+		if (!r2)
+			r2 = write_side(e, kv, n, models, e->copies, out->trace);
+		if (r2 && !ret)
+			ret = r2;
+	}
+	if (e->own) {
+		int r2 = wi_umount(e);
+
+		if (r2 && !ret)
+			ret = r2;
+	}
+out:
+	out->elapsed_s = (double)(dl_mono_ns() - t0) / 1e9;
+	free(models);
+	return ret;
+}

@@ -1,0 +1,227 @@
+/* The mount a job runs on. By default every run gets a fresh daemon (dliofs
+ * mount / umount of the config): nothing survives from the run before, not
+ * the emulated cache, not the kernel's pages or dentries, not the pacer's
+ * token bucket or the daemon's format caches, which is what "every point
+ * starts cold" has to mean for a what-if to be believed. With --mount the
+ * job runs on a mount the user keeps; then each run applies its settings,
+ * drops the caches (emulated and the kernel's pages of served files) and
+ * resets the statistics, through the control files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dlio_whatif_i.h"
+#include "dliofs/ctl_client.h"
+#include "dliofs/exepath.h"
+
+/* NAME beside this binary, else $ENV, else NAME on the PATH. */
+static void find_tool(const char *name, const char *env, char *buf, size_t len)
+{
+	const char *e = getenv(env);
+	char dir[PATH_MAX];
+
+	if (e && *e) {
+		snprintf(buf, len, "%s", e);
+		return;
+	}
+	if (!dl_exe_dir(dir, sizeof(dir))) {
+		int n = snprintf(buf, len, "%s/%s", dir, name);
+
+		if (n > 0 && (size_t)n < len && !access(buf, X_OK))
+			return;
+	}
+	snprintf(buf, len, "%s", name);
+}
+
+static int is_drive(const char *argv0)
+{
+	const char *b = strrchr(argv0, '/');
+
+	return !strcmp(b ? b + 1 : argv0, "dlio-drive");
+}
+
+int wi_env_init(struct wi_env *e, const char *config, const char *mount, char **argv,
+		unsigned copies)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	memset(e, 0, sizeof(*e));
+	if (!realpath(config, e->config)) {
+		fprintf(stderr, "dlio-whatif: %s: %s\n", config, strerror(errno));
+		return -errno;
+	}
+	e->argv = argv;
+	e->copies = copies ? copies : 1;
+	e->kind = is_drive(argv[0]) ? WI_JOB_DRIVE : WI_JOB_STALL;
+	find_tool("dliofs", "DLIOFS", e->dliofs, sizeof(e->dliofs));
+	find_tool("dlio-stall", "DLIO_STALL", e->stall, sizeof(e->stall));
+	snprintf(e->workdir, sizeof(e->workdir), "%s/dlio-whatif-XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(e->workdir)) {
+		fprintf(stderr, "dlio-whatif: mkdtemp %s: %s\n", e->workdir, strerror(errno));
+		return -errno;
+	}
+	if (mount) {
+		if (!realpath(mount, e->mnt) || !dl_ctl_is_mount(e->mnt)) {
+			fprintf(stderr, "dlio-whatif: --mount %s: not a dliofs mount (no %s/)\n",
+				mount, DL_CTL_DIRNAME);
+			return -EINVAL;
+		}
+		e->given_mount = mount;
+		return 0;
+	}
+	if (snprintf(e->mnt, sizeof(e->mnt), "%s/mnt", e->workdir) >= (int)sizeof(e->mnt) ||
+	    mkdir(e->mnt, 0755)) {
+		fprintf(stderr, "dlio-whatif: mkdir %s: %s\n", e->mnt, strerror(errno));
+		return -errno;
+	}
+	e->own = 1;
+	return 0;
+}
+
+static int rm_tree(const char *dir)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execlp("rm", "rm", "-rf", "--one-file-system", "--", dir, (char *)NULL);
+		_exit(127);
+	}
+	return waitpid(pid, &st, 0) < 0 ? -errno : 0;
+}
+
+void wi_env_fini(struct wi_env *e)
+{
+	if (!e->workdir[0])
+		return;
+	if (e->keep) {
+		fprintf(stderr, "dlio-whatif: the runs' files are kept in %s\n", e->workdir);
+		return;
+	}
+	/* Never remove through a mount that is still up. */
+	if (e->own)
+		rmdir(e->mnt);
+	rm_tree(e->workdir);
+}
+
+/* Run argv with stdout and stderr into out (appended); its exit status. */
+static int run_cmd(char *const argv[], const char *out)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execvp(argv[0], argv);
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void show_file(const char *path, const char *what)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+
+	if (!f)
+		return;
+	fprintf(stderr, "dlio-whatif: %s (%s):\n", what, path);
+	while (fgets(line, sizeof(line), f))
+		fprintf(stderr, "  %s", line);
+	fclose(f);
+}
+
+int wi_mount(struct wi_env *e, const char *log)
+{
+	char out[PATH_MAX + 16];
+	char *argv[] = {e->dliofs, "mount", e->mnt, (char *)e->config, "--log", (char *)log, NULL};
+	int rc;
+
+	if (!e->own)
+		return 0;
+	snprintf(out, sizeof(out), "%s/mount.out", e->workdir);
+	unlink(out);
+	rc = run_cmd(argv, out);
+	if (rc) {
+		fprintf(stderr, "dlio-whatif: %s mount %s %s failed (%d)\n", e->dliofs, e->mnt,
+			e->config, rc);
+		show_file(out, "its output");
+		show_file(log, "the daemon's log");
+		return -EIO;
+	}
+	return 0;
+}
+
+int wi_umount(struct wi_env *e)
+{
+	char out[PATH_MAX + 16];
+	char *argv[] = {e->dliofs, "umount", e->mnt, NULL};
+	int rc;
+
+	if (!e->own)
+		return 0;
+	snprintf(out, sizeof(out), "%s/umount.out", e->workdir);
+	rc = run_cmd(argv, out);
+	if (rc) {
+		fprintf(stderr, "dlio-whatif: %s umount %s failed (%d)\n", e->dliofs, e->mnt, rc);
+		show_file(out, "its output");
+		return -EIO;
+	}
+	return 0;
+}
+
+static int command(struct wi_env *e, enum dl_ctl_file f, const char *text, const char *what)
+{
+	char why[4400];
+	int ret = dl_ctl_command(e->mnt, f, text, strlen(text), why, sizeof(why));
+
+	if (ret)
+		fprintf(stderr, "dlio-whatif: %s on %s failed: %s\n", what, e->mnt, why);
+	return ret;
+}
+
+int wi_cold(struct wi_env *e, const struct wi_kv *kv, unsigned n)
+{
+	char text[WI_MAX_AXES * (WI_KEY + WI_VAL + 2) + 1] = "";
+	size_t off = 0;
+	int ret;
+
+	for (unsigned i = 0; i < n; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s=%s\n", kv[i].key,
+					kv[i].val);
+	if (n && (ret = command(e, DL_CTL_PACER, text, "setting the point")))
+		return ret;
+	ret = command(e, DL_CTL_CACHE, "drop\n", "cache drop");
+	if (!ret)
+		ret = command(e, DL_CTL_STATS, "reset\n", "statistics reset");
+	return ret;
+}
+
+int wi_trace_start(struct wi_env *e, const char *path)
+{
+	char text[PATH_MAX + 16];
+
+	snprintf(text, sizeof(text), "start %s\n", path);
+	return command(e, DL_CTL_TRACE, text, "trace start");
+}
+
+int wi_trace_stop(struct wi_env *e) { return command(e, DL_CTL_TRACE, "stop\n", "trace stop"); }

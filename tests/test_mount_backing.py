@@ -407,6 +407,15 @@ class Backing(dltest.MountedTestCase):
                                 - s1["backing"]["ckpt"]["read_back_bytes"], 2 * size)
         self.assertGreaterEqual(s2["classes"]["read"]["bytes"] - s1["classes"]["read"]["bytes"],
                                 2 * size)
+        # dliofs stat's table has a row per backing directory, the sink's
+        # discarded and read-back bytes on it.
+        r = subprocess.run([dltest.DLIOFS, "stat", self.mnt], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        row = [ln for ln in r.stdout.splitlines() if ln.startswith("ckpt ")]
+        self.assertEqual(len(row), 1, r.stdout)
+        self.assertRegex(row[0], r"^ckpt +sink .* MB discarded, [0-9.]+ MB read back$")
+        self.assertTrue(any(ln.startswith("ro ") and " read-only " in ln
+                            for ln in r.stdout.splitlines()), r.stdout)
         # Another file reads other bytes.
         other = self.m("ckpt", "step_1", "optim.pt")
         with open(other, "wb"):

@@ -106,6 +106,7 @@ struct cfg_src {
 	yaml_node_t *root;
 	yaml_node_t *datasets;		/* the datasets value, NULL if absent */
 	int datasets_bad;		/* present but not a list (reported) */
+	yaml_node_t *backing;		/* the backing value, NULL if absent */
 	size_t nitems;			/* items in the list, even past the limit */
 	struct cfg_src_ds *ds;		/* one per dataset in cfg->datasets */
 };

@@ -13,8 +13,9 @@
  *   name             last path component of data_folder (default ./data/ ->
  *                    "data"). The mount root stands for data_folder's
  *                    parent: DLIO's data_folder is <mount>/<name>.
- *   format           npz npy tfrecord hdf5 jpeg png indexed_binary (default
- *                    tfrecord, DLIO's); anything else is an error.
+ *   format           every format whose ops table names a dlio_name (npz npy
+ *                    tfrecord hdf5 jpeg png indexed_binary mmap_indexed_binary
+ *                    csv; default tfrecord, DLIO's); anything else is an error.
  *   files            num_files_train (default 8, DLIO's); eval_files
  *                    num_files_eval; samples_per_file num_samples_per_file.
  *   sample_size      DLIO writes d x d elements per sample, d =

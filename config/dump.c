@@ -176,7 +176,9 @@ int dl_config_dump(const struct dl_config *cfg, FILE *out)
 	}
 	fprintf(out, "\nseed: %llu\n", (unsigned long long)cfg->seed);
 	fprintf(out, "io: %s\n", cfg->io_mode == DL_IO_DIRECT ? "direct" : "cache");
-	fprintf(out, "datasets:\n");
+	/* A config of backing directories alone reloads as one (an empty
+	 * "datasets:" would be a mapping key with nothing in it). */
+	fprintf(out, cfg->ndatasets ? "datasets:\n" : "datasets: []\n");
 	for (unsigned i = 0; i < cfg->ndatasets; i++)
 		dump_dataset(&cfg->datasets[i], out);
 	/* The storage model in the pacer's own keys; its cache: mapping reads

@@ -456,6 +456,7 @@ int cfg_parse(struct cfg_ctx *c, yaml_document_t *doc, struct dl_config *cfg,
 		parse_datasets(&w, vals[TK_DATASETS], cfg, src);
 	}
 	/* After the datasets: a backing name must not clash with one. */
+	src->backing = vals[TK_BACKING];
 	if (vals[TK_BACKING] && cfg_parse_backing(c, doc, vals[TK_BACKING], cfg))
 		c->oom = 1;
 	return c->oom ? -ENOMEM : 0;

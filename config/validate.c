@@ -582,17 +582,56 @@ static void check_unique_names(struct cfg_ctx *c, const struct dl_config *cfg,
 	}
 }
 
+/* A name a dataset's file also has at the mount root (dlrm's mlperf_bin)
+ * must not be a dataset's, a backing directory's or another such name. */
+static void check_root_aliases(struct cfg_ctx *c, const struct dl_config *cfg,
+			       const struct cfg_src *src)
+{
+	for (unsigned i = 0; i < cfg->ndatasets; i++) {
+		const struct dl_format_ops *ops = dl_ds_ops(&cfg->datasets[i]);
+		const struct cfg_ref *r = cfg_ref_find(&src->ds[i], "mlperf_bin");
+		const yaml_node_t *at = r ? r->node : src->ds[i].node;
+		const char *clash = NULL;
+		char name[256], other[256], path[48];
+
+		if (!ops->root_alias || ops->root_alias(&cfg->datasets[i], name, sizeof(name)) <= 0)
+			continue;
+		for (unsigned j = 0; j < cfg->ndatasets && !clash; j++) {
+			const struct dl_format_ops *oj = dl_ds_ops(&cfg->datasets[j]);
+
+			if (!strcmp(cfg->datasets[j].name, name))
+				clash = "a dataset's name";
+			else if (j < i && oj->root_alias &&
+				 oj->root_alias(&cfg->datasets[j], other, sizeof(other)) > 0 &&
+				 !strcmp(other, name))
+				clash = "another dataset's file at the root";
+		}
+		for (unsigned j = 0; j < cfg->nbacking && !clash; j++)
+			if (!strcmp(cfg->backing[j].at, name))
+				clash = "a backing directory's name";
+		if (!clash)
+			continue;
+		snprintf(path, sizeof(path), "datasets[%u]%s", i, r ? ".mlperf_bin" : "");
+		cfg_error(c, cfg_node_loc(at), path,
+			  "its train file is also \"%s\" at the mount root, which is already %s",
+			  name, clash);
+	}
+}
+
 int cfg_validate(struct cfg_ctx *c, struct dl_config *cfg, const struct cfg_src *src)
 {
 	unsigned char *name_ok;
 
 	if (!src->root)
 		return 0;	/* not a mapping: already reported */
-	if (!src->datasets) {
+	/* A config of backing directories alone is a real use: shaping a real
+	 * dataset's directory with no synthetic one beside it. */
+	if (!src->datasets && !src->backing) {
 		cfg_error(c, cfg_node_loc(src->root), "datasets",
 			  "missing: a config needs a list of datasets (- name: ..., format: ..., "
-			  "files: ..., sample_size: ...)");
-	} else if (!src->datasets_bad && src->nitems == 0) {
+			  "files: ..., sample_size: ...) or of backing directories (backing: - "
+			  "{path: DIR, at: NAME})");
+	} else if (src->datasets && !src->datasets_bad && src->nitems == 0 && !src->backing) {
 		cfg_error(c, cfg_node_loc(src->datasets), "datasets",
 			  "the list is empty; expected at least one dataset");
 	} else if (src->nitems > CFG_MAX_DATASETS) {
@@ -610,6 +649,7 @@ int cfg_validate(struct cfg_ctx *c, struct dl_config *cfg, const struct cfg_src 
 								     &src->ds[i]);
 	}
 	check_unique_names(c, cfg, src, name_ok);
+	check_root_aliases(c, cfg, src);
 	free(name_ok);
 	return 0;
 }

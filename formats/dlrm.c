@@ -13,6 +13,7 @@
  *   categorical  (u * cardinality) >> 32: uniform in [0, cardinality)
  * cardinality 0 means 10M; ids are int32, so it is capped at 2^31. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "dliofs/format.h"
@@ -165,6 +166,8 @@ static int dlrm_read(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *b
 	return 0;
 }
 
+static const char *const mlperf_names[] = {"none", "train", "test", "val"};
+
 static const struct dl_param dlrm_params[] = {
 	{.key = "cardinality",
 	 .kind = DL_PK_COUNT,
@@ -172,6 +175,12 @@ static const struct dl_param dlrm_params[] = {
 	 .width = 8,
 	 .def = DL_DLRM_DEFAULT_CARDINALITY,
 	 .max = UINT64_MAX},
+	{.key = "mlperf_bin",
+	 .kind = DL_PK_CHOICE,
+	 .off = offsetof(struct dl_dlrm_params, mlperf_bin),
+	 .def = DL_DLRM_MLPERF_NONE,
+	 .names = mlperf_names,
+	 .nnames = 4},
 };
 
 static void dlrm_check(struct dl_dataset *ds, const struct dl_check *chk, int size_ok)
@@ -179,6 +188,27 @@ static void dlrm_check(struct dl_dataset *ds, const struct dl_check *chk, int si
 	(void)size_ok;
 	if (chk->usable(chk->arg, "cardinality") && dl_dlrm_params(ds)->cardinality == 0)
 		dl_check_error(chk, "cardinality", "cardinality", "must be at least 1");
+	if (chk->usable(chk->arg, "mlperf_bin") &&
+	    dl_dlrm_params(ds)->mlperf_bin != DL_DLRM_MLPERF_NONE && ds->files[DL_SPLIT_TRAIN] != 1)
+		dl_check_error(chk, "mlperf_bin", "mlperf_bin",
+			       "names the dataset's one train file (MLPerf's loader reads one "
+			       "file per split), but files is %llu",
+			       (unsigned long long)ds->files[DL_SPLIT_TRAIN]);
+}
+
+/* MLPerf's DLRM binary loader (facebookresearch/dlrm --mlperf-bin-loader)
+ * opens <stem>_train.bin and <stem>_test.bin side by side, <stem> from
+ * --processed-data-file: the train file of each dataset so marked is also
+ * <file_prefix>_<split>.bin at the mount root, one directory for all. */
+static int dlrm_root_alias(const struct dl_dataset *ds, char *buf, size_t len)
+{
+	unsigned m = dl_dlrm_params(ds)->mlperf_bin;
+	int n;
+
+	if (m == DL_DLRM_MLPERF_NONE || ds->files[DL_SPLIT_TRAIN] != 1)
+		return 0;
+	n = snprintf(buf, len, "%s_%s.bin", ds->file_prefix, mlperf_names[m]);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
 }
 
 const struct dl_format_ops dl_fmt_dlrm_ops = {
@@ -189,8 +219,9 @@ const struct dl_format_ops dl_fmt_dlrm_ops = {
 	.record_bytes = DL_DLRM_RECORD_BYTES,
 	.size_note = "fixed by the format",
 	.params = dlrm_params,
-	.nparams = 1,
+	.nparams = sizeof(dlrm_params) / sizeof(dlrm_params[0]),
 	.check = dlrm_check,
+	.root_alias = dlrm_root_alias,
 	.nparts = 1,
 	.read_hints = {.plan = DL_PLAN_CHUNK, .batch = 2048, .read_threads = 4},
 	.layout = dlrm_layout,

@@ -10,9 +10,13 @@
 #define DL_DLRM_RECORD_BYTES 160ULL
 #define DL_DLRM_DEFAULT_CARDINALITY 10000000ULL
 
-/* A dlrm dataset's own parameters (the key cardinality). */
+/* mlperf_bin: which of MLPerf's files the dataset's one train file also is. */
+enum { DL_DLRM_MLPERF_NONE, DL_DLRM_MLPERF_TRAIN, DL_DLRM_MLPERF_TEST, DL_DLRM_MLPERF_VAL };
+
+/* A dlrm dataset's own parameters (the keys cardinality, mlperf_bin). */
 struct dl_dlrm_params {
 	uint64_t cardinality;	/* categorical ids are drawn below this */
+	unsigned mlperf_bin;	/* DL_DLRM_MLPERF_* */
 };
 DL_DS_PARAMS_FIT(struct dl_dlrm_params);
 

@@ -1,6 +1,9 @@
 /* Formats with no structure in the data: `raw` (samples back to back) and
  * DLIO's `indexed_binary` (the same data file plus two u64le index files,
- * docs/formats.md 9). The data bytes of a file are one stream, so sample i is
+ * docs/formats.md 9), and its `mmap_indexed_binary` (Megatron-DeepSpeed's
+ * workload: DLIO writes it with the same generator, under its own
+ * extension, and reads it through np.memmap). The data bytes of a file are
+ * one stream, so sample i is
  * bytes [i * S, (i + 1) * S) of it, S = f->sample_bytes. */
 #include <errno.h>
 #include <string.h>
@@ -100,6 +103,21 @@ const struct dl_format_ops dl_fmt_indexed_binary_ops = {
 	.dlio_name = "indexed_binary",
 	.ext = "indexed_binary",
 	.example = "sample_size: 1KiB, samples_per_file: 4",
+	.features = DL_FF_SHAPE,
+	.nparts = 3,
+	.read_hints = {.plan = DL_PLAN_REGION, .batch = 64, .read_threads = 4, .flags = DL_RH_INDEXED},
+	.part_suffix = {"", ".off.idx", ".sz.idx"},
+	.layout = ib_layout,
+	.read = ib_read,
+};
+
+/* The same files as indexed_binary under DLIO's other name and extension. */
+const struct dl_format_ops dl_fmt_mmap_indexed_binary_ops = {
+	.id = DL_FMT_MMAP_INDEXED_BINARY,
+	.name = "mmap_indexed_binary",
+	.dlio_name = "mmap_indexed_binary",
+	.ext = "mmap_indexed_binary",
+	.example = "sample_size: 2KiB, samples_per_file: 5",
 	.features = DL_FF_SHAPE,
 	.nparts = 3,
 	.read_hints = {.plan = DL_PLAN_REGION, .batch = 64, .read_threads = 4, .flags = DL_RH_INDEXED},

@@ -131,7 +131,41 @@ static void short_name(const char *name, char *out, size_t len)
 	out[j] = 0;
 }
 
-/* The compact view: per class, per job, the cache and the trace. */
+/* Backing directories and sinks, a row each (stats.json's `backing`). */
+static void print_backing(const struct flat *f, FILE *o)
+{
+	int header = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		const char *k = f->key[i], *dot;
+		char at[128];
+		size_t n;
+
+		if (strncmp(k, "backing.", 8) || !(dot = strrchr(k + 8, '.')) || strcmp(dot, ".kind"))
+			continue;
+		n = (size_t)(dot - (k + 8));
+		if (n >= sizeof(at))
+			continue;
+		memcpy(at, k + 8, n);
+		at[n] = 0;
+		if (!header++)
+			fprintf(o, "\n%-24s %-9s %9s %10s %9s %10s %s\n", "backing", "kind", "reads",
+				"read MB", "writes", "write MB", "(sinks: discarded, read back)");
+		fprintf(o, "%-24.24s %-9s %9.0f %10.1f %9.0f %10.1f", at, f->val[i],
+			num(flat_get(f, "backing.%s.reads", at)),
+			num(flat_get(f, "backing.%s.read_bytes", at)) / 1e6,
+			num(flat_get(f, "backing.%s.writes", at)),
+			num(flat_get(f, "backing.%s.write_bytes", at)) / 1e6);
+		if (!strcmp(f->val[i], "sink"))
+			fprintf(o, " %.1f MB discarded, %.1f MB read back",
+				num(flat_get(f, "backing.%s.discarded_bytes", at)) / 1e6,
+				num(flat_get(f, "backing.%s.read_back_bytes", at)) / 1e6);
+		fputc('\n', o);
+	}
+}
+
+/* The compact view: per class, per job, the cache, backing directories and
+ * the trace. */
 static void print_table(const struct flat *f, FILE *o)
 {
 	static const char *const cls[] = {"read", "write", "meta"};
@@ -191,6 +225,7 @@ static void print_table(const struct flat *f, FILE *o)
 			    num(flat_get(f, "jobs.%d.classes.meta.nodev_ops", j)),
 			hit);
 	}
+	print_backing(f, o);
 	if (flat_get(f, "trace.active"))
 		fprintf(o, "\ntrace   %s, %.0f records, %.0f dropped\n",
 			!strcmp(flat_get(f, "trace.active"), "true") ? "on" : "off",

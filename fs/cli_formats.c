@@ -25,11 +25,11 @@ static size_t put_keys(char *buf, size_t len, size_t o, const char *prefix,
 
 static void print_table(FILE *out)
 {
-	fprintf(out, "%-15s %-15s %-25s %-10s %-9s %s\n", "FORMAT", "DLIO FORMAT", "FILE",
+	fprintf(out, "%-19s %-19s %-30s %-10s %-9s %s\n", "FORMAT", "DLIO FORMAT", "FILE",
 		"READ PLAN", "COMPRESS", "OWN KEYS");
 	for (unsigned f = 0; f < DL_FMT__COUNT; f++) {
 		const struct dl_format_ops *ops = dl_format_ops((enum dl_format)f);
-		char keys[256] = "", comps[32] = "", ext[32];
+		char keys[256] = "", comps[32] = "", ext[48];
 		size_t o = 0;
 
 		put_keys(keys, sizeof(keys), 0, "", ops->params, ops->nparams);
@@ -40,7 +40,7 @@ static void print_table(FILE *out)
 			o += (size_t)snprintf(comps + o, sizeof(comps) - o, "%s%s", i ? "," : "",
 					      dl_compression_name(ops->comps[i].comp));
 		snprintf(ext, sizeof(ext), "*.%s%s", ops->ext, ops->nparts > 1 ? " + index" : "");
-		fprintf(out, "%-15s %-15s %-25s %-10s %-9s %s\n", ops->name,
+		fprintf(out, "%-19s %-19s %-30s %-10s %-9s %s\n", ops->name,
 			ops->dlio_name ? ops->dlio_name : "-", ext,
 			dl_read_plan_name(ops->read_hints.plan), comps[0] ? comps : "-",
 			keys[0] ? keys : "-");

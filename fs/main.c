@@ -134,6 +134,13 @@ static int cmd_check(const char *path)
 			grand += sum.total;
 			estimated |= sum.estimated;
 		}
+		if (dl_ds_ops(ds)->root_alias) {
+			char alias[256];
+
+			if (dl_ds_ops(ds)->root_alias(ds, alias, sizeof(alias)) > 0)
+				printf("    %s/train's file is also %s at the mount root\n", ds->name,
+				       alias);
+		}
 	}
 	for (unsigned i = 0; i < cfg->nbacking; i++) {
 		const struct dl_backing_cfg *b = &cfg->backing[i];

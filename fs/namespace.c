@@ -112,6 +112,13 @@ int dl_node_stat(struct dl_fs *fs, const struct dl_node *n, struct stat *st)
 			return ret;
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
+		/* Also named at the root (root_alias): two links, as a hard link. */
+		if (n->split == DL_SPLIT_TRAIN && n->index == 0 && dl_ds_ops(f.ds)->root_alias) {
+			char alias[256];
+
+			if (dl_ds_ops(f.ds)->root_alias(f.ds, alias, sizeof(alias)) > 0)
+				st->st_nlink = 2;
+		}
 		st->st_size = (off_t)f.size;
 		st->st_blocks = (blkcnt_t)((f.size + 511) / 512);
 		return 0;
@@ -139,9 +146,29 @@ static int lookup_file(const struct dl_dataset *ds, const struct dl_node *parent
 	return 0;
 }
 
+/* The k-th dataset with a root alias (its one train file under a second
+ * name at the root, struct dl_format_ops.root_alias): its index, the name. */
+static int root_alias(const struct dl_fs *fs, uint64_t k, unsigned *ds, char *name, size_t len)
+{
+	for (unsigned i = 0; i < fs->cfg->ndatasets; i++) {
+		const struct dl_dataset *d = &fs->cfg->datasets[i];
+		const struct dl_format_ops *ops = dl_ds_ops(d);
+
+		if (!ops->root_alias || ops->root_alias(d, name, len) <= 0)
+			continue;
+		if (k-- == 0) {
+			*ds = i;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const char *name,
 		   struct dl_node *out)
 {
+	char alias[256];
+	unsigned ads;
 	const struct dl_dataset *ds;
 	uint32_t sub;
 
@@ -160,6 +187,13 @@ int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const c
 		for (unsigned i = 0; i < fs->cfg->nbacking; i++) {
 			if (strcmp(fs->cfg->backing[i].at, name) == 0) {
 				*out = (struct dl_node){.type = DL_NODE_BACKING, .ds = i};
+				return 0;
+			}
+		}
+		for (uint64_t k = 0; root_alias(fs, k, &ads, alias, sizeof(alias)) == 0; k++) {
+			if (strcmp(alias, name) == 0) {
+				*out = (struct dl_node){.type = DL_NODE_FILE, .ds = ads,
+							.split = DL_SPLIT_TRAIN};
 				return 0;
 			}
 		}
@@ -229,11 +263,18 @@ int dl_node_child(const struct dl_fs *fs, const struct dl_node *dir, uint64_t k,
 
 	switch (dir->type) {
 	case DL_NODE_ROOT:
-		/* The datasets, then the backing directories. */
+		/* The datasets, the backing directories, then the root aliases. */
 		if (k >= fs->cfg->ndatasets) {
 			k -= fs->cfg->ndatasets;
-			if (k >= fs->cfg->nbacking)
-				return -ENOENT;
+			if (k >= fs->cfg->nbacking) {
+				unsigned ads;
+
+				if (root_alias(fs, k - fs->cfg->nbacking, &ads, name, namelen))
+					return -ENOENT;
+				*child = (struct dl_node){.type = DL_NODE_FILE, .ds = ads,
+							  .split = DL_SPLIT_TRAIN};
+				return 0;
+			}
 			*child = (struct dl_node){.type = DL_NODE_BACKING, .ds = (unsigned)k};
 			snprintf(name, namelen, "%s", fs->cfg->backing[k].at);
 			return 0;

@@ -1,7 +1,8 @@
 /* Sinks: a directory tree kept in memory (names, sizes, modes, times) whose
  * file writes are accepted, shaped by the write model, counted and
- * discarded, so a checkpoint of any size costs no disk. This file is the
- * tree; sink_ops.c serves FUSE requests on it. */
+ * discarded, so a checkpoint of any size costs no disk; reads of a file get
+ * deterministic bytes up to its size. This file is the tree; sink_ops.c
+ * serves FUSE requests on it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,6 +361,6 @@ void dl_sink_stats_write(struct dl_sink *s, struct dl_jw *w)
 	dl_jw_u64(w, "entries", count);
 	dl_jw_u64(w, "max_entries", s->max);
 	dl_jw_u64(w, "discarded_bytes", atomic_load(&s->discarded));
-	dl_jw_u64(w, "reads_refused", atomic_load(&s->refused));
+	dl_jw_u64(w, "read_back_bytes", atomic_load(&s->read_back));
 }
 

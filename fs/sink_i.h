@@ -17,7 +17,6 @@ struct sk_node {
 	uint64_t size;
 	struct timespec atime, mtime, ctime;
 	uint64_t nlookup;
-	int warned;		/* the read refusal was logged */
 	struct sk_node **kids;	/* directories: children sorted by id */
 	size_t nkids, kcap;
 	uint32_t nsubdirs;
@@ -32,7 +31,7 @@ struct dl_sink {
 	struct dl_htab by_name;	/* linked nodes by (parent id, name) */
 	size_t max;		/* entries at most (the root not counted): ENOSPC beyond */
 	uint64_t next_id;
-	_Atomic uint64_t discarded, refused;
+	_Atomic uint64_t discarded, read_back;	/* bytes written, bytes read */
 };
 
 struct sk_node *sk_find_id(struct dl_sink *s, uint64_t id);

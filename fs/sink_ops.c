@@ -1,12 +1,14 @@
 /* FUSE operations on sinks (the tree is sink.c's). Writes are accepted,
- * shaped by the write model, counted and discarded; reading a sink file is
- * an error (EIO), said once per file in the log. */
+ * shaped by the write model, counted and discarded; a read gets
+ * deterministic bytes up to the size written, shaped by the read model. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dliofs/htab.h"
+#include "dliofs/prng.h"
 #include "log_i.h"
 #include "sink_i.h"
 
@@ -214,7 +216,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	}
 	entry_locked(root, n, &r->e);
 	if (fi) {
-		fi->direct_io = 1; /* every read must reach us (and fail) */
+		fi->direct_io = 1; /* every read reaches the model, none is cached */
 		fi->fh = dl_client_pack(&r->client); /* no handle: who opened it */
 		r->fi = *fi;
 	}
@@ -326,44 +328,79 @@ static void sk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	else if (fi->flags & O_TRUNC)
 		n->size = 0;
 	pthread_mutex_unlock(&s->lock);
-	fi->direct_io = 1; /* every read must reach us (and fail) */
+	fi->direct_io = 1; /* every read reaches the model, none is cached */
 	fi->fh = dl_client_pack(&r->client); /* no handle: who opened it */
 	r->fi = *fi;
 	bk_finish(fs, r, ret);
 }
 
+/* The stream a sink file reads back: a function of the seed, the sink and
+ * the file's path when read (a checkpoint is usually renamed into place
+ * before it is read back), or of its id once it has no name. */
+static uint64_t read_key(struct dl_fs *fs, struct dl_sink *s, const struct sk_node *n)
+{
+	char path[1024];
+
+	if (sk_path_locked(s, n, path, sizeof(path)) < 0)
+		return dl_key3(fs->cfg->seed, dl_hash_str(0, s->at), n->id);
+	return dl_key3(fs->cfg->seed, dl_hash_str(0, s->at), dl_hash_str(1, path));
+}
+
+/* What was written is not kept, only its size: a read of it gets
+ * deterministic bytes of the same size, shaped by the read model like any
+ * read, so a restore reads back what a checkpoint wrote at the storage's
+ * speed without the disk. */
 static void sk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_READ, DL_TOP_READ, ino);
+	struct dl_reply *r = bk_new_reply(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ, ino);
+	struct bk_root *root;
 	struct dl_sink *s;
 	struct sk_node *n;
-	char path[1024] = "?", esc[4 * sizeof(path) + 8];
-	int warn = 0;
+	uint64_t key = 0;
+	size_t len = 0;
+	int ret = 0;
 
-	(void)fi, (void)size;
+	(void)fi;
 	if (!r)
 		return;
 	r->preq.off = (uint64_t)off;
-	s = lock_sink(fs, ino, NULL);
+	if (off < 0 || size > fs->max_read) {
+		bk_finish(fs, r, -EINVAL);
+		return;
+	}
+	s = lock_sink(fs, ino, &root);
 	if (!s) {
 		bk_finish(fs, r, -ESTALE);
 		return;
 	}
 	n = sk_find_id(s, bk_id(ino));
-	if (n && !n->warned) {
-		n->warned = warn = 1;
-		sk_path_locked(s, n, path, sizeof(path));
+	if (!n) {
+		ret = -ESTALE;
+	} else if (S_ISDIR(n->mode)) {
+		ret = -EISDIR;
+	} else if ((uint64_t)off < n->size) {
+		len = n->size - (uint64_t)off < size ? (size_t)(n->size - (uint64_t)off) : size;
+		key = read_key(fs, s, n);
 	}
 	pthread_mutex_unlock(&s->lock);
-	atomic_fetch_add(&s->refused, 1);
-	if (warn)
-		fprintf(stderr,
-			"dliofs: sink: data written to %s/%s is discarded; reads are not "
-			"supported (EIO)\n",
-			s->at, dl_log_esc(path, esc, sizeof(esc)));
-	bk_finish(fs, r, -EIO);
+	if (ret)
+		goto out;
+	r->buf = dl_fs_buf_get(fs);
+	if (!r->buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	r->pooled = 1;
+	dl_prng_fill(key, (uint64_t)off, r->buf, len);
+	r->len = len;
+	r->preq.len = len;
+	atomic_fetch_add(&root->rd_bytes, len);
+	atomic_fetch_add(&root->rd_ops, 1);
+	atomic_fetch_add(&s->read_back, len);
+out:
+	bk_finish(fs, r, ret);
 }
 
 static void sk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,

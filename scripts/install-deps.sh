@@ -4,6 +4,7 @@
 #   bash scripts/install-deps.sh            # Debian packages + TensorFlow venv + DLIO in it
 #   bash scripts/install-deps.sh --no-venv  # Debian packages only (enough to build and mount)
 #   bash scripts/install-deps.sh --no-dlio  # Debian packages + TensorFlow venv, no DLIO
+#   bash scripts/install-deps.sh --no-torch # all of the above but torch in the venv (~5 GB)
 #
 # Idempotent: a second run checks what is there and does nothing else (a few
 # seconds). Output is quiet; a failing step prints its full log to stderr.
@@ -26,11 +27,13 @@ PACKAGES=(
 
 want_venv=1
 want_dlio=1
+want_torch=1
 for arg in "$@"; do
   case "$arg" in
     --no-venv) want_venv=0 ;;
     --no-dlio) want_dlio=0 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-torch) want_torch=0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -125,6 +128,28 @@ if [ "$want_venv" -eq 1 ] && [ "$want_dlio" -eq 1 ] && ! dlio_ok; then
   quiet "pip install (DLIO)" "${SUDO[@]}" "$VENV/bin/pip" install -q --disable-pip-version-check \
     --no-deps "$DLIO_PIN"
   quiet "DLIO import check" env DFTRACER_ENABLE=0 "$VENV/bin/python" -c "import dlio_benchmark.main"
+fi
+
+# --- torch (PyPI) in the same venv: DLIO with framework: pytorch (MLPerf Storage's
+# unet3d), tests/test_dlio_benchmark.py's PyTorch runs ---
+# PyPI's wheel, with its CUDA libraries (about 5 GB, about 2 minutes here): it
+# imports and runs on CPU without a GPU, and shares numpy 2.x with
+# tensorflow-cpu. PyTorch's CPU-only index is not PyPI and not used.
+TORCH_PIN=${DLIOFS_TORCH_PIN:-torch==2.15.0}
+torch_ok() {
+  "$VENV/bin/python" - "$TORCH_PIN" >/dev/null 2>&1 <<'PY'
+import sys, importlib.metadata as m
+name, _, want = sys.argv[1].partition("==")
+if want and m.version(name) != want:
+    sys.exit(1)
+import torch.utils.data             # what DLIO's TorchDataLoader imports
+PY
+}
+if [ "$want_venv" -eq 1 ] && [ "$want_dlio" -eq 1 ] && [ "$want_torch" -eq 1 ] && ! torch_ok; then
+  echo "install-deps.sh: installing $TORCH_PIN into $VENV (PyPI, about 5 GB with its CUDA libraries)"
+  quiet "pip install (torch)" "${SUDO[@]}" "$VENV/bin/pip" install -q --disable-pip-version-check \
+    "$TORCH_PIN"
+  quiet "torch import check" "$VENV/bin/python" -c "import torch.utils.data, tensorflow"
 fi
 
 if [ ! -e /dev/fuse ]; then

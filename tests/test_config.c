@@ -682,6 +682,30 @@ static void test_document_errors(void)
 	EXPECT_ERR("seed: 1\n---\nseed: 2\n", "t.yaml:2:1: a second YAML document starts here");
 	EXPECT_ERR("seed: 1\n", "t.yaml:1:1: datasets: missing");
 	EXPECT_ERR("datasets: []\n", "t.yaml:1:11: datasets: the list is empty");
+	/* Backing directories alone are a config (a real dataset directory
+	 * shaped by the pacer, nothing synthetic); its dump loads back. */
+	for (int empty = 0; empty < 2; empty++) {
+		struct res r = load(empty ? "datasets: []\nbacking:\n  - {path: /tmp, at: real}\n"
+					  : "backing:\n  - {path: /tmp, at: real}\n");
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f;
+
+		CHECK(r.ret == 0 && r.cfg && r.cfg->ndatasets == 0 && r.cfg->nbacking == 1,
+		      "backing-only config (empty list %d): ret %d\n%s", empty, r.ret, r.err);
+		if (r.cfg && (f = open_memstream(&text, &len))) {
+			struct res back;
+
+			dl_config_dump(r.cfg, f);
+			fclose(f);
+			back = load(text);
+			CHECK(back.ret == 0 && back.cfg && back.cfg->nbacking == 1,
+			      "backing-only dump reloads: %d\n%s---\n%s", back.ret, back.err, text);
+			res_free(&back);
+			free(text);
+		}
+		res_free(&r);
+	}
 	EXPECT_ERR("datasets:\n", "t.yaml:1:10: datasets: expected a list of datasets",
 		   "got nothing");
 	EXPECT_ERR("datasets: {name: a}\n", "t.yaml:1:11: datasets: expected a list", "a mapping");
@@ -1362,8 +1386,8 @@ static void test_dlio_errors(void)
 		EXPECT_ERR_DYN("framework: pytorch\ndataset:\n  data_folder: data/x\n  format: parquet\n",
 			       want);
 	}
-	EXPECT_ERR("dataset:\n  format: mmap_indexed_binary\n",
-		   "t.yaml:2:11: dataset.format: DLIO format \"mmap_indexed_binary\" is not served");
+	EXPECT_ERR("dataset:\n  format: hdf5_opt\n",
+		   "t.yaml:2:11: dataset.format: DLIO format \"hdf5_opt\" is not served");
 	EXPECT_ERR("dataset:\n  format: synthetic\n", "t.yaml:2:11: dataset.format:", "synthetic");
 	EXPECT_ERR("dataset:\n  format: [npz]\n",
 		   "t.yaml:2:11: dataset.format: expected a DLIO format like npz, got a list");
@@ -1447,7 +1471,7 @@ static void test_dlio_errors(void)
 		   "t.yaml:3:3: dataset.format: duplicate key (first given at line 2, column 3)");
 	/* Every problem at once. */
 	{
-		struct res r = load("dataset:\n  data_folder: ./\n  format: csv\n  files: 1\n");
+		struct res r = load("dataset:\n  data_folder: ./\n  format: parquet\n  files: 1\n");
 
 		CHECK(r.ret == -EINVAL && count_lines(r.err) == 3 &&
 			      strstr(r.err, "t.yaml:2:16: dataset.data_folder:") &&

@@ -279,7 +279,7 @@ def corpus():
     # DLIO workloads
     dl = DLIO.splitlines(keepends=True)
     fmt_line = next(i for i, l in enumerate(dl) if l.startswith("  format:")) + 1
-    for fmt in ("csv", "mmap_indexed_binary", "synthetic", "parquet"):
+    for fmt in ("synthetic", "parquet"):
         add("dlio-" + fmt, DLIO.replace("format: npz", "format: " + fmt), (fmt_line, 11),
             "is not served by dliofs")
     add("dlio-no-dataset", "framework: pytorch\nworkflow: {train: true}\n", (1, 1),
@@ -296,7 +296,7 @@ def corpus():
         "  hdf5: {num_dset_per_record: 2}\n", (3, 16), "divisible")
     add("dlio-lzf", "dataset:\n  format: hdf5\n  compression: lzf\n", (3, 16), "lzf")
     add("dlio-seed", "dataset: {}\ntrain: {seed: x}\n", (2, 15), "train.seed")
-    add("dlio-wrapped", "workload:\n  dataset:\n    format: csv\n", (3, 13),
+    add("dlio-wrapped", "workload:\n  dataset:\n    format: parquet\n", (3, 13),
         "workload.dataset.format")
     add("dlio-dup", "dataset:\n  format: npz\n  format: npy\n", (3, 3), "duplicate key")
     add("dlio-alias-cycle", "dataset: &d\n  hdf5: *d\n  format: hdf5\n  chunk_size: *d\n"

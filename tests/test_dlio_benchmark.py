@@ -3,8 +3,9 @@ TensorFlow venv by scripts/install-deps.sh) trains on a dliofs mount with no
 data generation (workflow.generate_data False).
 
 Each test writes a scaled-down DLIO workload (unet3d-like npz, resnet-like
-tfrecord, cosmoflow-like hdf5; framework and data loader tensorflow, since the
-venv has no torch), mounts a dliofs config that lays out exactly DLIO's files
+tfrecord, cosmoflow-like hdf5; framework and data loader tensorflow, and
+unet3d with framework and data loader pytorch as MLPerf Storage runs it, torch
+from the venv), mounts a dliofs config that lays out exactly DLIO's files
 (the DLIO workload file itself, or a native config with the same counts and
 d x d samples), runs `dlio_benchmark --config-dir=D workload=NAME
 ++hydra.run.dir=OUT` and requires that:
@@ -48,6 +49,16 @@ def dlio_available():
         return "DLIO's dependencies do not import in the venv: " + r.stderr.strip()[-400:]
     if r.stdout.strip() != DLIO_VERSION:
         return "dlio-benchmark %s in the venv, the tests expect %s" % (r.stdout.strip(), DLIO_VERSION)
+    return ""
+
+
+def torch_missing():
+    """'' when torch imports in the venv (DLIO's framework: pytorch), else why not."""
+    r = subprocess.run([dltest.VENV_PY, "-c", "import torch.utils.data"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return "torch does not import in the venv (scripts/install-deps.sh installs it): " + \
+            r.stderr.strip()[-300:]
     return ""
 
 
@@ -209,6 +220,44 @@ class DlioOnMount(unittest.TestCase):
         sizes, _, _ = self.train_on_mount(cfg, name, dlio_names(files, nsub, "img", "npz"),
                                           spf=1, batch=2, epochs=2)
         self.assertGreater(len(set(sizes.values())), 1, "stdev should vary the file sizes")
+
+    def pytorch_unet3d(self, name, ranks):
+        """unet3d as MLPerf Storage runs it: framework and data loader pytorch
+        (torch's DataLoader with 2 worker processes per rank, DLIO's
+        NPZReader in each), scaled down, 2 epochs, mounted from the workload
+        file. The mount's trace shows who read: torch's worker processes
+        (at least 2 per rank), where tf.data reads from threads of the one
+        process of each rank."""
+        dltest.require(not torch_missing(), torch_missing())
+        files, nsub = 16, 2
+        cfg = self.workload(name, {
+            "format": "npz", "num_files_train": files, "num_samples_per_file": 1,
+            "num_subfolders_train": nsub,
+            "record_length": 131072, "record_length_stdev": 32768, "record_length_resize": 65536,
+        }, {"data_loader": "pytorch", "batch_size": 2, "read_threads": 2,
+            "file_shuffle": "seed", "sample_shuffle": "seed"},
+            {"epochs": 2, "computation_time": 0.002}, framework="pytorch")
+        trace = os.path.join(self.tmp, "job.trace")
+        with open(cfg, "a") as f:
+            f.write("trace:\n  file: %s\n  ops: [read]\n" % trace)
+        self.train_on_mount(cfg, name, dlio_names(files, nsub, "img", "npz"),
+                            spf=1, batch=2, epochs=2, ranks=ranks)
+        r = subprocess.run([os.path.join(dltest.BUILD, "dlio-trace"), "export", "--csv", trace],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = r.stdout.splitlines()
+        cols = rows[0].split(",")
+        pid, fname = cols.index("pid"), cols.index("file")
+        readers = {int(x.split(",")[pid]) for x in rows[1:] if ".npz" in x.split(",")[fname]}
+        self.assertGreaterEqual(len(readers), 2 * ranks,
+                                "npz read by processes %s: not torch's workers" % sorted(readers))
+
+    def test_npz_unet3d_pytorch(self):
+        self.pytorch_unet3d("unet3d_pt", ranks=1)
+
+    def test_npz_unet3d_pytorch_two_ranks(self):
+        dltest.require(os.access(MPIRUN, os.X_OK), MPIRUN + " not found")
+        self.pytorch_unet3d("unet3d_pt2", ranks=2)
 
     def test_npz_native_config_multi_sample(self):
         """A native dliofs config with DLIO's counts: 4 samples per file, d x d

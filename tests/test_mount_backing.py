@@ -4,6 +4,7 @@ directory is reachable, escaping symlinks refused), shaping of backing
 traffic by the pacer, sinks (writes counted and discarded), durability when
 the daemon is killed or stopped mid-write, and config errors."""
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -377,13 +378,85 @@ class Backing(dltest.MountedTestCase):
         # No disk was used (other processes may write a little meanwhile).
         used = (vfs0.f_bavail - vfs1.f_bavail) * vfs0.f_frsize
         self.assertLess(used, 100 << 20, "free space dropped by %d bytes" % used)
-        # Reads fail with EIO and say why, once, in the log.
-        with open(self.m("ckpt", "step_1", "model.pt"), "rb") as f:
-            self.assertErrno(errno.EIO, f.read, 10)
-            self.assertErrno(errno.EIO, f.read, 10)
-        self.assertEqual(self.log_text().count(
-            "sink: data written to ckpt/step_1/model.pt is discarded; reads are not supported"), 1)
-        self.assertGreaterEqual(stats(self.mnt)["backing"]["ckpt"]["reads_refused"], 2)
+        # Read back: the size written, deterministic bytes (not the data,
+        # which was not kept), counted as reads of the sink.
+        path = self.m("ckpt", "step_1", "model.pt")
+        h = hashlib.sha256()
+        n = 0
+        with open(path, "rb") as f:
+            while True:
+                b = f.read(4 << 20)
+                if not b:
+                    break
+                n += len(b)
+                h.update(b)
+            f.seek(size - 100)
+            tail = f.read(1000)
+            f.seek(12345)
+            mid = f.read(777)
+        self.assertEqual(n, size)
+        self.assertEqual(len(tail), 100)
+        self.assertNotEqual(mid, buf[:777])
+        self.assertGreater(len(set(mid)), 200, "not generator bytes")
+        with open(path, "rb") as f:   # the same bytes, whole or in pieces
+            self.assertEqual(hashlib.sha256(f.read()).hexdigest(), h.hexdigest())
+            f.seek(12345)
+            self.assertEqual(f.read(777), mid)
+        s2 = stats(self.mnt)
+        self.assertGreaterEqual(s2["backing"]["ckpt"]["read_back_bytes"]
+                                - s1["backing"]["ckpt"]["read_back_bytes"], 2 * size)
+        self.assertGreaterEqual(s2["classes"]["read"]["bytes"] - s1["classes"]["read"]["bytes"],
+                                2 * size)
+        # dliofs stat's table has a row per backing directory, the sink's
+        # discarded and read-back bytes on it.
+        r = subprocess.run([dltest.DLIOFS, "stat", self.mnt], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        row = [ln for ln in r.stdout.splitlines() if ln.startswith("ckpt ")]
+        self.assertEqual(len(row), 1, r.stdout)
+        self.assertRegex(row[0], r"^ckpt +sink .* MB discarded, [0-9.]+ MB read back$")
+        self.assertTrue(any(ln.startswith("ro ") and " read-only " in ln
+                            for ln in r.stdout.splitlines()), r.stdout)
+        # Another file reads other bytes.
+        other = self.m("ckpt", "step_1", "optim.pt")
+        with open(other, "wb"):
+            pass
+        os.truncate(other, 1 << 20)
+        with open(path, "rb") as f, open(other, "rb") as g:
+            self.assertNotEqual(f.read(1 << 20), g.read())
+
+    def test_sink_checkpoint_write_drop_read_back(self):
+        """A checkpoint's two halves through a sink: written at the write
+        model's speed, the caches dropped, read back at the read model's
+        speed (the bytes are the generator's, the size the one written)."""
+        n, mib = 30, 1 << 20
+        path = self.m("ckpt", "ck_rb", "model.pt")
+        os.makedirs(os.path.dirname(path))
+        dset(self.mnt, "write.bandwidth=40MB/s", "read.bandwidth=20MB/s")
+        try:
+            t0 = time.monotonic()
+            with open(path, "wb", buffering=0) as f:
+                for _ in range(n):
+                    f.write(b"\0" * mib)
+                os.fsync(f.fileno())
+            wrate = n * mib / (time.monotonic() - t0)
+            r = subprocess.run([dltest.DLIOFS, "cache", "drop", self.mnt], capture_output=True,
+                               text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            t0 = time.monotonic()
+            got = 0
+            with open(path, "rb", buffering=0) as f:
+                while True:
+                    b = f.read(mib)
+                    if not b:
+                        break
+                    got += len(b)
+            rrate = got / (time.monotonic() - t0)
+        finally:
+            dset(self.mnt, "write.bandwidth=unlimited", "read.bandwidth=unlimited")
+        self.assertEqual(got, n * mib)
+        self.assertLess(abs(wrate / 40e6 - 1), 0.15, "write %.1f MB/s for 40MB/s" % (wrate / 1e6))
+        self.assertLess(abs(rrate / 20e6 - 1), 0.15, "read %.1f MB/s for 20MB/s" % (rrate / 1e6))
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
     def test_sink_namespace(self):
         c = self.m("ckpt")

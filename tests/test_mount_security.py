@@ -312,10 +312,11 @@ class LogInjection(Base):
         p = self.m("ckpt", "ck\n" + self.FORGED + " by a sink name")
         with open(p, "wb") as f:
             f.write(b"x")
+        # A sink read is served (generator bytes, the size written) and
+        # logs nothing; whatever the daemon says about the name is escaped.
         with open(p, "rb") as f:
-            self.assertErrno(errno.EIO, f.read, 1)
+            self.assertEqual(len(f.read(10)), 1)
         self.assertEqual(self.forged_lines("a sink name"), [])
-        self.assertIn("ck\\n" + self.FORGED + " by a sink name", self.log_text())
 
 
 class MountOver(unittest.TestCase):

@@ -40,6 +40,12 @@ int main(int argc, char **argv)
 		return ret < 0 ? 2 : 0; /* 1: --help or --version said all */
 	if (drv_comm_init(&comm, &argc, &argv, stderr))
 		return 1;
+	if (cl.ckpt_workload) {
+		status = drv_ckpt_main(&cl, &comm);
+		drv_comm_fini(&comm);
+		pthread_mutex_destroy(&c.trace_lock);
+		return status;
+	}
 	c.comm = &comm;
 	c.rank = (unsigned)comm.rank;
 	c.ranks = (unsigned)comm.size;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dliofs/clock.h"
@@ -18,6 +19,8 @@
 #include "dliofs/units.h"
 
 #define CHUNK (4u << 20)
+/* How often the progress line is redrawn on a terminal. */
+#define PROGRESS_NS 250000000ull
 
 struct job {
 	const struct dl_config *cfg;
@@ -34,6 +37,8 @@ struct job {
 	uint64_t total;
 	atomic_uint_fast64_t next;
 	atomic_uint_fast64_t bytes;
+	atomic_uint_fast64_t files_done;	/* files with every part written */
+	atomic_uint workers_done;
 	atomic_int failed;
 };
 
@@ -134,6 +139,30 @@ out:
 	return ret;
 }
 
+/* Names a dataset's train file also has at the root (dlrm's mlperf_bin):
+ * hard links, as the mount shows one file under two names. */
+static int link_root_aliases(const struct dl_config *cfg, const char *outdir)
+{
+	char alias[256], rel[1024], from[4096], to[4096];
+
+	for (unsigned i = 0; i < cfg->ndatasets; i++) {
+		const struct dl_dataset *ds = &cfg->datasets[i];
+		const struct dl_format_ops *ops = dl_format_ops(ds->format);
+
+		if (!ops->root_alias || ops->root_alias(ds, alias, sizeof(alias)) <= 0)
+			continue;
+		if (dl_name_relpath(ds, DL_SPLIT_TRAIN, 0, 0, rel, sizeof(rel)) < 0)
+			return -ENAMETOOLONG;
+		snprintf(from, sizeof(from), "%s/%s/%s", outdir, ds->name, rel);
+		snprintf(to, sizeof(to), "%s/%s", outdir, alias);
+		if ((unlink(to) && errno != ENOENT) || link(from, to)) {
+			fprintf(stderr, "dlio-gen: %s: %s\n", to, strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
 static void *worker(void *arg)
 {
 	struct job *j = arg;
@@ -160,8 +189,10 @@ static void *worker(void *arg)
 				break;
 			}
 		}
+		atomic_fetch_add(&j->files_done, 1);
 	}
 	free(buf);
+	atomic_fetch_add(&j->workers_done, 1);
 	return NULL;
 }
 
@@ -169,7 +200,49 @@ static void usage(FILE *o)
 {
 	fprintf(o, "usage: dlio-gen [-j THREADS] [-q] CONFIG.yaml OUTDIR\n"
 		   "Writes every file of CONFIG's datasets under OUTDIR/<dataset>/, byte for byte\n"
-		   "what `dliofs mount` serves.\n");
+		   "what `dliofs mount` serves.\n"
+		   "\n"
+		   "  -j, --threads N   writer threads (default: one per CPU)\n"
+		   "  -q, --quiet       no progress line, no summary\n"
+		   "  -h, --help        this help\n"
+		   "\n"
+		   "On a terminal a progress line (files, bytes, rate, time left) is redrawn on\n"
+		   "stderr; a summary line ends every run on stdout.\n");
+}
+
+/* One progress line on stderr, redrawn in place. Time left is the files
+ * still to write at the rate of those written: file sizes of a dataset are
+ * close to each other, and knowing total bytes would cost a pass over
+ * every file before the first is written. */
+static void progress(struct job *j, uint64_t t0)
+{
+	uint64_t files = atomic_load(&j->files_done), bytes = atomic_load(&j->bytes);
+	double s = (double)(dl_mono_ns() - t0) * 1e-9;
+	char b[32];
+
+	fprintf(stderr, "\r\033[Kdlio-gen: %llu/%llu files, %s, %.1f MB/s",
+		(unsigned long long)files, (unsigned long long)j->total,
+		dl_format_size(bytes, b, sizeof(b)), s > 0 ? (double)bytes / s / 1e6 : 0.0);
+	if (files && files < j->total)
+		fprintf(stderr, ", %.0f s left", s / (double)files * (double)(j->total - files));
+	fflush(stderr);
+}
+
+/* Wait for the workers; on a terminal, redraw the progress line meanwhile. */
+static void wait_workers(struct job *j, pthread_t *th, unsigned started, int show, uint64_t t0)
+{
+	const struct timespec tick = {0, PROGRESS_NS};
+
+	while (show && atomic_load(&j->workers_done) < started) {
+		progress(j, t0);
+		nanosleep(&tick, NULL);
+	}
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	if (show) {
+		progress(j, t0);
+		fprintf(stderr, "\r\033[K");
+	}
 }
 
 int main(int argc, char **argv)
@@ -178,11 +251,17 @@ int main(int argc, char **argv)
 	struct dl_config *cfg = NULL;
 	pthread_t *th = NULL;
 	unsigned nthreads = 0, started = 0;
+	static const struct option lopts[] = {
+		{"threads", required_argument, NULL, 'j'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
 	int c, ret = 1, quiet = 0;
 	uint64_t t0, t1;
 	char *end;
 
-	while ((c = getopt(argc, argv, "j:qh")) != -1) {
+	while ((c = getopt_long(argc, argv, "j:qh", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			errno = 0;
@@ -236,10 +315,9 @@ int main(int argc, char **argv)
 	for (; started < nthreads; started++)
 		if (pthread_create(&th[started], NULL, worker, &j))
 			break;
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
+	wait_workers(&j, th, started, !quiet && isatty(STDERR_FILENO), t0);
 	t1 = dl_mono_ns();
-	if (!started || atomic_load(&j.failed))
+	if (!started || atomic_load(&j.failed) || link_root_aliases(cfg, j.outdir))
 		goto out;
 	if (!quiet) {
 		double s = (double)(t1 - t0) * 1e-9;

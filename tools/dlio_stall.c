@@ -281,6 +281,16 @@ static int run_plot(const char *json, const char *png)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
 }
 
+/* On a terminal, which of diff's three runs of the job starts now (the
+ * job's own output shares the terminal, so a line each, not a redrawn one);
+ * nothing otherwise, or with -q. */
+static void diff_progress(const struct opts *o, int k, const char *what)
+{
+	if (o->quiet || !isatty(STDERR_FILENO))
+		return;
+	fprintf(stderr, "dlio-stall diff: run %d of 3: %s\n", k, what);
+}
+
 /* (2) prep: storage model off, data warm; (1) compute only: replayed batches,
  * told each iterator's length by (2); (3) as configured: settings restored,
  * caches dropped. Reported in DS-Analyzer's order 1, 2, 3. */
@@ -307,6 +317,7 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 		st_mount_warm(o->mount, o->data);
 	}
 	snprintf(runs[1].name, sizeof(runs[1].name), "prep");
+	diff_progress(o, 1, "prep (storage model off, data cached)");
 	l->tag = "prep";
 	l->replay = 0;
 	ret = st_launch(l, &runs[1]);
@@ -315,6 +326,7 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 	if (runs[1].main)
 		st_epoch_steps(runs[1].main, hint, sizeof(hint));
 	snprintf(runs[0].name, sizeof(runs[0].name), "compute-only");
+	diff_progress(o, 2, "compute only (the first batches replayed from memory)");
 	l->tag = "compute";
 	l->replay = o->replay;
 	l->epoch_steps = hint;
@@ -331,6 +343,7 @@ restore:
 	if (ret)
 		return ret;
 	snprintf(runs[2].name, sizeof(runs[2].name), "configured");
+	diff_progress(o, 3, "as configured, caches dropped");
 	l->tag = "configured";
 	return st_launch(l, &runs[2]);
 }

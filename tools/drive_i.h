@@ -623,8 +623,14 @@ struct drv_cli {
 	struct drv_params p; /* first: see DRV_P */
 	const char *config, *dir, *dataset, *json, *trace, *accel_type, *workload;
 	int quiet;
+	int ckpt_workload;	/* --checkpoint-workload: DIR takes the checkpoints */
+	uint64_t checkpoints;	/* how many (0: one) */
 	struct drv_optset given;
 };
+
+/* --checkpoint-workload (drive_ckpt.c): the workload file's checkpoint
+ * section alone, written under cl->dir and read back; the exit status. */
+int drv_ckpt_main(const struct drv_cli *cl, const struct drv_comm *comm);
 
 /* dlio-drive --help. */
 void drv_usage(FILE *f);

@@ -156,6 +156,12 @@ static const struct drv_opt opts[] = {
     {.flag = "trace-files", .type = DRV_T_ARG, TOOL(trace), .arg = "FILE",
      .help = "log every read: epoch split seq file sample offset bytes; with several "
 	     "ranks FILE.RANK per rank"},
+    {.flag = "checkpoint-workload", .type = DRV_T_BOOL, TOOL(ckpt_workload), .value = 1,
+     .help = "run CFG's checkpoint section alone, as DLIO sizes it (model, optimizer, "
+	     "layers; tensor/pipeline parallelism; rank_zero or all_ranks): write under DIR, "
+	     "then read back, GB/s per rank and overall"},
+    {.flag = "checkpoints", .type = DRV_T_COUNT, TOOL(checkpoints), .min = 1, .max = 1000000,
+     .def = "1", .arg = "N", .help = "with --checkpoint-workload: checkpoints in a row"},
     {.flag = "quiet", .letter = 'q', .type = DRV_T_BOOL, TOOL(quiet), .value = 1,
      .help = "no table, no progress bar"},
     {.flag = "help", .letter = 'h', .type = DRV_T_HELP, .help = "this text"},

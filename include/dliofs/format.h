@@ -171,6 +171,11 @@ struct dl_format_ops {
 	/* Bytes [off, off + len) of f, already clipped to f->size. */
 	int (*read)(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint8_t *buf, uint64_t off,
 		    size_t len);
+	/* Optional: a second name, at the mount root, for the dataset's one
+	 * train file (dlrm's <file_prefix>_train.bin, where MLPerf's DLRM
+	 * binary loader looks). Writes it into buf and returns its length; 0:
+	 * none; -errno. The config loader keeps these names unique. */
+	int (*root_alias)(const struct dl_dataset *ds, char *buf, size_t len);
 	/* Optional per-context state (template caches, library locks): created by
 	 * dl_fmt_ctx_new, reached with dl_fmt_state(), destroyed by dl_fmt_ctx_free. */
 	int (*state_new)(void **state);

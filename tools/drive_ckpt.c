@@ -296,18 +296,6 @@ static int read_file(const char *path, uint8_t *buf, uint64_t *got)
 	return ret;
 }
 
-static int sync_dir(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 /* This rank's part of checkpoint k: write, meet, read back. */
 static int one_checkpoint(const struct ck_plan *pl, const struct drv_comm *comm, const char *dir,
 			  uint64_t seed, uint64_t k, uint8_t *buf, struct ck_rank *me, FILE *err)
@@ -331,7 +319,7 @@ static int one_checkpoint(const struct ck_plan *pl, const struct drv_comm *comm,
 		me->files++;
 		me->bytes += files[i].bytes;
 	}
-	if (!ret && n && (ret = sync_dir(dir)))
+	if (!ret && n && (ret = drv_fsync_dir(dir)))
 		fprintf(err, "dlio-drive: checkpoint %s: %s\n", dir, strerror(-ret));
 	me->write_s += now_s() - t0;
 	/* Every rank has written before any reads back (a restore starts

@@ -34,6 +34,9 @@ struct drv_dist {
 int drv_dist_parse(const char *s, struct drv_dist *out, const char **why);
 /* Seconds from a value that may carry a unit ("0.5", "500ms"). */
 int drv_parse_seconds(const char *s, double *out, const char **why);
+
+/* fsync a directory (a checkpoint's new names made durable). 0 or -errno. */
+int drv_fsync_dir(const char *path);
 /* Draw i of stream key: a pure function of (d, key, i), always >= 0. */
 double drv_dist_draw(const struct drv_dist *d, uint64_t key, uint64_t i);
 double drv_dist_mean(const struct drv_dist *d);

@@ -108,7 +108,7 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
-static int fsync_dir(const char *path)
+int drv_fsync_dir(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
 
@@ -183,7 +183,7 @@ static int checkpoint(struct run *r, uint64_t epoch, uint64_t step)
 		ret = -errno;
 		goto fail;
 	}
-	if ((ret = fsync_dir(dir)) || (ret = fsync_dir(p->checkpoint_dir)))
+	if ((ret = drv_fsync_dir(dir)) || (ret = drv_fsync_dir(p->checkpoint_dir)))
 		goto fail;
 
 	struct drv_result *res = r->res;

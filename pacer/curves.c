@@ -18,8 +18,8 @@
  *
  * bandwidth_by_concurrency {S: {K: BW, ...}, ...}: what the device delivers
  * with K requests of size S in service. A request that arrives with k of
- * its class in service, itself included (pacer.c counts those admitted and
- * not yet due), takes its latency times
+ * its class in service, itself included (pacer.c counts those submitted
+ * and not yet completed), takes its latency times
  *   g = k bw(1) / bw(k)
  * so that k requests at once complete at bw(k) while one alone keeps its
  * own latency (g(1) = 1). bw is linear in k between points, bw(k0) k / k0

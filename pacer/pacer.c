@@ -7,7 +7,8 @@
  *      10^9 / iops is carried, so the long-run rate is exact).
  *   3. latency: a seeded draw L (by the request's size with
  *      latency_by_size, times k bw(1) / bw(k) with bandwidth_by_concurrency
- *      and k requests in service: curves.c); the data is ready at start + L.
+ *      and k requests in service, i.e. submitted to the device and not yet
+ *      completed: curves.c); the data is ready at start + L.
  *   4. bandwidth: a token bucket of `burst` bytes refilled at `bandwidth`
  *      B/s, shared by the class. It is kept as the time X at which it is empty
  *      (level at time t: min(burst, (t - X) * bandwidth)); a transfer of n
@@ -210,28 +211,6 @@ uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_
 	return due;
 }
 
-/* Requests of the class in service when one arrives at now, itself
- * included: those admitted and not yet due (bandwidth_by_concurrency).
- * Under the class lock. */
-static uint32_t busy_count(struct pacer_class *k, uint64_t now)
-{
-	while (k->nbusy && k->busy[0] <= now) {
-		k->busy[0] = k->busy[--k->nbusy];
-		heap_down(k->busy, k->nbusy, 0);
-	}
-	return k->nbusy + 1;
-}
-
-static void busy_push(struct pacer_class *k, uint64_t due)
-{
-	/* Beyond the cap the count saturates: a table of 4096 requests in
-	 * service is past any measured one. */
-	if (!k->busy || k->nbusy >= PACER_MAX_BUSY)
-		return;
-	k->busy[k->nbusy] = due;
-	heap_up(k->busy, k->nbusy++);
-}
-
 static uint64_t stretch(uint64_t lat, double g)
 {
 	double x = (double)lat * g;
@@ -336,13 +315,15 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 			uint64_t lat = pacer_dev_latency(m, k->key, k->draws++, miss);
 			struct pacer_rates rt;
 			struct pacer_dev *d = device_for(p, k, m, js, now_ns, &rt);
-			uint32_t busy = busy_count(k, now_ns);
 			unsigned held;
 
-			if (m->conc.n && busy > 1)
-				lat = stretch(lat, pacer_conc_factor(&m->conc, miss, busy));
+			/* In service: the requests of the class submitted to the
+			 * device and not yet completed, this one included. */
+			k->busy++;
+			res->flags |= DL_PRES_BUSY;
+			if (m->conc.n && k->busy > 1)
+				lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
 			due = pacer_device(d, &rt, now_ns, lat, miss, &start, &held);
-			busy_push(k, due);
 			pacer_share_account(jc, r->len, held);
 		}
 		if (hit_due > due)
@@ -382,6 +363,8 @@ void dl_pacer_complete(struct dl_pacer *p, const struct dl_pacer_req *r,
 	}
 	k = &p->cls[r->cls];
 	pthread_mutex_lock(&k->lock);
+	if ((res->flags & DL_PRES_BUSY) && k->busy)
+		k->busy--;
 	if (k->st.in_flight)
 		k->st.in_flight--;
 	k->st.completed++;
@@ -568,7 +551,6 @@ void dl_pacer_free(struct dl_pacer *p)
 		for (unsigned j = 0; p->cls[c].jobs && j < PACER_JOB_SLOTS; j++)
 			free(p->cls[c].jobs[j].dev.slots);
 		free(p->cls[c].jobs);
-		free(p->cls[c].busy);
 	}
 	pacer_cache_free(p->cache);
 	dl_pacer_cfg_free(&p->cfg);
@@ -604,8 +586,7 @@ int dl_pacer_new(const struct dl_pacer_cfg *cfg, uint64_t now_ns, uint64_t seed,
 		k->dev.pipe_x = now_ns; /* the bucket starts empty */
 		k->win_start = now_ns;
 		k->jobs = calloc(PACER_JOB_SLOTS, sizeof(*k->jobs));
-		k->busy = calloc(PACER_MAX_BUSY, sizeof(*k->busy));
-		if (!k->jobs || !k->busy) {
+		if (!k->jobs) {
 			dl_pacer_free(p);
 			return -ENOMEM;
 		}

@@ -201,17 +201,15 @@ void pacer_share_account(struct pacer_job_cls *jc, uint64_t len, unsigned held);
 void pacer_share_end(struct pacer_job_cls *jc);
 
 /* ---- the pacer (pacer.c) ---- */
-/* Requests in service counted at most (bandwidth_by_concurrency). */
-#define PACER_MAX_BUSY 4096U
-
 struct pacer_class {
 	pthread_mutex_t lock;
 	uint64_t key; /* latency stream */
 	uint64_t draws;
-	/* Due times of the requests admitted and not yet due (a min-heap):
-	 * how many are in service when a request arrives. */
-	uint64_t *busy;
-	uint32_t nbusy;
+	/* Requests submitted to the device and not yet completed (replied):
+	 * how many are in service when one arrives. A count of completions,
+	 * not of due times: a reply sent ahead of its due time (to cover the
+	 * kernel's share) has ended its request for the client. */
+	uint32_t busy;
 	struct pacer_dev dev; /* fcfs: the one device every job queues for */
 	struct pacer_cls_stats st;
 	struct pacer_job_cls *jobs; /* PACER_JOB_SLOTS */

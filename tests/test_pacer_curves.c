@@ -382,6 +382,22 @@ static void test_concurrency(void)
 	bw = closed_loop(p, 16, MiB, 8000, &lat);
 	CHECK(relerr(bw, 800e6) < 0.01, "16 in service (saturated): %.1f MB/s", bw / 1e6);
 	dl_pacer_free(p);
+	/* In service means submitted and not yet completed, whatever the due
+	 * time says: a reply sent early ends its request for the client. */
+	p = pacer_of(&cfg);
+	{
+		struct dl_pacer_req a = {.cls = DL_OP_READ, .file_id = 1, .len = MiB, .job = 1};
+		struct dl_pacer_req b = a;
+		struct dl_pacer_result ra, rb;
+
+		dl_pacer_submit(p, &a, T0, &ra);
+		dl_pacer_submit(p, &b, T0 + 10 * SEC, &rb);
+		CHECK(rb.due_ns - (T0 + 10 * SEC) > l1, "the first not completed: two in service");
+		dl_pacer_complete(p, &a, &ra, ra.due_ns - 1000);
+		dl_pacer_complete(p, &b, &rb, rb.due_ns);
+		CHECK(alone(p, DL_OP_READ, MiB, T0 + 20 * SEC) == l1, "both completed: alone");
+	}
+	dl_pacer_free(p);
 	/* After a burst, one request alone is back to its own latency. */
 	p = pacer_of(&cfg);
 	closed_loop(p, 8, MiB, 64, &lat);

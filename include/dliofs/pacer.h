@@ -183,6 +183,9 @@ struct dl_pacer_req {
 
 /* The job is new to the pacer: tell it the job's name (dl_pacer_job_info). */
 #define DL_PRES_NEW_JOB 1u
+/* The request is in service until dl_pacer_complete (bandwidth_by_concurrency
+ * counts it); internal, kept in the result for the completion. */
+#define DL_PRES_BUSY 2u
 
 struct dl_pacer_result {
 	uint64_t due_ns;	/* when to reply (>= submission time) */

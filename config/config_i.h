@@ -59,8 +59,8 @@ extern const char *const cfg_field_key[CF__COUNT];
 extern const char *const cfg_dist_key[CD__COUNT];
 
 /* Keys a dataset mapping takes: cfg_field_key, then every format's own
- * top-level keys once each, in registry order. Returns their number. */
-#define CFG_MAX_DS_KEYS (CF__COUNT + 32)
+ * top-level keys once each, in registry order. Returns their number; with
+ * keys NULL, how many there can be at most (the room to give it). */
 unsigned cfg_dataset_keys(const char **keys, unsigned max);
 
 /* A key path as the user wrote it, for a document translated from another

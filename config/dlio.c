@@ -23,8 +23,9 @@
  *                    d * d * itemsize, so npz/npy/hdf5 get DLIO's (d, d) and
  *                    tfrecord/indexed_binary DLIO's byte count. A stdev
  *                    (record_length_bytes_stdev / record_length_stdev) makes
- *                    it a distribution {mean, stdev, min: itemsize}; DLIO
- *                    itself reaches only ~0.7x that spread (dlio.md 6.7).
+ *                    it a distribution {mean, stdev, min: itemsize}. DLIO
+ *                    itself draws each of the two sides with the stdev, so
+ *                    its sizes spread less (docs/dlio.md 2.3).
  *   shape, dtype     record_dims, record_element_type. hdf5 with
  *                    num_dset_per_record k splits record_dims[0] k ways, and
  *                    a leading 1 is dropped, as DLIO does.
@@ -40,7 +41,7 @@
  *                    them; DLIO ignores it elsewhere, so do we.
  *   seed             train.seed (default 123, DLIO's).
  *
- * dliofs's own top-level keys (seed, io, pacer, cache, trace) written in a
+ * dliofs's own top-level keys (seed, io, pacer, cache, trace, backing) written in a
  * workload are honoured as in a dliofs config (a top-level seed wins over
  * train.seed): DLIO ignores keys it does not know, so one file can drive both.
  * Everything else (framework, reader, checkpoint, ...) is accepted and named

@@ -36,6 +36,13 @@ unsigned cfg_dataset_keys(const char **keys, unsigned max)
 {
 	unsigned n = 0;
 
+	if (!keys) {
+		/* An upper bound: every format's keys, shared ones counted twice. */
+		n = CF__COUNT;
+		for (unsigned f = 0; f < DL_FMT__COUNT; f++)
+			n += dl_format_ops((enum dl_format)f)->nparams;
+		return n;
+	}
 	for (unsigned f = 0; f < CF__COUNT && n < max; f++)
 		keys[n++] = cfg_field_key[f];
 	for (unsigned f = 0; f < DL_FMT__COUNT; f++) {

@@ -1,7 +1,8 @@
 /* A libyaml document -> the model. Each value is checked on its own here
  * (type, syntax, range of one number); everything that involves several
  * values is validate.c's. Every problem is reported with file:line:column
- * and the key path, and parsing goes on. */#include <errno.h>
+ * and the key path, and parsing goes on. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,12 +221,11 @@ static void parse_format_key(struct cfg_walk *w, yaml_node_t *v, const char *pre
 	}
 }
 
-static void parse_dataset(struct cfg_walk *w, yaml_node_t *n, unsigned index, struct dl_dataset *ds,
-			  struct cfg_src_ds *sd)
+/* names[nkeys]: the keys a dataset takes; vals and keys: room for as many. */
+static void parse_dataset_keys(struct cfg_walk *w, yaml_node_t *n, unsigned index,
+			       struct dl_dataset *ds, struct cfg_src_ds *sd, const char **names,
+			       unsigned nkeys, yaml_node_t **vals, yaml_node_t **keys)
 {
-	const char *names[CFG_MAX_DS_KEYS];
-	yaml_node_t *vals[CFG_MAX_DS_KEYS] = { 0 }, *keys[CFG_MAX_DS_KEYS] = { 0 };
-	unsigned nkeys = cfg_dataset_keys(names, CFG_MAX_DS_KEYS);
 	char prefix[64], path[300];
 	const char *s;
 	unsigned choice;
@@ -346,6 +346,26 @@ static void parse_dataset(struct cfg_walk *w, yaml_node_t *n, unsigned index, st
 	for (unsigned i = CF__COUNT; i < nkeys; i++)
 		if (vals[i])
 			parse_format_key(w, vals[i], prefix, names[i], fmt_ok, ds, sd);
+}
+
+static void parse_dataset(struct cfg_walk *w, yaml_node_t *n, unsigned index, struct dl_dataset *ds,
+			  struct cfg_src_ds *sd)
+{
+	/* As many keys as the registered formats have: never a fixed cap. */
+	unsigned max = cfg_dataset_keys(NULL, 0), nkeys;
+	const char **names = calloc(max, sizeof(*names));
+	yaml_node_t **vals = calloc(max, sizeof(*vals)), **keys = calloc(max, sizeof(*keys));
+
+	if (!names || !vals || !keys) {
+		w->c->oom = 1;
+		goto out;
+	}
+	nkeys = cfg_dataset_keys(names, max);
+	parse_dataset_keys(w, n, index, ds, sd, names, nkeys, vals, keys);
+out:
+	free(names);
+	free(vals);
+	free(keys);
 }
 
 static void parse_datasets(struct cfg_walk *w, yaml_node_t *n, struct dl_config *cfg,

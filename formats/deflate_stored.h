@@ -1,7 +1,7 @@
 /* Deflate streams made only of stored blocks (RFC 1951 3.2.4), private to
  * formats/. Random payload does not compress, so real compressors emit stored
  * blocks for it anyway; emitting exactly those keeps every byte position
- * arithmetic and every size known before any content (formats.md 4.4, 7.1).
+ * arithmetic and every size known before any content (docs/formats.md 1.6).
  *
  * A stream of n raw bytes is ceil(n / 65535) blocks (one empty block when
  * n == 0): block j is the header byte BFINAL | BTYPE 00 << 1 (1 on the last

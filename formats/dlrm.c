@@ -1,6 +1,6 @@
 /* DLRM Criteo binary (facebookresearch/dlrm --mlperf-bin-loader): records of
  * 40 little-endian int32, no header: label, 13 dense, 26 categorical
- * (formats.md 8). Record r's field j comes from 32 bits of word r * 20 + j / 2
+ * (docs/formats.md 8). Record r's field j comes from 32 bits of word r * 20 + j / 2
  * of the file's stream (low half for even j, high half for odd j), so each
  * field is a pure function of (file key, record, field) and a large read is
  * one vectorized stream fill followed by an in-place mapping pass.

@@ -1,4 +1,4 @@
-/* HDF5 through libhdf5 itself (formats.md 5, strategy S2). Once per shape the
+/* HDF5 through libhdf5 itself (docs/formats.md 5, strategy S2). Once per shape the
  * library creates the whole file, with the same calls h5py makes for DLIO,
  * into a sparse in-memory driver that keeps only the metadata it writes; the
  * template is those bytes plus the raw data ranges the library reports
@@ -6,7 +6,7 @@
  * ranges on demand; no data is ever written or kept.
  *
  * Gzip datasets hold stored-deflate chunks written with H5Dwrite_chunk
- * (formats.md 5.4): every chunk has the same fixed size, so the metadata stays
+ * (docs/formats.md 5.4): every chunk has the same fixed size, so the metadata stays
  * data-independent and the only derived bytes are each chunk's Adler-32 (S3,
  * kept in the dcache).
  *
@@ -287,36 +287,36 @@ static void serve_gz_chunk(struct dl_fmt_ctx *ctx, const struct dl_file *f, cons
 			   unsigned d, uint64_t c, uint8_t *buf, uint64_t in, size_t len)
 {
 	static const uint8_t zhdr[GZ_HDR] = {0x78, 0x01};
-	uint64_t n = t->chunk_raw, nb = (n + GZ_BLOCK - 1) / GZ_BLOCK;
-	uint64_t tail = GZ_HDR + n + GZ_BLK_HDR * nb, end = in + len;
+	uint64_t n = t->chunk_raw, nb = (n + DL_DS_BLOCK - 1) / DL_DS_BLOCK;
+	uint64_t tail = GZ_HDR + n + DL_DS_HDR * nb, end = in + len;
 	const uint64_t pk = dl_key2(f->key, DL_H5_PART_TAG);
 	struct dl_file v = data_view(f, d);
 	/* run: s holds the Adler-32 of the payload before this request's. */
 	uint32_t s = 1; /* Adler-32 of nothing */
-	int run = in <= GZ_HDR + GZ_BLK_HDR ||
+	int run = in <= GZ_HDR + DL_DS_HDR ||
 		  (in < tail && dl_dcache_get(ctx, pk, part_key(t, d, c, in), &s) == 0);
 
 	dl_copy_overlap(buf, in, len, zhdr, 0, GZ_HDR);
 	if (end > GZ_HDR && in < tail) {
-		uint64_t b = in > GZ_HDR ? (in - GZ_HDR) / (GZ_BLOCK + GZ_BLK_HDR) : 0;
+		uint64_t b = in > GZ_HDR ? (in - GZ_HDR) / (DL_DS_BLOCK + DL_DS_HDR) : 0;
 		for (; b < nb; b++) {
-			uint64_t at = GZ_HDR + b * (GZ_BLOCK + GZ_BLK_HDR);
-			uint64_t blen = n - b * GZ_BLOCK < GZ_BLOCK ? n - b * GZ_BLOCK : GZ_BLOCK;
-			uint64_t lo = at + GZ_BLK_HDR, hi = lo + blen;
-			uint8_t h[GZ_BLK_HDR];
+			uint64_t at = GZ_HDR + b * (DL_DS_BLOCK + DL_DS_HDR);
+			uint64_t blen = n - b * DL_DS_BLOCK < DL_DS_BLOCK ? n - b * DL_DS_BLOCK : DL_DS_BLOCK;
+			uint64_t lo = at + DL_DS_HDR, hi = lo + blen;
+			uint8_t h[DL_DS_HDR];
 			if (at >= end)
 				break;
 			h[0] = b + 1 == nb;
 			dl_put_le16(h + 1, (uint16_t)blen);
 			dl_put_le16(h + 3, (uint16_t)~blen);
-			dl_copy_overlap(buf, in, len, h, at, GZ_BLK_HDR);
+			dl_copy_overlap(buf, in, len, h, at, DL_DS_HDR);
 			if (lo < in)
 				lo = in;
 			if (hi > end)
 				hi = end;
 			if (lo < hi) {
 				uint8_t *p = buf + (lo - in);
-				fill_data(&v, p, c * n + b * GZ_BLOCK + (lo - at - GZ_BLK_HDR),
+				fill_data(&v, p, c * n + b * DL_DS_BLOCK + (lo - at - DL_DS_HDR),
 					  (size_t)(hi - lo));
 				if (run)
 					s = dl_adler32(s, p, (size_t)(hi - lo));

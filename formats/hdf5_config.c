@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "dliofs/intmath.h"
-#include "hdf5_i.h"
+#include "hdf5_tmpl_i.h"
 
 /* Limits of a chunk and of the chunk count, as libhdf5 and the template
  * cache bear them (hdf5.c). */
@@ -76,7 +76,7 @@ static int bad(const struct dl_check *chk, const char *key)
 void dl_h5_check(struct dl_dataset *ds, const struct dl_check *chk, int size_ok)
 {
 	struct dl_h5_params *hp = DL_DS_PARAMS(ds, struct dl_h5_params);
-	uint64_t dims[DL_MAX_DIMS + 1], cbytes = dl_dtype_size(ds->dtype), nchunks = 1;
+	uint64_t dims[DL_MAX_DIMS + 1], cbytes = dl_dtype_size(ds->dtype), nchunks = 1, stored;
 	int dsets_ok = !bad(chk, "hdf5.datasets");
 	unsigned rank;
 
@@ -114,10 +114,16 @@ void dl_h5_check(struct dl_dataset *ds, const struct dl_check *chk, int size_ok)
 		if (__builtin_mul_overflow(nchunks, (dims[i] + c - 1) / c, &nchunks))
 			nchunks = UINT64_MAX;
 	}
-	if (cbytes > MAX_CHUNK_BYTES)
+	/* A gzip chunk is stored with its deflate framing: that must fit. */
+	if (ds->compression == DL_COMP_GZIP && cbytes < UINT64_MAX / 2)
+		stored = dl_h5_gz_stored(cbytes);
+	else
+		stored = cbytes;
+	if (stored > MAX_CHUNK_BYTES)
 		dl_check_error(chk, "hdf5.chunks", "hdf5.chunks",
-			       "a chunk of %llu bytes is too large (HDF5 chunks are below 4 GiB)",
-			       (unsigned long long)cbytes);
+			       "a chunk of %llu bytes%s is too large (HDF5 chunks are below 4 GiB)",
+			       (unsigned long long)stored,
+			       stored != cbytes ? " (with its deflate framing)" : "");
 	else if (nchunks > DL_H5_MAX_CHUNKS / (hp->dsets ? hp->dsets : 1))
 		dl_check_error(chk, "hdf5.chunks", "hdf5.chunks",
 			       "too small: a file would have over %llu chunks (give larger chunks)",

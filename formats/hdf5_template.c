@@ -28,11 +28,6 @@ uint64_t dl_h5_shape_hash(const struct h5_shape *sh)
 	return h;
 }
 
-static uint64_t gz_stored(uint64_t n)
-{
-	return GZ_HDR + n + GZ_BLK_HDR * ((n + GZ_BLOCK - 1) / GZ_BLOCK) + GZ_TAIL;
-}
-
 /* The shape key of f (per-sample shape already in f->dims). Chunk sizes larger
  * than the dataset are clipped to it, as h5py requires, so that a chunk shape
  * fits every per-file shape of a size distribution. */
@@ -80,7 +75,7 @@ int dl_h5_shape_of(const struct dl_file *f, struct h5_shape *sh, uint64_t *nchun
 		if (ds->compression == DL_COMP_GZIP) {
 			sh->comp = DL_COMP_GZIP;
 			sh->level = ds->compression_level > 9 ? 9 : ds->compression_level;
-			cb = gz_stored(cb);
+			cb = dl_h5_gz_stored(cb);
 		}
 		if (cb > H5_CHUNK_LIMIT)
 			return -EFBIG;
@@ -423,7 +418,7 @@ int dl_h5_tmpl_build(struct h5_state *st, const struct h5_shape *sh, uint64_t nc
 	t->chunk_raw = dl_dtype_size(sh->dtype);
 	for (unsigned i = 0; i < sh->rank; i++)
 		t->chunk_raw *= sh->chunked ? sh->chunk[i] : sh->dims[i];
-	t->chunk_stored = sh->comp == DL_COMP_GZIP ? gz_stored(t->chunk_raw) : t->chunk_raw;
+	t->chunk_stored = sh->comp == DL_COMP_GZIP ? dl_h5_gz_stored(t->chunk_raw) : t->chunk_raw;
 	nreg = sh->ndsets * (sh->chunked ? nchunks : 1) + 1;
 	r = malloc(nreg * sizeof(*r));
 	if (!r)

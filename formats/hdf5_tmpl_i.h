@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "deflate_stored.h"
 #include "hdf5_i.h"
 
 #define H5_RANK_MAX (DL_MAX_DIMS + 1)
@@ -17,11 +18,17 @@
 /* HDF5 chunks are at most 4 GiB - 1 bytes. */
 #define H5_CHUNK_LIMIT 0xffffffffULL
 
-/* Stored deflate blocks: 5-byte header, at most 65535 payload bytes. */
-#define GZ_BLOCK 65535u
+/* A gzip chunk is a zlib stream of stored deflate blocks
+ * (deflate_stored.h): a 2-byte header, the blocks, a 4-byte Adler-32. */
 #define GZ_HDR 2u
-#define GZ_BLK_HDR 5u
 #define GZ_TAIL 4u
+
+/* Bytes of a gzip chunk of n raw bytes in the file. */
+static inline uint64_t dl_h5_gz_stored(uint64_t n)
+{
+	return GZ_HDR + dl_ds_size(n) + GZ_TAIL;
+}
+
 /* Piece size when regenerating a chunk for its Adler-32. */
 #define GZ_PIECE (32u * 1024u)
 

@@ -1,4 +1,4 @@
-/* Baseline JPEG with a fixed number of bytes per 8x8 block (formats.md 6.3):
+/* Baseline JPEG with a fixed number of bytes per 8x8 block (docs/formats.md 6):
  * every byte is fixed or payload, any byte is found in O(1), exact sizes.
  *
  * File: SOI, APP0 JFIF, [COM padding], DQT, SOF0, DHT DC, DHT AC, SOS, E
@@ -28,7 +28,7 @@
  *     size whose block count is at most E; T below the 1x1 minimum is -EINVAL;
  *   nb <= E <= 63 nb: no padding;
  *   E > 63 nb: blocks are full (63 bytes) and the excess P = E - 63 nb goes to
- *     COM segments right after APP0 (decoders skip them, formats.md 6.2). A
+ *     COM segments right after APP0 (decoders skip them, docs/formats.md 6.3). A
  *     COM segment is at least 4 bytes, so P < 4 becomes P = 4 with the entropy
  *     data 4 - P bytes short of full. P is split into ceil(P / 65537) segments
  *     of equal size (+1 for the first P mod n), zero payload.

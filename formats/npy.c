@@ -1,5 +1,5 @@
 /* NPY (np.save): numpy 1.24's exact header, then the array in C order.
- * Everything is fixed bytes or payload (formats.md 3.2, strategy S1). Also
+ * Everything is fixed bytes or payload (docs/formats.md 3; strategy S1, docs/formats.md 1.4). Also
  * holds the NPY pieces the npz format reuses for its members (npy_i.h). */
 #include <errno.h>
 #include <math.h>

@@ -13,7 +13,7 @@
  * size as well: ZIP64 fields once either size passes 2^31 - 1.
  *
  * All bytes are fixed or payload except the four CRC-32 fields (of the
- * uncompressed members in both variants), derived per member (formats.md 4.5,
+ * uncompressed members in both variants), derived per member (docs/formats.md 4.4,
  * strategy S3): computed on the first read that touches one of them, by
  * generating the member once, then cached. */
 #include <errno.h>
@@ -307,7 +307,7 @@ static void *crc_part_main(void *arg)
 }
 
 /* The one expensive derived value: generate x.npy once. A large member is
- * split over the machine's CPUs (formats.md 4.5: pieces joined with the CRC
+ * split over the machine's CPUs (docs/formats.md 4.4: pieces joined with the CRC
  * combine), so the first read of a 146 MB unet3d file waits for half the
  * pass on two cores; one piece per CRC_PAR_MIN bytes at most. */
 static int crc_x(struct dl_fmt_ctx *ctx, const struct dl_file *f, uint32_t *out)

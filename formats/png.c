@@ -1,5 +1,5 @@
 /* 8-bit gray or RGB PNG, no interlace, filter 0 on every row, the zlib stream
- * made of stored deflate blocks (formats.md 7.4):
+ * made of stored deflate blocks (docs/formats.md 7):
  *
  *   signature, IHDR,
  *   IDAT 0 = zlib header 78 01 + stored block 0, IDAT j = stored block j,
@@ -10,7 +10,8 @@
  * Raw image (R = H (1 + W C) bytes): each row is a 0 filter byte then the
  * row's pixels; pixel byte q (row-major) is byte q of stream
  * DL_IMG_REGION_PNG. Stored blocks hold 65535 raw bytes (the last the rest),
- * so every chunk but the last two is 65552 bytes and any offset maps to
+ * so every block's IDAT but the last is full (65554 bytes for IDAT 0, which
+ * carries the zlib header, 65552 for the others) and any offset maps to
  * (chunk, raw offset) arithmetically.
  *
  * Derived bytes (strategy S3): the CRC-32 of each block's IDAT and the

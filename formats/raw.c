@@ -1,6 +1,6 @@
 /* Formats with no structure in the data: `raw` (samples back to back) and
  * DLIO's `indexed_binary` (the same data file plus two u64le index files,
- * formats.md 9). The data bytes of a file are one stream, so sample i is
+ * docs/formats.md 9). The data bytes of a file are one stream, so sample i is
  * bytes [i * S, (i + 1) * S) of it, S = f->sample_bytes. */
 #include <errno.h>
 #include <string.h>

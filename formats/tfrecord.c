@@ -8,7 +8,7 @@
  * bytes of record r are stream dl_file_stream(f, r). The data CRC is derived:
  * computed from the bytes a read already holds when it can be, otherwise by
  * regenerating the missing part of the record, and kept in the derived-value
- * cache (formats.md 2.5, strategy S3).
+ * cache (docs/formats.md 2.4, strategy S3).
  *
  * With `compression: gzip` the file is that record stream U (S bytes) in one
  * gzip member, as tf.io.TFRecordWriter with compression_type "GZIP" writes it
@@ -105,7 +105,7 @@ static unsigned put_ld_head(uint8_t *p, uint8_t tag, uint64_t n)
 	return 1 + put_varint(p + 1, n);
 }
 
-/* Sizes per formats.md 2.2; the serialized order is protobuf's deterministic
+/* Sizes per docs/formats.md 2.2; the serialized order is protobuf's deterministic
  * one (map keys sorted: "image" before "size"). */
 static int tfr_geom(uint64_t N, struct tfr_geom *g)
 {

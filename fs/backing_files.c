@@ -387,9 +387,10 @@ out:
 }
 
 /* Streamed: each call reads only what fits, and offsets are the real
- * directory's own (d_off), so a listing resumes where it stopped. */
-void bk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		struct fuse_file_info *fi)
+ * directory's own (d_off), so a listing resumes where it stopped. A
+ * readdirplus gets names only (the entries change under us: no caching). */
+static void list_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi, int plus)
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	struct bk_dir *d = (struct bk_dir *)(uintptr_t)fi->fh;
@@ -432,8 +433,8 @@ void bk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		st.st_ino = de->d_ino;
 		st.st_mode = DTTOIF(de->d_type);
-		need = fuse_add_direntry(req, (char *)r->buf + used, size - used, de->d_name, &st,
-					 de->d_off);
+		need = dl_add_dirent(req, (char *)r->buf + used, size - used, de->d_name, &st,
+				     de->d_off, plus);
 		if (need > size - used) {
 			/* Not sent: the next call starts with it. */
 			seekdir(d->dp, d->pos);
@@ -448,6 +449,18 @@ void bk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	r->len = used;
 out:
 	bk_finish(fs, r, ret);
+}
+
+void bk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	list_dir(req, ino, size, off, fi, 0);
+}
+
+void bk_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	list_dir(req, ino, size, off, fi, 1);
 }
 
 void bk_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -195,6 +195,8 @@ void bk_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void bk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void bk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi);
+void bk_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
 void bk_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void bk_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 

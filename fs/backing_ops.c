@@ -374,6 +374,7 @@ const struct fuse_lowlevel_ops dl_bk_real_ops = {
 	.fsync = bk_fsync,
 	.opendir = bk_opendir,
 	.readdir = bk_readdir,
+	.readdirplus = bk_readdirplus,
 	.releasedir = bk_releasedir,
 	.fsyncdir = bk_fsyncdir,
 	.statfs = bk_statfs,

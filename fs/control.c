@@ -623,8 +623,11 @@ static int commit_locked(struct dl_fs *fs, struct dl_ctl_handle *h)
 	if (ret) {
 		if (!why[0])
 			snprintf(why, sizeof(why), "%s", strerror(-ret));
+		char ewhy[4 * sizeof(why)];
+
+		/* why quotes what the client wrote: escaped, one log line. */
 		fprintf(stderr, "dliofs: .dliofs/%s: refused, nothing applied: %s\n",
-			dl_ctl_names[h->id], why);
+			dl_ctl_names[h->id], dl_log_esc(why, ewhy, sizeof(ewhy)));
 		if (asprintf(&h->reason, "error: %s\n", why) < 0)
 			h->reason = NULL;
 	}

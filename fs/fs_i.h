@@ -35,7 +35,7 @@ struct dl_fs {
 	pthread_mutex_t buf_lock;
 	void **bufs;
 	unsigned nbufs, bufs_cap;
-	struct dl_pacer *pacer;		/* storage model and statistics (always present) */
+	struct dl_pacer *pacer;		/* storage model and statistics (NULL with --no-pacer) */
 	struct dl_timer *timer;		/* sends parked replies at their due time */
 	struct dl_backing *backing;	/* real directories and sinks (NULL: none) */
 	struct fuse_session *se;	/* for invalidating the kernel's caches */
@@ -64,6 +64,13 @@ struct dl_fs {
 	pthread_mutex_t handles_lock;
 	struct dl_handle *handles;
 };
+
+/* Add a directory entry to a readdir (plus 0) or readdirplus (plus 1)
+ * reply buffer; with plus, the entry carries no lookup (node id 0), for
+ * directories whose children are not to be cached by the kernel. Returns
+ * the bytes it needs, as fuse_add_direntry (dirent.c). */
+size_t dl_add_dirent(fuse_req_t req, char *buf, size_t size, const char *name,
+		     const struct stat *st, off_t off, int plus);
 
 /* Free the handles of files still open at exit (ops.c). */
 void dl_fs_free_handles(struct dl_fs *fs);

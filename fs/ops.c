@@ -85,7 +85,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = (unsigned)fs->max_read;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
-	conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS;
+	/* readdirplus when a listing is followed by lookups (the kernel's
+	 * heuristic): a scan-then-open loader saves a round trip per file. */
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
+		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
 	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
@@ -213,19 +218,22 @@ static int is_regular(const struct dl_node *n)
 }
 
 /* Offsets: 1 is after ".", 2 after "..", k + 3 after child k. Entries are
- * produced on the fly, so a million-file directory needs no allocation. */
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+ * produced on the fly, so a million-file directory needs no allocation.
+ * readdirplus (the kernel asks for it when a listing is followed by
+ * lookups, as ImageFolder's scan then open) returns each child's entry and
+ * attributes too: its lookup round trip is saved. Synthetic inodes are
+ * computed, so the lookups it hands the kernel need no bookkeeping. */
+static void list_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 {
 	struct dl_fs *fs = fs_of(req);
 	struct dl_reply *r;
 	struct dl_node dir, child;
+	struct fuse_entry_param e;
 	char name[256];
 	struct stat st;
 	size_t used = 0;
 	int ret;
 
-	SERVE_BACKING(fs, ino, readdir, req, ino, size, off, fi);
 	ret = dl_node_from_ino(fs, ino, &dir);
 	if (!ret && dir.type == DL_NODE_CTL)
 		r = dl_reply_ctl(req, DL_R_BUF);
@@ -264,8 +272,17 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			st.st_ino = dl_node_ino(&child);
 			st.st_mode = is_regular(&child) ? S_IFREG : S_IFDIR;
 		}
-		need = fuse_add_direntry(req, (char *)r->buf + used, size - used, name, &st,
-					 (off_t)pos + 1);
+		if (plus && pos >= 2) {
+			ret = fill_entry(fs, &child, &e);
+			if (ret)
+				goto out;
+			need = fuse_add_direntry_plus(req, (char *)r->buf + used, size - used, name,
+						      &e, (off_t)pos + 1);
+		} else {
+			/* ".", "..": the kernel links neither. */
+			need = dl_add_dirent(req, (char *)r->buf + used, size - used, name, &st,
+					     (off_t)pos + 1, plus);
+		}
 		if (need > size - used)
 			break;
 		used += need;
@@ -278,6 +295,20 @@ out:
 		r->err = -ret;
 	}
 	dl_reply_submit(fs, r);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	SERVE_BACKING(fs_of(req), ino, readdir, req, ino, size, off, fi);
+	list_dir(req, ino, size, off, 0);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	SERVE_BACKING(fs_of(req), ino, readdirplus, req, ino, size, off, fi);
+	list_dir(req, ino, size, off, 1);
 }
 
 static struct dl_handle *new_handle(struct dl_fs *fs)
@@ -720,6 +751,7 @@ const struct fuse_lowlevel_ops dl_fs_ops = {
 	.fsync = op_fsync,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
 	.releasedir = op_releasedir,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,

@@ -460,8 +460,7 @@ static void sk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 /* Offsets: 1 after ".", 2 after "..", id + 3 after the child of that id.
  * Children are sorted by id, so a listing resumes at the first child past
  * the last one sent even when entries come and go in between. */
-static void sk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+static void sk_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	struct dl_reply *r = bk_new_reply(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR, ino);
@@ -472,7 +471,6 @@ static void sk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	size_t used = 0, need;
 	int ret;
 
-	(void)fi;
 	if (!r)
 		return;
 	r->buf = malloc(size);
@@ -490,14 +488,14 @@ static void sk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	st.st_mode = S_IFDIR;
 	if (off < 1) {
 		st.st_ino = ino;
-		need = fuse_add_direntry(req, r->buf, size, ".", &st, 1);
+		need = dl_add_dirent(req, r->buf, size, ".", &st, 1, plus);
 		if (need > size)
 			goto out;
 		used += need;
 	}
 	if (off < 2) {
 		st.st_ino = FUSE_ROOT_ID;
-		need = fuse_add_direntry(req, (char *)r->buf + used, size - used, "..", &st, 2);
+		need = dl_add_dirent(req, (char *)r->buf + used, size - used, "..", &st, 2, plus);
 		if (need > size - used)
 			goto out;
 		used += need;
@@ -507,8 +505,8 @@ static void sk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 		st.st_ino = bk_ino(root, n->id);
 		st.st_mode = n->mode & S_IFMT;
-		need = fuse_add_direntry(req, (char *)r->buf + used, size - used, n->name, &st,
-					 (off_t)(n->id + 3));
+		need = dl_add_dirent(req, (char *)r->buf + used, size - used, n->name, &st,
+				     (off_t)(n->id + 3), plus);
 		if (need > size - used)
 			break;
 		used += need;
@@ -517,6 +515,21 @@ out:
 	pthread_mutex_unlock(&s->lock);
 	r->len = used;
 	bk_finish(fs, r, ret);
+}
+
+static void sk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	sk_list(req, ino, size, off, 0);
+}
+
+/* Names only: a sink's entries come and go. */
+static void sk_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	sk_list(req, ino, size, off, 1);
 }
 
 static void sk_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -600,6 +613,7 @@ const struct fuse_lowlevel_ops dl_bk_sink_ops = {
 	.fsync = sk_fsync,
 	.opendir = sk_opendir,
 	.readdir = sk_readdir,
+	.readdirplus = sk_readdirplus,
 	.releasedir = sk_releasedir,
 	.fsyncdir = sk_fsyncdir,
 	.statfs = sk_statfs,

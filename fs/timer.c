@@ -158,7 +158,8 @@ void dl_timer_park(struct dl_timer *t, struct dl_reply *r)
 	if (t->n == t->cap) {
 		struct dl_reply **h = realloc(t->heap, 2 * t->cap * sizeof(*h));
 		if (!h) {
-			/* Out of memory: better late shaping than a lost reply. */
+			/* Out of memory: the reply goes now, before its due time (less
+			 * shaping for this one request rather than a lost reply). */
 			pthread_mutex_unlock(&t->lock);
 			dl_reply_send(t->fs, r);
 			return;

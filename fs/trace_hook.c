@@ -10,6 +10,7 @@
 #include "clients.h"
 #include "fs_i.h"
 #include "reply.h"
+#include "log_i.h"
 
 void dl_fs_trace_reply(struct dl_fs *fs, const struct dl_reply *r, uint64_t now)
 {
@@ -67,10 +68,12 @@ static void trace_failed(void *arg, int err, uint64_t written)
 {
 	struct dl_fs *fs = arg;
 
+	char ep[4 * sizeof(fs->trace_path)];
+
 	fprintf(stderr,
 		"dliofs: trace %s: %s after %llu records: later records are dropped and counted; "
 		"the file keeps its footer\n",
-		fs->trace_path, err == -ENOSPC ? "the disk is full" : strerror(-err),
+		dl_log_esc(fs->trace_path, ep, sizeof(ep)), err == -ENOSPC ? "the disk is full" : strerror(-err),
 		(unsigned long long)written);
 }
 
@@ -91,7 +94,11 @@ int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask)
 	snprintf(fs->trace_path, sizeof(fs->trace_path), "%s", path);
 	dl_trace_on_error(t, trace_failed, fs);
 	atomic_store(&fs->trace, t);
-	fprintf(stderr, "dliofs: tracing to %s\n", path);
+	{
+		char ep[4 * sizeof(fs->trace_path)];
+
+		fprintf(stderr, "dliofs: tracing to %s\n", dl_log_esc(path, ep, sizeof(ep)));
+	}
 out:
 	pthread_mutex_unlock(&fs->trace_lock);
 	return ret;
@@ -101,6 +108,7 @@ out:
  * stop succeeds and says what happened (log, .dliofs/trace). */
 int dl_fs_trace_stop(struct dl_fs *fs)
 {
+	char ep[4 * sizeof(fs->trace_path)];
 	struct dl_trace_result res;
 	struct dl_trace *t;
 	int ret;
@@ -125,7 +133,7 @@ int dl_fs_trace_stop(struct dl_fs *fs)
 		 res.footer ? "" : "; the file has no footer");
 	pthread_mutex_unlock(&fs->trace_lock);
 	fprintf(stderr, "dliofs: trace stopped: %llu records in %s, %llu dropped%s%s%s\n",
-		(unsigned long long)res.written, fs->trace_path,
+		(unsigned long long)res.written, dl_log_esc(fs->trace_path, ep, sizeof(ep)),
 		(unsigned long long)(res.dropped_rings + res.dropped_io),
 		res.dropped_rings ? " (the writer fell behind)" : "",
 		res.dropped_io ? (res.err == -ENOSPC ? " (the disk was full)" : " (a write failed)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The layers, bottom up, and what each may include (docs/design.md):
+# The layers, bottom up, and what each may include (docs/design.md 2):
 #
 #   util/     on nothing of ours: units, generator, checksums, histogram,
 #             JSON, clocks, byte order, integer math, suggestions

@@ -1,6 +1,6 @@
 """DLIO workload files used as dliofs configs, and the ready configs in configs/.
 
-- DLIO's shipped workloads (dlio.md section 2), written here as DLIO ships
+- DLIO's shipped workloads (dlio_benchmark's configs/workload/), written here as DLIO ships
   them, pass `dliofs check`; the dataset each stands for (name, format, files,
   samples, sizes) is what a hand-written native config says, and the sizes
   match formulas computed here independently of dliofs.

@@ -169,7 +169,7 @@ static void test_plan(void)
 	CHECK(drv_plan_init(&p, DRV_U_SAMPLE, UINT64_MAX / 2, 3, 0) == -EOVERFLOW, "overflow");
 }
 
-/* ---- ranks' shards (DLIO's split, dlio.md 5) ---- */
+/* ---- ranks' shards (DLIO's split, docs/dlio.md 4.5) ---- */
 
 /* Marks every sample rank `rank` of `ranks` reads in an epoch into cov[]
  * (file * spf + sample); 0 when a unit strays outside the rank's share. */

@@ -66,7 +66,7 @@ measured by the assertions above):
    r * files/ranks but then takes file (its own sample count) / spf, i.e.
    rank 1 reads rank 0's files again: with 2 ranks and 8 files, files 0-3
    are read twice, 4 once and 5-7 never (test_two_ranks). dlio-drive gives
-   each rank its own share as DLIO intends (dlio.md 5) and reads each file
+   each rank its own share as DLIO intends (docs/dlio.md 4.5) and reads each file
    once.
 """
 import csv

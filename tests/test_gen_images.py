@@ -1,6 +1,6 @@
 """JPEG and PNG datasets from dlio-gen through real decoders: PIL, torchvision,
 djpeg (libjpeg-turbo), TensorFlow (venv). PNG pixels decoded by PIL must equal
-the bytes at the offsets formats.md 7.4 gives; exact target sizes; and the PIL
+the bytes at the offsets docs/formats.md 7.1 gives; exact target sizes; and the PIL
 decode-time ratio of our JPEG/PNG files against PIL-encoded files of the same
 dimensions and about the same size (printed, not asserted)."""
 import io
@@ -119,7 +119,7 @@ def png_dims(data):
 
 
 def png_pixel_offsets(np, w, h, c):
-    """File offset of every pixel byte (row-major), per formats.md 7.4: raw
+    """File offset of every pixel byte (row-major), per docs/formats.md 7.1: raw
     stream byte p (row filter bytes included) is in stored block p // 65535;
     block j's data start at 48 + j * 65552 (IDAT 0 carries the zlib header)."""
     row = 1 + w * c

@@ -242,7 +242,7 @@ def zip_config(compress):
 
 
 def stored_len(n):
-    """Raw deflate stream of stored blocks holding n bytes (formats.md 4.4)."""
+    """Raw deflate stream of stored blocks holding n bytes (docs/formats.md 1.6)."""
     return n + 5 * max(1, -(-n // 65535))
 
 
@@ -550,7 +550,7 @@ class Zip64Test(unittest.TestCase):
         self.assertEqual(local[18:22] == b"\xff\xff\xff\xff", expect_member_zip64)
 
     def test_member_over_limit(self):
-        # formats.md 4.2 worked example: 342 bytes of overhead.
+        # docs/formats.md 4.2 worked example: 342 bytes of overhead.
         self.check_geometry(2300000000, True, True)
 
     def test_directory_over_limit(self):

@@ -2,7 +2,7 @@
 
 tf.data.TFRecordDataset checks both masked CRC-32Cs of every record, and
 tf.io.parse_single_example decodes the Example the way DLIO's reader does.
-Expected sizes come from formats.md 2.2, re-derived here in Python; the
+Expected sizes come from docs/formats.md 2.2, re-derived here in Python; the
 record count and per-file payload size N are checked against the config.
 A corrupted copy proves the CRC check is really on.
 
@@ -196,7 +196,7 @@ class TFRecordGen(unittest.TestCase):
                 Ns.add(N)
             if isinstance(want, tuple):
                 self.assertGreater(len(Ns), 2, "sizes should vary per file: %s" % Ns)
-        # formats.md 2.2 worked values.
+        # docs/formats.md 2.2 worked values.
         self.assertEqual(geometry(114244), (114304, 39))
         self.assertEqual(geometry(2825761), (2825827, 44))
 

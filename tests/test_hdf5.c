@@ -1,4 +1,4 @@
-/* HDF5 format (formats.md 5): the bytes we serve are opened and read back by
+/* HDF5 format (docs/formats.md 5): the bytes we serve are opened and read back by
  * libhdf5 itself (H5Fopen, H5Dread, chunk info), and, for every config, must be
  * byte-identical to the file libhdf5 writes on disk (sec2 driver) when handed
  * the data it read back from ours. Also: slices equal full reads, template

@@ -4,7 +4,7 @@
  * libpng with its default strict CRC and Adler-32 checks (pixels compared with
  * the PRNG stream; corrupted CRC / Adler-32 must be refused, so the checks are
  * live). Exact target sizes, the size rules (shrink, pad), the worked sizes of
- * formats.md 6.3 and 7.4, and any read split equal to the full read whatever
+ * docs/formats.md 6.3 and 7.1-7.2, and any read split equal to the full read whatever
  * the state of the derived-value cache. */
 #include <errno.h>
 #include <setjmp.h>

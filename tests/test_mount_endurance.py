@@ -214,22 +214,34 @@ class ManyReaders(dltest.MountedTestCase):
                                          + abs(len(got) - len(want))))
                 counts[k] += len(got)
 
-        rss = []
+        def nthreads():
+            with open("/proc/%d/status" % pid) as f:
+                return int([ln for ln in f if ln.startswith("Threads:")][0].split()[1])
+
+        rss, nth = [], []
         threads = [threading.Thread(target=reader, args=(k,)) for k in range(READERS)]
         for t in threads:
             t.start()
         while any(t.is_alive() for t in threads):
             rss.append(dltest.rss_bytes(pid))
+            nth.append(nthreads())
             time.sleep(0.25)
         for t in threads:
             t.join()
         self.assertEqual(errors, [], "\n".join(errors[:10]))
         self.assertTrue(all(counts), "a reader read nothing: %r" % counts)
         # Flat: after the first quarter (caches and buffer pools fill), the
-        # resident size stays within 16 MiB of what it was then.
+        # resident size stays within 16 MiB of what it was then, plus what
+        # FUSE worker threads started later hold (a loaded machine starts
+        # them later): libfuse's 1 MiB request buffer and our 1 MiB reply
+        # buffer each, 3 MiB allowed. A leak per request (the readers make
+        # hundreds of thousands) would be far above.
         q = max(1, len(rss) // 4)
         warm, late = max(rss[:q]), max(rss[q:] or rss)
-        self.assertLess(late - warm, 16 << 20, "daemon RSS grew from %d to %d bytes" % (warm, late))
+        more = max(0, max(nth[q:] or nth) - max(nth[:q]))
+        self.assertLess(late - warm, (16 << 20) + more * (3 << 20),
+                        "daemon RSS grew from %d to %d bytes (%d more threads)"
+                        % (warm, late, more))
         print("readers: %d x %.0f s, %.1f MB read, 0 wrong bytes, RSS %.1f -> %.1f MB"
               % (READERS, READ_SECONDS, sum(counts) / 1e6, warm / 1e6, late / 1e6))
 

@@ -91,7 +91,7 @@ def expected_files(ds):
         "one": 4 * 1000,
         "ctr": 100 * 160,              # 40 int32 per sample
         "ib": 5 * 300,
-        "rec": 3 * 149,                # records of a 100-byte image (formats.md 2.2)
+        "rec": 3 * 149,                # records of a 100-byte image (docs/formats.md 2.2)
     }
     for rel in list(out):
         out[rel] = sizes.get(ds)

@@ -1,4 +1,4 @@
-/* NPY / NPZ layouts: numpy's header and ZIP arithmetic (formats.md 3, 4),
+/* NPY / NPZ layouts: numpy's header and ZIP arithmetic (docs/formats.md 3, 4),
  * slice reads against full reads, CRC-32 fields against zlib, float ranges;
  * the `compression: zip` variant (np.savez_compressed with stored deflate
  * blocks) inflated by zlib and compared with the stored variant.
@@ -131,7 +131,7 @@ static void test_npy_header(void)
 	      "9-d shape text");
 }
 
-/* formats.md 4.1: d = 12107 uint8, one sample. */
+/* docs/formats.md 4.1: d = 12107 uint8, one sample. */
 static void test_unet3d(struct dl_fmt_ctx *ctx)
 {
 	struct dl_dataset ds = mkds("unet3d", DL_FMT_NPZ, DL_DT_UINT8, 1, 146579449, 0, 0, NULL);
@@ -202,10 +202,10 @@ static void test_unet3d(struct dl_fmt_ctx *ctx)
 	free(chk);
 }
 
-/* Stored deflate stream size (formats.md 4.4), written out independently. */
+/* Stored deflate stream size (docs/formats.md 1.6), written out independently. */
 static uint64_t ds_len(uint64_t n) { return n + 5 * (n ? (n + 65534) / 65535 : 1); }
 
-/* Independent ZIP arithmetic (formats.md 4.1, 4.2, 4.4): members of X and Y
+/* Independent ZIP arithmetic (docs/formats.md 4.1-4.3): members of X and Y
  * bytes, stored or (zip) as stored-block deflate streams. */
 static uint64_t expect_zip_size(uint64_t X, uint64_t Y, int zip)
 {

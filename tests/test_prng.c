@@ -12,7 +12,7 @@
 
 /* ---- Reference AES rounds, from FIPS-197: the S-box is computed here from
  * its definition (multiplicative inverse in GF(2^8), then the affine map),
- * not copied from formats/prng.c's tables. ---- */
+ * not copied from util/prng.c's tables. ---- */
 
 static uint8_t gf_mul(uint8_t a, uint8_t b)
 {
@@ -125,7 +125,7 @@ static int fips197_ok(void)
 	return memcmp(s, ct, 16) == 0;
 }
 
-/* The stream's definition (formats/prng.c's header comment), written again. */
+/* The stream's definition (util/prng.c's header comment), written again. */
 static uint64_t mix64(uint64_t z)
 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

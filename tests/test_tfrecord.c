@@ -1,5 +1,5 @@
 /* CRC-32C (both code paths, combine) and TFRecord files: the worked sizes of
- * formats.md 2.2, records parsed back by an independent parser that checks
+ * docs/formats.md 2.2, records parsed back by an independent parser that checks
  * both CRCs with a bitwise reference CRC, any read split equals the full read
  * whatever the state of the CRC cache, and the measured costs. The GZIP
  * variant: its arithmetic, zlib's gzip inflate (which checks the trailer's
@@ -434,7 +434,7 @@ static void test_worked_table(void)
 		      (unsigned long long)f.aux[2], (unsigned long long)f.aux[3]);
 		CHECK(f.size == 3 * t[i].rec, "size");
 	}
-	/* formats.md 2.2: the first 16 bytes of a DLIO record with N = 338 * 338. */
+	/* docs/formats.md 2.2: the first 16 bytes of a DLIO record with N = 338 * 338. */
 	{
 		static const uint8_t want[16] = {0x70, 0xbe, 0x01, 0, 0, 0, 0, 0,
 						 0x6e, 0x2a, 0x66, 0x73, 0x0a, 0xec, 0xfc, 0x06};

@@ -3,7 +3,7 @@
  *
  * The dataset itself always comes from dl_config_load(); here we only read
  * what a dliofs config has no place for (batch size, threads, compute
- * time...). Keys are DLIO's (dlio.md 1); a Hydra-resolved file with
+ * time...). Keys are DLIO's (docs/dlio.md 4.2); a Hydra-resolved file with
  * everything under `workload:` works too. DLIO ignores unknown keys and so do
  * we, but a known key with a bad value is an error with its line:column. */
 #include <ctype.h>
@@ -18,7 +18,7 @@
 #include "dliofs/units.h"
 #include "drive_i.h"
 
-/* MLPerf Storage computation time per batch (dlio.md 2: DLIO/MLPerf
+/* MLPerf Storage computation time per batch (docs/dlio.md 4.3: DLIO/MLPerf
  * unet3d/resnet50/cosmoflow configs; b200 from MLPerf v3 development). */
 static const struct drv_workload workloads[] = {
     {"unet3d", "a100", 0.636, 7, 4, 0.90},	{"unet3d", "h100", 0.323, 7, 4, 0.90},

@@ -114,7 +114,7 @@ void drv_plan_unit(const struct drv_plan *p, uint64_t pos, struct drv_unit *out)
 /* Samples in this rank's shard (the split's, unsharded). */
 uint64_t drv_plan_samples(const struct drv_plan *p);
 /* Restrict the plan to rank `rank` of `ranks` as DLIO splits work
- * (dlio.md 5): samples and whole files by contiguous global sample ranges
+ * (docs/dlio.md 4.5): samples and whole files by contiguous global sample ranges
  * [r * ceil(T/P), (r + 1) * ceil(T/P)) (its samplers), TFRecord files
  * round-robin (tf.data shard; records round-robin when files < ranks),
  * chunks by contiguous unit ranges. Call before drv_plan_order. */
@@ -196,7 +196,7 @@ int drv_tfr_next(struct drv_tfr *t, uint64_t *len, uint64_t *rec_off);
 enum drv_amp { DRV_AMP_EFFICIENT, DRV_AMP_DLIO };
 enum drv_accel_kind { DRV_ACCEL_SLEEP, DRV_ACCEL_CUDA };
 
-/* One row of MLPerf Storage's per-accelerator table (dlio.md 2). */
+/* One row of MLPerf Storage's per-accelerator table (docs/dlio.md 4.3). */
 struct drv_workload {
 	const char *workload, *accel;
 	double seconds; /* computation time per batch */

@@ -103,7 +103,7 @@ static const struct drv_opt opts[] = {
      FIELD(checkpoint_size), .flags = DRV_OF_CKPT, .def = "10240", .arg = "SIZE",
      .help = "bytes per checkpoint"},
     /* DLIO reads only model_size_bytes, so the shipped unet3d configs write
-     * 10 KiB checkpoints (dlio.md 6.5); the size they meant is this one. */
+     * 10 KiB checkpoints (docs/dlio.md 4.7); the size they meant is this one. */
     {.key = "model.model_size", .type = DRV_T_SIZE, FIELD(checkpoint_size),
      .flags = DRV_OF_FALLBACK,
      .ynote = "model.model_size read as the checkpoint size (%llu bytes); DLIO ignores that "

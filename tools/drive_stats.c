@@ -1,7 +1,7 @@
 /* The figures MLPerf Storage judges a run by, computed the way its rules say
  * (AU = compute / total time with the first step of each epoch left out;
  * samples/s over all steps) but from measured bytes and without DLIO's
- * "steps - 2" and MiB quirks (dlio.md 4 and 6.6). */
+ * "steps - 2" and MiB quirks (docs/dlio.md 4.6). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* TFRecord framing as TensorFlow's RecordReader walks it (formats.md 2.1):
+/* TFRecord framing as TensorFlow's RecordReader walks it (docs/formats.md 2.1):
  * u64le length, masked CRC-32C of those 8 bytes, data, masked CRC-32C of the
  * data. Read through one buffer of transfer_size bytes, refilled with
  * sequential reads, like tf.data's buffered input stream. */

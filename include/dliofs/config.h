@@ -41,7 +41,8 @@ struct dl_config {
 	enum dl_io_mode io_mode;
 	unsigned ndatasets;
 	struct dl_dataset *datasets;
-	struct dl_pacer_cfg pacer;	/* `pacer:` and `cache:` sections (zeroed: off, kernel cache) */
+	struct dl_pacer_cfg pacer;	/* `pacer:` and `cache:` sections (without them:
+				 * dl_pacer_cfg_init's no limits, kernel cache) */
 	struct dl_trace_cfg trace;
 	unsigned nbacking;
 	struct dl_backing_cfg *backing;

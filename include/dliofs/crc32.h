@@ -1,5 +1,5 @@
 /* CRC-32 (zlib's, ISO-HDLC: zip members, gzip trailers, PNG chunks) and
- * Adler-32 (zlib streams) at memory speed (formats/crc32.c).
+ * Adler-32 (zlib streams) at memory speed (util/crc32.c).
  *
  * zlib conventions: values are finished (init and final XOR applied), a CRC
  * starts from 0 and an Adler-32 from 1, and pieces chain:

@@ -1,4 +1,4 @@
-/* CRC-32C (Castagnoli), as TFRecord uses it (formats/crc32c.c; also used by the tools).
+/* CRC-32C (Castagnoli), as TFRecord uses it (util/crc32c.c; also used by the tools).
  *
  * All functions take and return finished CRC values (init and final XOR
  * 0xFFFFFFFF applied), zlib style: start from 0 and feed pieces in order,

@@ -49,7 +49,7 @@ static inline uint64_t dl_prng_below(uint64_t key, uint64_t i, uint64_t n)
 /* Standard normal draw from words 2i and 2i+1 (Box-Muller). */
 double dl_prng_normal(uint64_t key, uint64_t i);
 
-/* Bulk bytes: stream `key` is an AES-round counter generator (formats/prng.c
+/* Bulk bytes: stream `key` is an AES-round counter generator (util/prng.c
  * has the definition). Fill buf with bytes [off, off + len) of it. The best
  * code path for this CPU is picked per call; every path gives the same bytes.
  * This byte stream is not the word stream of dl_prng_word: the two serve

@@ -466,6 +466,51 @@ class Plot(TraceTest):
         if os.environ.get("DLIO_TRACE_KEEP_PNG"):
             shutil.copy(png, os.environ["DLIO_TRACE_KEEP_PNG"])
 
+    def test_plot_two(self):
+        """Two runs one above the other: six panels on one time axis, the
+        longer run setting it; a third trace is refused."""
+        ok = subprocess.run(["/usr/bin/python3", "-c", "import matplotlib, numpy"],
+                            capture_output=True).returncode == 0
+        dltest.require(ok, "python3-matplotlib not installed")
+        try:
+            from PIL import Image
+        except ImportError:
+            dltest.require(False, "PIL not installed")
+        ra, na = shuffled_epoch(seed=1, pid=500)
+        rb, nb = shuffled_epoch(seed=2, pid=600)
+        # B is the same job at half speed: its axis must hold twice the time.
+        for r in rb:
+            r.t *= 2
+        a = write_trace(self.path("a.trc"), ra, na)
+        b = write_trace(self.path("b.trc"), rb, nb)
+        png = self.path("ab.png")
+        r = run("plot", a, b, "-o", png)
+        self.assertEqual(r.stderr.strip(), "")
+        with Image.open(png) as im:
+            self.assertEqual(im.format, "PNG")
+            w, h = im.size
+            self.assertGreater(h, w)  # six panels stacked
+            rgb = im.convert("RGB")
+            self.assertGreater(len(rgb.getcolors(1 << 20) or []), 50)
+            # A's reads end halfway along the shared axis: the right half of
+            # A's reads-per-file panel (the third of six) has no blue-ish
+            # point, B's (the fourth) has.
+            def coloured(y0, y1, x0, x1):
+                n = 0
+                for y in range(int(y0 * h), int(y1 * h), 2):
+                    for x in range(int(x0 * w), int(x1 * w), 2):
+                        r_, g_, b_ = rgb.getpixel((x, y))
+                        n += (max(r_, g_, b_) - min(r_, g_, b_)) > 60
+                return n
+            a_right = coloured(2 / 6 + 0.03, 3 / 6 - 0.03, 0.62, 0.88)
+            b_right = coloured(3 / 6 + 0.03, 4 / 6 - 0.03, 0.62, 0.88)
+            self.assertLess(a_right * 5, b_right, (a_right, b_right))
+        if os.environ.get("DLIO_TRACE_KEEP_PNG"):
+            shutil.copy(png, os.environ["DLIO_TRACE_KEEP_PNG"] + ".two.png")
+        r = run("plot", a, b, a, "-o", png, check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("one trace, or two", r.stderr)
+
     def test_plot_errors(self):
         r = run("plot", self.path("missing.trc"), "-o", self.path("x.png"), check=False)
         self.assertNotEqual(r.returncode, 0)

@@ -12,25 +12,54 @@
 const char dt_compare_help[] =
 	"usage: dlio-trace compare A B [--json]\n"
 	"  Similarity of two traces (e.g. a job on the mount and dlio-drive's emulation\n"
-	"  of it): one score per aspect in [0, 1] (1: identical), and overall, their mean.\n"
-	"  Files are matched by name (the path in the name table).\n"
-	"    op_mix          1 - total variation distance (TVD) between the two\n"
-	"                    distributions of requests over operations.\n"
-	"    request_size    per data operation (read, write): 1 - TVD between the\n"
+	"  of it): one score per aspect in [0, 1] (1: identical), and overall, the mean\n"
+	"  of the nine aspects marked *. Files are matched by name (the path in the\n"
+	"  name table). TVD: total variation distance of two distributions, in [0, 1].\n"
+	"  What is done:\n"
+	"  * op_mix          1 - TVD between the distributions of requests over\n"
+	"                    operations.\n"
+	"  * request_size    per data operation (read, write): 1 - TVD between the\n"
 	"                    power-of-two histograms of request sizes, averaged with\n"
 	"                    weights = the operation's mean share of data requests in A\n"
 	"                    and B (an operation present in one trace only scores 0).\n"
-	"    bytes_per_file  1 - TVD between the shares of bytes (read + written) per\n"
+	"  * bytes_per_file  1 - TVD between the shares of bytes (read + written) per\n"
 	"                    file, over the union of file names (= 1 - L1/2).\n"
-	"    access_order    files ranked by first access (open/read/write) in each\n"
+	"  * sequentiality   1 - |sA - sB|, s = share of reads that start where the same\n"
+	"                    pid's previous read of the same file ended.\n"
+	"  In what order (what a shuffle keeps: two runs of one job with different\n"
+	"  shuffle seeds score ~1, a job that reads fewer files per epoch, revisits\n"
+	"  files sooner or reads them in other pieces scores less):\n"
+	"  * access_order    mean of the three below.\n"
+	"      reuse_distance   1 - TVD between the power-of-two histograms of the reads'\n"
+	"                       reuse distances: distinct files read since the previous\n"
+	"                       read of the same file (0: the same file again), first\n"
+	"                       reads of a file in a bucket of their own.\n"
+	"      files_per_epoch  min/max of the distinct files per epoch; an epoch ends\n"
+	"                       when a thread turns to a file already read in it, or\n"
+	"                       reads it again from offset 0 (the last epoch, possibly\n"
+	"                       cut short, counts only when it is the only one).\n"
+	"      sequential_runs  1 - TVD between the shares of bytes read in sequential\n"
+	"                       runs (a thread's back-to-back reads of one file) of each\n"
+	"                       power-of-two length.\n"
+	"    exact_order     files ranked by first access (open/read/write) in each\n"
 	"                    trace: J * max(0, rho), J = |common| / |union| of the files,\n"
 	"                    rho = Spearman rank correlation of the first-access order\n"
 	"                    of the common files (1 when only one is common). Two\n"
-	"                    independent shuffles score ~0, the same order 1.\n"
-	"    sequentiality   1 - |sA - sB|, s = share of reads that start where the same\n"
-	"                    pid's previous read of the same file ended.\n"
-	"    overall         mean of the five.\n"
-	"  Aspects with nothing to compare in both traces (e.g. no reads) score 1.\n";
+	"                    independent shuffles score ~0, the same order 1; not in\n"
+	"                    overall (a shuffling job does not repeat its own order).\n"
+	"  In time (data requests: reads and writes, from the first arrival to the last\n"
+	"  reply, the active span):\n"
+	"  * throughput      min/max of the bytes moved per second of active span.\n"
+	"  * throughput_time 1 - TVD between the shares of bytes moved in each twentieth\n"
+	"                    of the active span (each request's bytes spread over its\n"
+	"                    time in service): the course of the run, whatever its speed.\n"
+	"  * inter_arrival   1 - TVD between the power-of-two histograms (ns) of the\n"
+	"                    gaps between consecutive arrivals.\n"
+	"  * concurrency     1 - TVD between the shares of the active span spent with\n"
+	"                    0, 1, 2-3, 4-7, ... data requests in flight.\n"
+	"    overall         mean of the nine aspects marked *.\n"
+	"  Aspects with nothing to compare in both traces (e.g. no reads) score 1; with\n"
+	"  something in one trace only, 0.\n";
 
 /* 1 - TVD of two count vectors, each normalized to sum 1. */
 static double sim_counts(const uint64_t *a, const uint64_t *b, size_t n)
@@ -208,6 +237,33 @@ out:
 	return ret;
 }
 
+/* 1 - TVD of two vectors of weights. */
+static double sim_weights(const double *a, const double *b, size_t n)
+{
+	double ta = 0, tb = 0, d = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		ta += a[i];
+		tb += b[i];
+	}
+	if (ta <= 0 && tb <= 0)
+		return 1.0;
+	if (ta <= 0 || tb <= 0)
+		return 0.0;
+	for (size_t i = 0; i < n; i++)
+		d += fabs(a[i] / ta - b[i] / tb);
+	return 1.0 - d / 2;
+}
+
+static double sim_ratio(double a, double b)
+{
+	if (a <= 0 && b <= 0)
+		return 1.0;
+	if (a <= 0 || b <= 0)
+		return 0.0;
+	return a < b ? a / b : b / a;
+}
+
 static double seq_share(const struct dt_stats *s)
 {
 	return s->reads ? (double)s->seq_reads / (double)s->reads : 0;
@@ -253,24 +309,42 @@ int dt_compare(int argc, char **argv)
 	if (dt_stats_compute(&tb, &b))
 		goto out_a;
 
-	const char *names[] = {"op_mix", "request_size", "bytes_per_file", "access_order",
-			       "sequentiality"};
-	double v[5];
+	struct dt_shape sa, sb;
+	if (dt_shape_compute(&ta, &sa) || dt_shape_compute(&tb, &sb)) {
+		fprintf(stderr, "dlio-trace: out of memory\n");
+		goto out_b;
+	}
+	/* The aspects in overall, then access_order's parts and exact_order. */
+	enum { NOVERALL = 9, NASPECTS = 13 };
+	static const char *const names[NASPECTS] = {
+		"op_mix", "request_size", "bytes_per_file", "sequentiality", "access_order",
+		"throughput", "throughput_time", "inter_arrival", "concurrency",
+		"reuse_distance", "files_per_epoch", "sequential_runs", "exact_order"};
+	double v[NASPECTS];
 	v[0] = sim_op_mix(&a, &b);
 	v[1] = sim_sizes(&a, &b);
-	if (sim_files(&ta, &a, &tb, &b, &v[2], &v[3])) {
+	if (sim_files(&ta, &a, &tb, &b, &v[2], &v[12])) {
 		fprintf(stderr, "dlio-trace: out of memory\n");
 		goto out_b;
 	}
 	if (!a.reads && !b.reads)
-		v[4] = 1.0;
+		v[3] = 1.0;
 	else
-		v[4] = 1.0 - fabs(seq_share(&a) - seq_share(&b));
+		v[3] = 1.0 - fabs(seq_share(&a) - seq_share(&b));
+	v[9] = sim_counts(sa.reuse, sb.reuse, DT_RBUCKETS);
+	v[10] = sim_ratio(sa.files_per_epoch, sb.files_per_epoch);
+	v[11] = sim_counts(sa.runs, sb.runs, DT_HBUCKETS);
+	v[4] = (v[9] + v[10] + v[11]) / 3;
+	v[5] = sim_ratio(sa.rate, sb.rate);
+	v[6] = sim_weights(sa.tp, sb.tp, DT_TBINS);
+	v[7] = sim_counts(sa.ia, sb.ia, DT_HBUCKETS);
+	v[8] = sim_weights(sa.conc, sb.conc, DT_HBUCKETS);
 	double overall = 0;
-	for (unsigned k = 0; k < 5; k++) {
+	for (unsigned k = 0; k < NASPECTS; k++) {
 		/* Rounding must not push a score outside [0, 1]. */
 		v[k] = v[k] < 0 ? 0 : v[k] > 1 ? 1 : v[k];
-		overall += v[k] / 5;
+		if (k < NOVERALL)
+			overall += v[k] / NOVERALL;
 	}
 	if (json) {
 		struct dl_jw w;
@@ -279,17 +353,27 @@ int dt_compare(int argc, char **argv)
 		dl_jw_obj(&w, NULL);
 		dl_jw_str(&w, "a", ta.path);
 		dl_jw_str(&w, "b", tb.path);
-		for (unsigned k = 0; k < 5; k++)
+		for (unsigned k = 0; k < NASPECTS; k++)
 			dl_jw_fixed(&w, names[k], v[k], 6);
 		dl_jw_fixed(&w, "overall", overall, 6);
+		dl_jw_fixed(&w, "files_per_epoch_a", sa.files_per_epoch, 2);
+		dl_jw_fixed(&w, "files_per_epoch_b", sb.files_per_epoch, 2);
+		dl_jw_u64(&w, "epochs_a", sa.epochs);
+		dl_jw_u64(&w, "epochs_b", sb.epochs);
+		dl_jw_fixed(&w, "mb_per_s_a", sa.rate / 1e6, 3);
+		dl_jw_fixed(&w, "mb_per_s_b", sb.rate / 1e6, 3);
 		dl_jw_finish(&w);
 		putchar('\n');
 	} else {
 		printf("A: %s (%llu records)\nB: %s (%llu records)\n", ta.path,
 		       (unsigned long long)ta.nrecs, tb.path, (unsigned long long)tb.nrecs);
-		for (unsigned k = 0; k < 5; k++)
-			printf("  %-15s %.3f\n", names[k], v[k]);
-		printf("  %-15s %.3f\n", "overall", overall);
+		for (unsigned k = 0; k < NASPECTS; k++)
+			printf("  %s%-17s %.3f%s\n", k >= 9 && k < 12 ? "  " : "", names[k], v[k],
+			       k == 12 ? "  (not in overall)" : "");
+		printf("  %-17s %.3f\n", "overall", overall);
+		printf("  files per epoch %.1f / %.1f (%llu / %llu epochs), %.1f / %.1f MB/s\n",
+		       sa.files_per_epoch, sb.files_per_epoch, (unsigned long long)sa.epochs,
+		       (unsigned long long)sb.epochs, sa.rate / 1e6, sb.rate / 1e6);
 	}
 	ret = fflush(stdout) ? 1 : 0;
 out_b:

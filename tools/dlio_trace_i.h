@@ -123,6 +123,23 @@ void dt_stats_free(struct dt_stats *s);
 /* Indices of s->files by bytes (read + written), most first, ties by id. */
 size_t *dt_files_by_bytes(const struct dt_stats *s);
 
+/* ---- dlio_trace_shape.c: order as a shuffle leaves it, and time ---- */
+#define DT_RBUCKETS (DT_HBUCKETS + 1) /* reuse distances; the last: first reads */
+#define DT_TBINS 20		      /* throughput over normalized time */
+struct dt_shape {
+	/* Reads by reuse distance (distinct files read since the file's
+	 * previous read), bucketed as sizes; the last bucket: first reads. */
+	uint64_t reuse[DT_RBUCKETS];
+	double files_per_epoch; /* distinct files per complete epoch */
+	uint64_t epochs;
+	uint64_t runs[DT_HBUCKETS]; /* bytes read in sequential runs, by run length */
+	double tp[DT_TBINS];	    /* data bytes per twentieth of the active span */
+	double rate;		    /* data bytes / active span (s) */
+	uint64_t ia[DT_HBUCKETS];   /* gaps between data request arrivals (ns) */
+	double conc[DT_HBUCKETS];   /* ns spent with N data requests in flight */
+};
+int dt_shape_compute(const struct dt_trace *t, struct dt_shape *s);
+
 /* ---- dlio_trace_out.c: CSV and human-readable output (JSON: dl_jw) ---- */
 void dt_csv_str(FILE *fp, const char *s);
 /* "4 KiB", "1.5 MiB": sizes for people. */

@@ -28,19 +28,21 @@ const char dt_compare_help[] =
 	"                    pid's previous read of the same file ended.\n"
 	"  In what order (what a shuffle keeps: two runs of one job with different\n"
 	"  shuffle seeds score ~1, a job that reads fewer files per epoch, revisits\n"
-	"  files sooner or reads them in other pieces scores less):\n"
+	"  files sooner or reads them in other pieces scores less). A visit: a thread\n"
+	"  turning to a file, or reading it from offset 0 again. KS: two-sample\n"
+	"  Kolmogorov-Smirnov distance in [0, 1], the largest gap between the two\n"
+	"  cumulative distributions (no bins, so no bin edge to straddle).\n"
 	"  * access_order    mean of the three below.\n"
-	"      reuse_distance   1 - TVD between the power-of-two histograms of the reads'\n"
-	"                       reuse distances: distinct files read since the previous\n"
-	"                       read of the same file (0: the same file again), first\n"
-	"                       reads of a file in a bucket of their own.\n"
+	"      reuse_distance   1 - KS between the visits' reuse distances: distinct\n"
+	"                       files visited since the previous visit of the same\n"
+	"                       file (a file's first visit: beyond every distance).\n"
 	"      files_per_epoch  min/max of the distinct files per epoch; an epoch ends\n"
-	"                       when a thread turns to a file already read in it, or\n"
-	"                       reads it again from offset 0 (the last epoch, possibly\n"
-	"                       cut short, counts only when it is the only one).\n"
-	"      sequential_runs  1 - TVD between the shares of bytes read in sequential\n"
-	"                       runs (a thread's back-to-back reads of one file) of each\n"
-	"                       power-of-two length.\n"
+	"                       at a visit to a file already visited in it (the last\n"
+	"                       epoch, possibly cut short, counts only when it is the\n"
+	"                       only one).\n"
+	"      sequential_runs  1 - KS between the lengths of sequential runs (a\n"
+	"                       thread's back-to-back reads of one file), each weighted\n"
+	"                       by its bytes.\n"
 	"    exact_order     files ranked by first access (open/read/write) in each\n"
 	"                    trace: J * max(0, rho), J = |common| / |union| of the files,\n"
 	"                    rho = Spearman rank correlation of the first-access order\n"
@@ -50,13 +52,14 @@ const char dt_compare_help[] =
 	"  In time (data requests: reads and writes, from the first arrival to the last\n"
 	"  reply, the active span):\n"
 	"  * throughput      min/max of the bytes moved per second of active span.\n"
-	"  * throughput_time 1 - TVD between the shares of bytes moved in each twentieth\n"
+	"  * throughput_time 1 - KS between the shares of bytes moved in each twentieth\n"
 	"                    of the active span (each request's bytes spread over its\n"
-	"                    time in service): the course of the run, whatever its speed.\n"
-	"  * inter_arrival   1 - TVD between the power-of-two histograms (ns) of the\n"
-	"                    gaps between consecutive arrivals.\n"
-	"  * concurrency     1 - TVD between the shares of the active span spent with\n"
-	"                    0, 1, 2-3, 4-7, ... data requests in flight.\n"
+	"                    time in service): 1 - the most one run was ahead of the\n"
+	"                    other in its share of the bytes at the same share of its\n"
+	"                    time; the course of the run, whatever its speed.\n"
+	"  * inter_arrival   1 - KS between the gaps between consecutive arrivals.\n"
+	"  * concurrency     1 - KS between the numbers of data requests in flight,\n"
+	"                    each weighted by the time spent so.\n"
 	"    overall         mean of the nine aspects marked *.\n"
 	"  Aspects with nothing to compare in both traces (e.g. no reads) score 1; with\n"
 	"  something in one trace only, 0.\n";
@@ -237,24 +240,6 @@ out:
 	return ret;
 }
 
-/* 1 - TVD of two vectors of weights. */
-static double sim_weights(const double *a, const double *b, size_t n)
-{
-	double ta = 0, tb = 0, d = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		ta += a[i];
-		tb += b[i];
-	}
-	if (ta <= 0 && tb <= 0)
-		return 1.0;
-	if (ta <= 0 || tb <= 0)
-		return 0.0;
-	for (size_t i = 0; i < n; i++)
-		d += fabs(a[i] / ta - b[i] / tb);
-	return 1.0 - d / 2;
-}
-
 static double sim_ratio(double a, double b)
 {
 	if (a <= 0 && b <= 0)
@@ -309,10 +294,10 @@ int dt_compare(int argc, char **argv)
 	if (dt_stats_compute(&tb, &b))
 		goto out_a;
 
-	struct dt_shape sa, sb;
+	struct dt_shape sa = {0}, sb = {0};
 	if (dt_shape_compute(&ta, &sa) || dt_shape_compute(&tb, &sb)) {
 		fprintf(stderr, "dlio-trace: out of memory\n");
-		goto out_b;
+		goto out_shapes;
 	}
 	/* The aspects in overall, then access_order's parts and exact_order. */
 	enum { NOVERALL = 9, NASPECTS = 13 };
@@ -325,20 +310,20 @@ int dt_compare(int argc, char **argv)
 	v[1] = sim_sizes(&a, &b);
 	if (sim_files(&ta, &a, &tb, &b, &v[2], &v[12])) {
 		fprintf(stderr, "dlio-trace: out of memory\n");
-		goto out_b;
+		goto out_shapes;
 	}
 	if (!a.reads && !b.reads)
 		v[3] = 1.0;
 	else
 		v[3] = 1.0 - fabs(seq_share(&a) - seq_share(&b));
-	v[9] = sim_counts(sa.reuse, sb.reuse, DT_RBUCKETS);
+	v[9] = 1.0 - dt_ks(&sa.reuse, &sb.reuse);
 	v[10] = sim_ratio(sa.files_per_epoch, sb.files_per_epoch);
-	v[11] = sim_counts(sa.runs, sb.runs, DT_HBUCKETS);
+	v[11] = 1.0 - dt_ks(&sa.runs, &sb.runs);
 	v[4] = (v[9] + v[10] + v[11]) / 3;
 	v[5] = sim_ratio(sa.rate, sb.rate);
-	v[6] = sim_weights(sa.tp, sb.tp, DT_TBINS);
-	v[7] = sim_counts(sa.ia, sb.ia, DT_HBUCKETS);
-	v[8] = sim_weights(sa.conc, sb.conc, DT_HBUCKETS);
+	v[6] = 1.0 - dt_ks(&sa.tp, &sb.tp);
+	v[7] = 1.0 - dt_ks(&sa.ia, &sb.ia);
+	v[8] = 1.0 - dt_ks(&sa.conc, &sb.conc);
 	double overall = 0;
 	for (unsigned k = 0; k < NASPECTS; k++) {
 		/* Rounding must not push a score outside [0, 1]. */
@@ -376,7 +361,9 @@ int dt_compare(int argc, char **argv)
 		       (unsigned long long)sb.epochs, sa.rate / 1e6, sb.rate / 1e6);
 	}
 	ret = fflush(stdout) ? 1 : 0;
-out_b:
+out_shapes:
+	dt_shape_free(&sa);
+	dt_shape_free(&sb);
 	dt_stats_free(&b);
 out_a:
 	dt_stats_free(&a);

@@ -2,7 +2,11 @@
  * reads as a shuffle leaves it (reuse distances, files per epoch, runs
  * within files) and the run's course in time (throughput over normalized
  * time, inter-arrival times, requests in flight). Two runs of one job with
- * different shuffle seeds differ in which file comes when, not in these. */
+ * different shuffle seeds differ in which file comes when, not in these.
+ *
+ * Each is kept as a weighted sample of values and scored by the two-sample
+ * Kolmogorov-Smirnov distance (dt_ks): binning would score two runs whose
+ * values straddle a bin edge as different. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +25,67 @@ static int is_data(const struct dl_trace_rec *r)
 	return r->op == DL_TOP_READ || r->op == DL_TOP_WRITE;
 }
 
-/* Fenwick tree over read positions: 1 where a file's latest read is, so
- * that the distinct files read between two reads of one file is a sum. */
+static int push(struct dt_sample *s, uint64_t v, double w)
+{
+	if (s->n == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 256;
+		struct dt_wv *nv = realloc(s->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		s->v = nv;
+		s->cap = ncap;
+	}
+	s->v[s->n++] = (struct dt_wv){v, w};
+	return 0;
+}
+
+static int cmp_wv(const void *pa, const void *pb)
+{
+	uint64_t x = ((const struct dt_wv *)pa)->v, y = ((const struct dt_wv *)pb)->v;
+
+	return x < y ? -1 : x > y;
+}
+
+static double total(const struct dt_sample *s)
+{
+	double t = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		t += s->v[i].w;
+	return t;
+}
+
+double dt_ks(struct dt_sample *a, struct dt_sample *b)
+{
+	double ta = total(a), tb = total(b), fa = 0, fb = 0, d = 0;
+	size_t i = 0, j = 0;
+
+	if (ta <= 0 && tb <= 0)
+		return 0.0;
+	if (ta <= 0 || tb <= 0)
+		return 1.0;
+	qsort(a->v, a->n, sizeof(*a->v), cmp_wv);
+	qsort(b->v, b->n, sizeof(*b->v), cmp_wv);
+	while (i < a->n || j < b->n) {
+		/* Every value equal to the smallest left, from both samples. */
+		uint64_t x = i == a->n ? b->v[j].v : j == b->n ? a->v[i].v
+				 : a->v[i].v < b->v[j].v ? a->v[i].v : b->v[j].v;
+
+		while (i < a->n && a->v[i].v == x)
+			fa += a->v[i++].w / ta;
+		while (j < b->n && b->v[j].v == x)
+			fb += b->v[j++].w / tb;
+		if (fa - fb > d)
+			d = fa - fb;
+		if (fb - fa > d)
+			d = fb - fa;
+	}
+	return d > 1 ? 1 : d;
+}
+
+/* Fenwick tree over visit positions: 1 where a file's latest visit is, so
+ * that the distinct files visited between two visits of one file is a sum. */
 static void bit_add(int64_t *b, size_t n, size_t i, int64_t v)
 {
 	for (i++; i <= n; i += i & (~i + 1))
@@ -36,12 +99,6 @@ static int64_t bit_sum(const int64_t *b, size_t i) /* positions [0, i) */
 	for (; i > 0; i -= i & (~i + 1))
 		s += b[i];
 	return s;
-}
-
-static void close_run(struct dt_shape *s, uint64_t bytes)
-{
-	if (bytes)
-		s->runs[dt_size_bucket(bytes)] += bytes;
 }
 
 /* Reuse distances, epochs and sequential runs, in one pass over the reads. */
@@ -61,28 +118,14 @@ static int order_pass(const struct dt_trace *t, struct dt_shape *s)
 	for (uint64_t i = 0; i < t->nrecs; i++) {
 		const struct dl_trace_rec *r = &t->recs[i];
 		uint64_t who = reader_of(t, r), f = r->file_id, *lp, *ep, *lf, *nx, *rb;
-		uint64_t got = r->result > 0 ? (uint64_t)r->result : 0, dist = 0;
+		uint64_t got = r->result > 0 ? (uint64_t)r->result : 0;
 		int restart;
 
 		if (r->op != DL_TOP_READ)
 			continue;
-		lp = dt_map_get(&lastpos, f, 0, &created);
-		if (!lp)
-			goto out;
-		if (created) {
-			s->reuse[DT_RBUCKETS - 1]++; /* the file's first read */
-		} else {
-			dist = (uint64_t)(bit_sum(bit, pos) - bit_sum(bit, *lp));
-			s->reuse[dt_size_bucket(dist)]++;
-			bit_add(bit, n, *lp - 1, -1);
-		}
-		bit_add(bit, n, pos, 1);
-		*lp = ++pos; /* position + 1: 0 is "none" */
-
 		/* A visit is a thread turning to a file (its reads of one file
-		 * interleave with other threads' freely), or reading it from the
-		 * start again; a visit to a file already read in this epoch starts
-		 * the next one. */
+		 * interleave with other threads' as timing has it), or reading
+		 * it from the start again. Order is scored on visits. */
 		nx = dt_map_find(&next, who, f);
 		restart = !r->offset && nx && *nx > 1;
 		lf = dt_map_get(&lastfile, who, 0, &created);
@@ -90,6 +133,23 @@ static int order_pass(const struct dt_trace *t, struct dt_shape *s)
 			goto out;
 		if (created || *lf != f + 1 || restart) {
 			*lf = f + 1;
+			lp = dt_map_get(&lastpos, f, 0, &created);
+			if (!lp)
+				goto out;
+			if (created) {
+				if (push(&s->reuse, UINT64_MAX, 1)) /* first visit */
+					goto out;
+			} else {
+				if (push(&s->reuse,
+					 (uint64_t)(bit_sum(bit, pos) - bit_sum(bit, *lp)), 1))
+					goto out;
+				bit_add(bit, n, *lp - 1, -1);
+			}
+			bit_add(bit, n, pos, 1);
+			*lp = ++pos; /* position + 1: 0 is "none" */
+
+			/* A visit to a file already read in this epoch starts
+			 * the next one. */
 			ep = dt_map_get(&epoch_of, f, 0, &created);
 			if (!ep)
 				goto out;
@@ -99,10 +159,8 @@ static int order_pass(const struct dt_trace *t, struct dt_shape *s)
 				epoch++;
 				in_epoch = 0;
 			}
-			if (*ep != epoch) {
-				*ep = epoch;
-				in_epoch++;
-			}
+			*ep = epoch;
+			in_epoch++;
 		}
 
 		/* Sequential runs per (thread, file): bytes read back to back. */
@@ -113,15 +171,16 @@ static int order_pass(const struct dt_trace *t, struct dt_shape *s)
 		if (!rb)
 			goto out;
 		if (*nx != r->offset + 1) {
-			close_run(s, *rb);
+			if (*rb && push(&s->runs, *rb, (double)*rb))
+				goto out;
 			*rb = 0;
 		}
 		*rb += got;
 		*nx = r->offset + got + 1;
 	}
 	for (size_t k = 0; k < run.cap; k++)
-		if (run.e[k].used)
-			close_run(s, run.e[k].v);
+		if (run.e[k].used && run.e[k].v && push(&s->runs, run.e[k].v, (double)run.e[k].v))
+			goto out;
 	s->epochs = done_epochs + (in_epoch > 0);
 	/* The last epoch may be cut short by the trace's end. */
 	s->files_per_epoch = done_epochs ? (double)done_files / (double)done_epochs
@@ -148,7 +207,8 @@ static int cmp_u64(const void *pa, const void *pb)
 static int time_pass(const struct dt_trace *t, struct dt_shape *s)
 {
 	uint64_t n = 0, lo = UINT64_MAX, hi = 0, prev = 0, *ends = NULL;
-	double bytes = 0;
+	double bytes = 0, tp[DT_TBINS] = {0};
+	int ret = -ENOMEM;
 
 	for (uint64_t i = 0; i < t->nrecs; i++) {
 		const struct dl_trace_rec *r = &t->recs[i];
@@ -156,8 +216,8 @@ static int time_pass(const struct dt_trace *t, struct dt_shape *s)
 
 		if (!is_data(r))
 			continue;
-		if (n)
-			s->ia[dt_size_bucket(r->start_ns - prev)]++;
+		if (n && push(&s->ia, r->start_ns - prev, 1))
+			return -ENOMEM;
 		prev = r->start_ns;
 		lo = r->start_ns < lo ? r->start_ns : lo;
 		hi = end > hi ? end : hi;
@@ -186,15 +246,18 @@ static int time_pass(const struct dt_trace *t, struct dt_shape *s)
 		b = a + (double)dl_trace_dur(r);
 		if (b - a < 1) {
 			unsigned bin = (unsigned)(a / w);
-			s->tp[bin < DT_TBINS ? bin : DT_TBINS - 1] += got;
+			tp[bin < DT_TBINS ? bin : DT_TBINS - 1] += got;
 			continue;
 		}
 		for (unsigned bin = (unsigned)(a / w); bin < DT_TBINS && bin * w < b; bin++) {
 			double x0 = bin * w > a ? bin * w : a, x1 = (bin + 1) * w < b ? (bin + 1) * w : b;
-			s->tp[bin] += got * (x1 - x0) / (b - a);
+			tp[bin] += got * (x1 - x0) / (b - a);
 		}
 	}
 	s->rate = bytes / (span / 1e9);
+	for (unsigned bin = 0; bin < DT_TBINS; bin++)
+		if (tp[bin] > 0 && push(&s->tp, bin, tp[bin]))
+			goto out;
 	/* Requests in flight over time: arrivals are sorted, ends sorted here. */
 	qsort(ends, n, sizeof(*ends), cmp_u64);
 	uint64_t i = 0, j = 0, level = 0, at = lo;
@@ -213,12 +276,15 @@ static int time_pass(const struct dt_trace *t, struct dt_shape *s)
 			ts = ends[j++];
 			step = -1;
 		}
-		s->conc[dt_size_bucket(level)] += (double)(ts - at);
+		if (ts > at && push(&s->conc, level, (double)(ts - at)))
+			goto out;
 		at = ts;
 		level = (uint64_t)((int64_t)level + step);
 	}
+	ret = 0;
+out:
 	free(ends);
-	return 0;
+	return ret;
 }
 
 int dt_shape_compute(const struct dt_trace *t, struct dt_shape *s)
@@ -229,5 +295,17 @@ int dt_shape_compute(const struct dt_trace *t, struct dt_shape *s)
 	ret = order_pass(t, s);
 	if (!ret)
 		ret = time_pass(t, s);
+	if (ret)
+		dt_shape_free(s);
 	return ret;
+}
+
+void dt_shape_free(struct dt_shape *s)
+{
+	free(s->reuse.v);
+	free(s->runs.v);
+	free(s->ia.v);
+	free(s->tp.v);
+	free(s->conc.v);
+	memset(s, 0, sizeof(*s));
 }

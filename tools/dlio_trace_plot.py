@@ -15,8 +15,9 @@ first request, for each of:
   1. throughput over time (MiB/s read and written; same y scale);
   2. reads per file over time: each read a point at (time, file), files
      matched by name across the two traces and ranked by name;
-  3. per-process lanes: each client process a lane, each request a bar from
-     its arrival to its completion (read blue, write red, other grey).
+  3. per-process lanes: each client thread (pid/tid; version 1 traces: each
+     process) a lane, each request a bar from its arrival to its completion
+     (read blue, write red, other grey).
 
 Run by `dlio-trace plot` with /usr/bin/python3 (Debian's python3-matplotlib
 and python3-numpy). The trace is parsed here with numpy, in the layout of
@@ -74,6 +75,7 @@ def load(np, path):
     recs = np.frombuffer(data, dtype=rec_dtype(np, rec_size), count=n, offset=HEADER.size)
     recs = recs[np.argsort(recs["start_ns"], kind="stable")]
     return {"recs": recs, "names": names, "start_mono": start_mono, "dropped": dropped,
+            "version": version,
             "config": config.split(b"\0", 1)[0].decode("utf-8", "replace")}
 
 
@@ -170,8 +172,17 @@ def pair_plot(np, plt, trs, labels, args):
                      % (lab, len(rd), len(np.unique(rd["file_id"]))), fontsize="medium")
 
         ax = axes[4 + k]
+        # A lane per thread of each process (version 2 records the
+        # client's thread; version 1 only its process).
+        if tr["version"] >= 2:
+            key = recs["pid"].astype(np.uint64) << np.uint64(32) | recs["tid"].astype(np.uint64)
+        else:
+            key = recs["pid"].astype(np.uint64)
+        keys, lane = np.unique(key, return_inverse=True)
+        lane = lane.astype(np.float64)
         pids = np.unique(recs["pid"])
-        lane = np.searchsorted(pids, recs["pid"]).astype(np.float64)
+        labels = (["%d/%d" % (int(x) >> 32, int(x) & 0xFFFFFFFF) for x in keys]
+                  if tr["version"] >= 2 else [str(int(x)) for x in keys])
         sel = np.arange(len(recs))
         if len(sel) > args.max_points:
             sel = np.sort(rng.choice(len(recs), args.max_points, replace=False))
@@ -184,15 +195,14 @@ def pair_plot(np, plt, trs, labels, args):
             if len(idx):
                 # A bar at least a pixel wide: a 20 us read on a 60 s axis.
                 ax.hlines(lane[idx], start[idx], np.maximum(end[idx], start[idx] + span / 2000),
-                          colors=colour, linewidth=max(1.0, min(6.0, 120.0 / max(len(pids), 1))),
+                          colors=colour, linewidth=max(1.0, min(6.0, 120.0 / max(len(keys), 1))),
                           label=name)
-        ax.set_yticks(range(len(pids)))
-        ax.set_yticklabels([str(p) for p in pids.tolist()] if len(pids) <= 40 else [""] * len(pids),
-                           fontsize="small")
-        ax.set_ylim(-0.7, max(len(pids), 1) - 0.3)
-        ax.set_ylabel("process (pid)")
-        ax.set_title("%s: per-process lanes (%d processes; bar: arrival to completion)"
-                     % (lab, len(pids)), fontsize="medium")
+        ax.set_yticks(range(len(keys)))
+        ax.set_yticklabels(labels if len(keys) <= 40 else [""] * len(keys), fontsize="small")
+        ax.set_ylim(-0.7, max(len(keys), 1) - 0.3)
+        ax.set_ylabel("pid/tid" if tr["version"] >= 2 else "pid")
+        ax.set_title("%s: per-process lanes (%d processes, %d lanes: one per thread; bar: "
+                     "arrival to completion)" % (lab, len(pids), len(keys)), fontsize="medium")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper right", fontsize="small")
     for ax in axes[:2]:

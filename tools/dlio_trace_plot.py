@@ -181,7 +181,7 @@ def pair_plot(np, plt, trs, labels, args):
         keys, lane = np.unique(key, return_inverse=True)
         lane = lane.astype(np.float64)
         pids = np.unique(recs["pid"])
-        labels = (["%d/%d" % (int(x) >> 32, int(x) & 0xFFFFFFFF) for x in keys]
+        lane_names = (["%d/%d" % (int(x) >> 32, int(x) & 0xFFFFFFFF) for x in keys]
                   if tr["version"] >= 2 else [str(int(x)) for x in keys])
         sel = np.arange(len(recs))
         if len(sel) > args.max_points:
@@ -198,7 +198,7 @@ def pair_plot(np, plt, trs, labels, args):
                           colors=colour, linewidth=max(1.0, min(6.0, 120.0 / max(len(keys), 1))),
                           label=name)
         ax.set_yticks(range(len(keys)))
-        ax.set_yticklabels(labels if len(keys) <= 40 else [""] * len(keys), fontsize="small")
+        ax.set_yticklabels(lane_names if len(keys) <= 40 else [""] * len(keys), fontsize="small")
         ax.set_ylim(-0.7, max(len(keys), 1) - 0.3)
         ax.set_ylabel("pid/tid" if tr["version"] >= 2 else "pid")
         ax.set_title("%s: per-process lanes (%d processes, %d lanes: one per thread; bar: "

@@ -64,7 +64,8 @@ static const char usage[] =
     "  --max-clients N        most requests in flight measured (default 32)\n"
     "  --probe-size SIZE      the probe file (default: up to 1GiB, what 12% of the\n"
     "                         time writes)\n"
-    "  --quiet                no progress line\n"
+    "  --quiet                no progress line (there is one only when stderr is a\n"
+    "                         terminal)\n"
     "\n"
     "DIR must be writable (a probe directory .dliofs-profile-PID is created there and\n"
     "removed at the end; nothing else is touched) unless --read-only. The profile\n"
@@ -470,17 +471,15 @@ static unsigned plan(int write, unsigned max_clients, struct plan_row *p)
 	return n;
 }
 
+/* One line rewritten in place, on a terminal only: a log or a pipe gets
+ * the summary table, not a line per step. */
 static void progress(const struct opts *o, uint64_t t0, const char *what, int done)
 {
-	static const char *const blank = "\033[K";
-	int tty = isatty(STDERR_FILENO);
-
-	if (o->quiet)
+	if (o->quiet || !isatty(STDERR_FILENO))
 		return;
-	fprintf(stderr, "%sdliofs profile: [%5.1fs/%.0fs] %s%s", tty ? "\r" : "",
-		(double)(dl_mono_ns() - t0) / 1e9, (double)o->time_ns / 1e9, what,
-		tty ? blank : "");
-	if (!tty || done)
+	fprintf(stderr, "\rdliofs profile: [%5.1fs/%.0fs] %s\033[K",
+		(double)(dl_mono_ns() - t0) / 1e9, (double)o->time_ns / 1e9, what);
+	if (done)
 		fputc('\n', stderr);
 	fflush(stderr);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dliofs/isotonic.h"
 #include "profile_i.h"
 
 /* Bins of at most this relative width: the table's quantiles are within
@@ -157,14 +158,29 @@ static int write_class(FILE *f, const struct prof_result *r, int write, const ch
 
 		if (a->write != write || a->threads != 1 || !a->ops || !has_row(r, write, a->size))
 			continue;
-		prof_size_name(a->size, size, sizeof(size));
-		fprintf(f, "\n      %s: {1: %.3fMB/s", size, prof_rate(a) / 1e6);
-		for (unsigned j = 0; j < r->npt; j++) {
+		/* The row as measured (plan order: K ascending), then fitted
+		 * non-decreasing in K: a point measured while a shared or
+		 * throttled device dipped would otherwise be the model at that
+		 * concurrency (measured.requests keeps what was measured). */
+		double bw[DL_ISOTONIC_MAX];
+		unsigned ks[DL_ISOTONIC_MAX], nk = 0;
+
+		bw[nk] = prof_rate(a);
+		ks[nk++] = 1;
+		for (unsigned j = 0; j < r->npt && nk < DL_ISOTONIC_MAX; j++) {
 			const struct prof_point *p = &r->pt[j];
 
-			if (p->write == write && p->size == a->size && p->threads > 1 && p->ops)
-				fprintf(f, ", %u: %.3fMB/s", p->threads, prof_rate(p) / 1e6);
+			if (p->write == write && p->size == a->size && p->threads > 1 && p->ops) {
+				bw[nk] = prof_rate(p);
+				ks[nk++] = p->threads;
+			}
 		}
+		if (dl_isotonic_up(bw, NULL, nk))
+			return -EINVAL;
+		prof_size_name(a->size, size, sizeof(size));
+		fprintf(f, "\n      %s: {", size);
+		for (unsigned j = 0; j < nk; j++)
+			fprintf(f, "%s%u: %.3fMB/s", j ? ", " : "", ks[j], bw[j] / 1e6);
 		fprintf(f, "}");
 		any = 1;
 	}
@@ -273,7 +289,10 @@ int prof_write(const struct prof_result *r, const char *out, unsigned *ntables)
 		"# that names it; the latency tables %s.*.lat must stay beside this file).\n"
 		"# The model: each request's latency is drawn from the table of its size\n"
 		"# (measured one at a time, interpolated between sizes) and stretched when\n"
-		"# several are in service so that they complete at the measured bandwidth.\n",
+		"# several are in service so that they complete at the measured bandwidth,\n"
+		"# fitted non-decreasing in the number in service (pool adjacent violators:\n"
+		"# a dip of the device while one point was measured is averaged with its\n"
+		"# neighbours; measured.requests has the rates as measured).\n",
 		r->dir, r->date, stem, stem);
 	write_measured(f, r);
 	fprintf(f, "pacer:\n");

@@ -112,6 +112,14 @@ class Profile(unittest.TestCase):
             self.assertIn(key, text)
         m = re.search(r"cache_bypass: (\w+)", text)
         self.assertIn(m.group(1), BYPASS)
+        # What the model gets by concurrency never falls as more are in
+        # flight (fitted; measured.requests has the raw rates).
+        rows = re.findall(r"^      (\d+[KM]iB): \{(1: [^}]*)\}$", text, re.M)
+        self.assertGreaterEqual(len(rows), 4, text)  # 4KiB and 1MiB, read and write
+        for size, pts in rows:
+            rates = [float(x) for x in re.findall(r"\d+: ([\d.]+)MB/s", pts)]
+            self.assertGreater(len(rates), 1, pts)
+            self.assertEqual(rates, sorted(rates), "%s: %s" % (size, pts))
         tables = re.findall(r'"empirical\(([^)]+)\)"', text)
         self.assertGreaterEqual(len(tables), 6 + 4 + 1, text)  # read sizes, write sizes, stat
         for t in tables:

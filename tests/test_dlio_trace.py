@@ -52,7 +52,7 @@ class Rec:
 
 
 def write_trace(path, recs, names, dropped=0, footer=True, shuffle_batches=True, config="golden.yaml",
-                version=1):
+                version=1, ops=None):
     """Records go in out of order (writer batches) unless told otherwise."""
     assert REC.size == 56 and HEADER.size == 296 and FOOTER.size == 48
     body = [r.pack() for r in recs]
@@ -61,7 +61,7 @@ def write_trace(path, recs, names, dropped=0, footer=True, shuffle_batches=True,
         chunks = [body[i:i + 7] for i in range(0, len(body), 7)]
         random.Random(5).shuffle(chunks)
         body = [b for c in chunks for b in c]
-    mask = sum(1 << v for v in OPS.values())
+    mask = sum(1 << OPS[o] for o in (ops or OPS))
     out = HEADER.pack(MAGIC, version, REC.size, EPOCH_NS, START_MONO, mask, 0, config.encode())
     out += b"".join(body)
     names_off = len(out)
@@ -525,7 +525,8 @@ def epochs(nfiles=50, nepochs=3, seed=1, chunks=4, chunk=64 * KiB, readers=1, pi
            gap=1000000, dur=50000, t0=0, names_from=0):
     """A job that reads every file whole each epoch, files shuffled per epoch
     (random.Random(seed)), `readers` threads taking the next file in turn;
-    a thread reads its file in `chunks` sequential reads, one every gap ns."""
+    a thread opens its file and reads it in `chunks` sequential reads, one
+    every gap ns."""
     rng = random.Random(seed)
     recs, t = [], t0
     for _ in range(nepochs):
@@ -533,6 +534,8 @@ def epochs(nfiles=50, nepochs=3, seed=1, chunks=4, chunk=64 * KiB, readers=1, pi
         rng.shuffle(order)
         for k in range(0, nfiles, readers):
             group = order[k:k + readers]
+            for i, f in enumerate(group):
+                recs.append(Rec(t, "open", pid, 5000 + f, tid=pid + i))
             for c in range(chunks):
                 for i, f in enumerate(group):
                     recs.append(Rec(t, "read", pid, 5000 + f, c * chunk, chunk, dur=dur,
@@ -629,6 +632,30 @@ class Compare(TraceTest):
         # pieces follow each other, in B another file comes between, but a
         # run is a thread's reads of one file, so both have two 8 KiB runs.
         self.assertEqual(s["sequential_runs"], 1.0)
+
+    def test_visits(self):
+        # One thread reads file 1 whole twice, then file 2 whole twice,
+        # nothing between: with opens traced, each open starts a visit;
+        # where the trace has no opens (traced ops: read), reading offset 0
+        # again does.
+        seqr = []
+        for fid in (1, 1, 2, 2):
+            seqr.append(Rec(len(seqr) * 1000, "open", 1, fid))
+            for c in range(2):
+                seqr.append(Rec(len(seqr) * 1000, "read", 1, fid, c * 4096, 4096))
+        names = {1: "a", 2: "b"}
+        with_opens = self.trace("v_o.trc", (seqr, names))
+        no_opens = write_trace(self.path("v_n.trc"), [r for r in seqr if r.op == "read"], names,
+                               version=2, ops=["read"])
+        for p in (with_opens, no_opens):
+            s = json.loads(run("compare", p, p, "--json").stdout)
+            # Visits a a b b: epochs {a}, {a, b}, {b}: 1.5 files per complete one.
+            self.assertEqual(s["epochs_a"], 3, p)
+            self.assertEqual(s["files_per_epoch_a"], 1.5, p)
+        # Two traces that differ only in whether opens were traced order
+        # alike.
+        s = self.compare(with_opens, no_opens)
+        self.assertEqual(s["access_order"], 1.0)
 
     def test_sequential_runs(self):
         # One 1 MiB file in 8 pieces: in order (one 1 MiB run) against

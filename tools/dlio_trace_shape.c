@@ -108,7 +108,7 @@ static int order_pass(const struct dt_trace *t, struct dt_shape *s)
 	size_t n = 0, pos = 0;
 	uint64_t epoch = 1, in_epoch = 0, done_files = 0, done_epochs = 0;
 	int64_t *bit = NULL;
-	int ret = -ENOMEM, created;
+	int ret = -ENOMEM, created, opens = !!(t->h.ops_mask & (1u << DL_TOP_OPEN));
 
 	for (uint64_t i = 0; i < t->nrecs; i++)
 		n += t->recs[i].op == DL_TOP_READ;
@@ -121,13 +121,22 @@ static int order_pass(const struct dt_trace *t, struct dt_shape *s)
 		uint64_t got = r->result > 0 ? (uint64_t)r->result : 0;
 		int restart;
 
+		if (r->op == DL_TOP_OPEN && opens) {
+			/* The thread's next read starts a visit. */
+			lf = dt_map_get(&lastfile, who, 0, &created);
+			if (!lf)
+				goto out;
+			*lf = 0;
+			continue;
+		}
 		if (r->op != DL_TOP_READ)
 			continue;
 		/* A visit is a thread turning to a file (its reads of one file
-		 * interleave with other threads' as timing has it), or reading
-		 * it from the start again. Order is scored on visits. */
+		 * interleave with other threads' as timing has it), or opening
+		 * it again; where opens are not traced, reading it from offset
+		 * 0 again. Order is scored on visits. */
 		nx = dt_map_find(&next, who, f);
-		restart = !r->offset && nx && *nx > 1;
+		restart = !opens && !r->offset && nx && *nx > 1;
 		lf = dt_map_get(&lastfile, who, 0, &created);
 		if (!lf)
 			goto out;

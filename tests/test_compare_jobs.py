@@ -15,6 +15,8 @@ deliberately wrong emulations on every aspect the change affects:
 The time aspects (throughput, throughput_time, inter_arrival, concurrency)
 are printed, not ranked: on a loaded 2-core machine two runs of the real
 job differ on them by up to ~0.15, as much as a batch size does.
+
+DLIO_COMPARE_KEEP=DIR keeps the traces there (README: dlio-trace plot).
 """
 import json
 import os
@@ -117,6 +119,11 @@ class Jobs(unittest.TestCase):
             traced("drive_batch64", drive + ["--dataset", "jpeg", "--batch-size", "64",
                                              "--decode"])
             traced("drive_npz", drive + ["--dataset", "npz", "--batch-size", "8"])
+        keep = os.environ.get("DLIO_COMPARE_KEEP")
+        if keep:  # for dlio-trace plot, by hand
+            os.makedirs(keep, exist_ok=True)
+            for p in cls.traces.values():
+                shutil.copy(p, keep)
         real = cls.traces["torch_seed1"]
         cls.scores = {tag: compare(real, p) for tag, p in cls.traces.items() if p != real}
         print("\ndlio-trace compare, the PyTorch job (seed 1) against:")

@@ -84,6 +84,55 @@ static int sized_ok(struct pwalk *w, const yaml_node_t *n, const char *section)
 
 static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name);
 
+/* A key whose value is a latency: "read.latency", "phases.0.meta.latency",
+ * or a point of a latency table ("read.latency_by_size.4KiB"). */
+static int is_latency_key(const char *key)
+{
+	size_t n = strlen(key);
+	const char *dot = strrchr(key, '.');
+
+	if (n >= 7 && !strcmp(key + n - 7, "latency"))
+		return 1;
+	return dot && dot - key >= 15 && !strncmp(dot - 15, "latency_by_size", 15);
+}
+
+/* empirical(FILE) with a relative FILE names a file beside the YAML file
+ * that says it (a profile's tables live beside the profile), wherever the
+ * mount is started from. Returns val, or the rewritten text in buf. */
+static const char *rebase_empirical(const struct pwalk *w, const char *val, char *buf, size_t len)
+{
+	char dir[4096];
+	const char *arg;
+
+	while (*val == ' ' || *val == '\t')
+		val++;
+	if (strncmp(val, "empirical", 9))
+		return val;
+	arg = val + 9;
+	while (*arg == ' ' || *arg == '\t')
+		arg++;
+	if (*arg++ != '(')
+		return val;
+	while (*arg == ' ' || *arg == '\t')
+		arg++;
+	if (*arg == '/' || *arg == ')' || !*arg || !w->c->name || !strchr(w->c->name, '/'))
+		return val;
+	snprintf(dir, sizeof(dir), "%s", w->c->name);
+	if ((size_t)snprintf(buf, len, "empirical(%s/%s", dirname(dir), arg) >= len)
+		return val;
+	return buf;
+}
+
+/* Set a leaf of the pacer section (latencies rebased first). */
+static int set_leaf(const struct pwalk *w, const char *key, const char *val, char *err, size_t errlen)
+{
+	char buf[4400];
+
+	if (is_latency_key(key))
+		val = rebase_empirical(w, val, buf, sizeof(buf));
+	return dl_pacer_cfg_set(w->pc, key, val, err, errlen);
+}
+
 /* at: where errors point (the key that names the setting). Only called on
  * a section sized_ok() accepted. */
 static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix, yaml_node_t *at)
@@ -99,8 +148,7 @@ static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix, yaml_node_
 			load_profile(w, n, (const char *)n->data.scalar.value);
 			return;
 		}
-		if (dl_pacer_cfg_set(w->pc, k, (const char *)n->data.scalar.value, err,
-				     sizeof(err)))
+		if (set_leaf(w, k, (const char *)n->data.scalar.value, err, sizeof(err)))
 			perr(w, at ? at : n, k, err);
 		return;
 	}
@@ -125,8 +173,7 @@ static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix, yaml_node_
 			 (const char *)k->data.scalar.value);
 		/* latency: {dist: lognormal, median: 1ms, p99: 10ms} -> lognormal(1ms,10ms);
 		 * which keys a distribution takes is the pacer's table (dl_lat_dist_arg). */
-		if (v->type == YAML_MAPPING_NODE && strlen(key) >= 7 &&
-		    !strcmp(key + strlen(key) - 7, "latency")) {
+		if (v->type == YAML_MAPPING_NODE && is_latency_key(key)) {
 			char val[512] = "", forms[512];
 			const char *dist = NULL, *arg[2] = {NULL, NULL};
 			yaml_node_t *dist_at = v;
@@ -181,7 +228,7 @@ static void walk(struct pwalk *w, yaml_node_t *n, const char *prefix, yaml_node_
 			else
 				snprintf(val, sizeof(val), "%s(%s%s%s)", dist, arg[0] ? arg[0] : "",
 					 arg[1] ? "," : "", arg[1] ? arg[1] : "");
-			if (dl_pacer_cfg_set(w->pc, key, val, err, sizeof(err)))
+			if (set_leaf(w, key, val, err, sizeof(err)))
 				perr(w, v, key, err);
 			continue;
 		}
@@ -191,27 +238,38 @@ next:;
 }
 
 /* Profiles: <config dir>/storage/NAME.yaml, then $DLIOFS_PROFILES/NAME.yaml,
- * then the source tree's configs/storage/. The profile's own `pacer:`
- * mapping is applied first; the including config's keys override it. */
+ * then the profiles that come with the binary; or a file (./mystorage.yaml,
+ * relative to the YAML that names it). The profile's own `pacer:` mapping
+ * is applied first; the including config's keys override it. */
+static int is_profile_path(const char *name);
+static int load_profile_file(struct pwalk *w, const yaml_node_t *at, const char *name);
+static int apply_profile(struct pwalk *w, FILE *f, const char *path, const char *name);
+
 static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name)
 {
 	char cdir[4096], dir[4200], exe[4096], build[4200], inst[4200], path[4300], where[2048];
 	char msg[2400];
 	const char *env = getenv("DLIOFS_PROFILES");
 	const char *cands[4];
-	yaml_parser_t parser;
-	yaml_document_t doc;
 	FILE *f = NULL;
-	int ret = -ENOENT, nc = 0;
+	int nc = 0;
 	size_t o = 0;
 
-	if (!name[0] || strchr(name, '/') || name[0] == '.') {
-		perr(w, at, "profile", "expected a profile name like nfs-10g");
+	if (!name[0]) {
+		perr(w, at, "profile",
+		     "expected a profile name like nfs-10g, or a file like ./mystorage.yaml");
 		return -EINVAL;
 	}
 	if (w->depth >= MAX_PROFILE_DEPTH) {
 		perr(w, at, "profile", "profiles include each other too deeply");
 		return -ELOOP;
+	}
+	if (is_profile_path(name))
+		return load_profile_file(w, at, name);
+	if (name[0] == '.') {
+		perr(w, at, "profile",
+		     "expected a profile name like nfs-10g, or a file like ./mystorage.yaml");
+		return -EINVAL;
 	}
 	/* The config's own storage/, $DLIOFS_PROFILES, then the profiles that
 	 * come with the binary: beside it in the build tree, or as installed.
@@ -242,6 +300,52 @@ static int load_profile(struct pwalk *w, const yaml_node_t *at, const char *name
 		perr(w, at, "profile", msg);
 		return -ENOENT;
 	}
+	return apply_profile(w, f, path, name);
+}
+
+/* A profile given as a file (what `dliofs profile` writes): a name with a
+ * slash or ending in .yaml, relative to the YAML file that names it. */
+static int is_profile_path(const char *name)
+{
+	size_t n = strlen(name);
+
+	return strchr(name, '/') || (n > 5 && !strcmp(name + n - 5, ".yaml")) ||
+	       (n > 4 && !strcmp(name + n - 4, ".yml"));
+}
+
+static int load_profile_file(struct pwalk *w, const yaml_node_t *at, const char *name)
+{
+	char dir[4096], path[8300], base[8300], label[64], msg[8500], *dot;
+	FILE *f;
+
+	if (name[0] == '/' || !w->c->name || !strchr(w->c->name, '/')) {
+		snprintf(path, sizeof(path), "%s", name);
+	} else {
+		snprintf(dir, sizeof(dir), "%s", w->c->name);
+		snprintf(path, sizeof(path), "%s/%s", dirname(dir), name);
+	}
+	f = fopen(path, "rb");
+	if (!f) {
+		snprintf(msg, sizeof(msg), "storage profile %s: %s", path, strerror(errno));
+		perr(w, at, "profile", msg);
+		return -ENOENT;
+	}
+	/* The model's profile name (stats, dumps): the file's, without .yaml. */
+	memcpy(base, path, sizeof(base));
+	snprintf(label, sizeof(label), "%.63s", basename(base));
+	dot = strrchr(label, '.');
+	if (dot && dot != label)
+		*dot = '\0';
+	return apply_profile(w, f, path, label);
+}
+
+/* Apply the profile open in f (closed here); path names it in messages. */
+static int apply_profile(struct pwalk *w, FILE *f, const char *path, const char *name)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	int ret = -ENOENT;
+
 	yaml_parser_initialize(&parser);
 	yaml_parser_set_input_file(&parser, f);
 	if (!yaml_parser_load(&parser, &doc)) {

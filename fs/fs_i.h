@@ -45,6 +45,11 @@ struct dl_fs {
 	pid_t self;			/* the daemon (its own lookups of the mount are ours) */
 	int io_direct;			/* io: direct: never the page cache */
 	uint64_t fuse_overhead_ns;	/* the kernel's part of a request's round trip */
+	/* What handing a data reply to the kernel costs per byte (picoseconds,
+	 * a running average of large replies measured in reply.c): a delayed
+	 * reply is sent that much earlier too, so that a 1 MiB read is not
+	 * its copy time later than the storage model says. */
+	atomic_uint_fast64_t reply_ps_per_byte;
 	/* tracing (trace_hook.c): recorder, ops traced, recorders in flight */
 	struct dl_trace *_Atomic trace;
 	atomic_uint trace_users;

@@ -11,6 +11,7 @@
 #include "dliofs/format.h"
 #include "dliofs/units.h"
 #include "cli.h"
+#include "profile_i.h"
 #include "fs_i.h"
 
 /* Beyond this many files per split, `check` samples sizes instead of summing all. */
@@ -31,6 +32,7 @@ static void usage(FILE *o)
 		"       dliofs umount MOUNTPOINT\n"
 		"       dliofs check CONFIG.yaml\n"
 		"       dliofs formats [--config]\n"
+		"       dliofs profile DIR -o OUT.yaml [--time 60s] [--read-only] (--help: more)\n"
 		"       dliofs stat MOUNTPOINT [--watch [SECONDS]] [--all | --json] [--reset]\n"
 		"       dliofs set MOUNTPOINT key=value ...\n"
 		"       dliofs cache drop MOUNTPOINT | dliofs cache warm MOUNTPOINT PATH\n"
@@ -49,6 +51,8 @@ static void usage(FILE *o)
 		"check   validate CONFIG.yaml and print every dataset: files, sizes, total bytes\n"
 		"formats the formats served, their own keys and read plans (--config: a config\n"
 		"        with one small dataset of every format)\n"
+		"profile measure the storage DIR is on (cache bypassed) and write a storage\n"
+		"        profile, pacer: {profile: ./OUT.yaml}, that the mount reproduces\n"
 		"stat    the mount's live statistics: a table per class and per job (--all:\n"
 		"        every figure of .dliofs/stats.json; --json: the file; --watch redraws)\n"
 		"set     change storage-model settings live, e.g. read.bandwidth=500MB/s\n"
@@ -385,6 +389,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "formats"))
 		return dl_cli_formats(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "profile"))
+		return dl_cli_profile(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "check")) {
 		if (argc != 3) {
 			usage(stderr);

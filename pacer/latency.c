@@ -88,16 +88,85 @@ static uint64_t draw_exp(const struct dl_lat_model *m, uint64_t key, uint64_t i)
 	return to_ns(-(double)m->a_ns * log1p(-dl_prng_unit(key, i)));
 }
 
-static uint64_t draw_empirical(const struct dl_lat_model *m, uint64_t key, uint64_t i)
+/* ---- quantiles: the value at probability u in [0, 1) ---- */
+
+/* The standard normal quantile (Acklam's rational approximation, relative
+ * error < 1.2e-9 over (0, 1)), for the normal and lognormal quantiles. */
+static double probit(double u)
+{
+	static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+				   -2.759285104469687e+02, 1.383577518672690e+02,
+				   -3.066479806614716e+01, 2.506628277459239e+00};
+	static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+				   -1.556989798598866e+02, 6.680131188771972e+01,
+				   -1.328068155288572e+01};
+	static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+				   -2.400758277161838e+00, -2.549732539343734e+00,
+				   4.374664141464968e+00,  2.938163982698783e+00};
+	static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+				   2.445134137142996e+00, 3.754408661907416e+00};
+	double q, r;
+
+	if (u <= 0)
+		u = 1e-300;
+	if (u >= 1)
+		u = 1 - 1e-16;
+	if (u < 0.02425) {
+		q = sqrt(-2 * log(u));
+		return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+		       ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+	}
+	if (u > 1 - 0.02425) {
+		q = sqrt(-2 * log1p(-u));
+		return -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+		       ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+	}
+	q = u - 0.5;
+	r = q * q;
+	return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+	       (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+static uint64_t q_none(const struct dl_lat_model *m, double u)
+{
+	(void)m, (void)u;
+	return 0;
+}
+
+static uint64_t q_const(const struct dl_lat_model *m, double u)
+{
+	(void)u;
+	return m->a_ns;
+}
+
+static uint64_t q_uniform(const struct dl_lat_model *m, double u)
+{
+	return to_ns((double)m->a_ns + u * ((double)m->b_ns - (double)m->a_ns));
+}
+
+static uint64_t q_normal(const struct dl_lat_model *m, double u)
+{
+	return to_ns((double)m->a_ns + (double)m->b_ns * probit(u));
+}
+
+static uint64_t q_lognormal(const struct dl_lat_model *m, double u)
+{
+	double sigma = log((double)m->b_ns / (double)m->a_ns) / Z99;
+
+	return to_ns((double)m->a_ns * exp(sigma * probit(u)));
+}
+
+static uint64_t q_exp(const struct dl_lat_model *m, double u)
+{
+	return to_ns(-(double)m->a_ns * log1p(-u));
+}
+
+static uint64_t q_empirical(const struct dl_lat_model *m, double u)
 {
 	uint64_t lo = 0, hi;
-	double u;
 
 	if (!m->n)
 		return 0;
-	/* The smallest point whose cumulative probability exceeds u: each
-	 * measured value comes back with its own frequency. */
-	u = dl_prng_unit(key, i);
 	hi = m->n - 1;
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
@@ -108,6 +177,13 @@ static uint64_t draw_empirical(const struct dl_lat_model *m, uint64_t key, uint6
 			lo = mid + 1;
 	}
 	return m->values_ns[lo];
+}
+
+static uint64_t draw_empirical(const struct dl_lat_model *m, uint64_t key, uint64_t i)
+{
+	/* The smallest point whose cumulative probability exceeds u: each
+	 * measured value comes back with its own frequency. */
+	return q_empirical(m, dl_prng_unit(key, i));
 }
 
 static const char *check_uniform(const struct dl_lat_model *m)
@@ -140,17 +216,19 @@ static const struct lat_dist {
 	const char *args[2];		/* their names (the YAML mapping's keys) */
 	int file;			/* the argument is a file of measured values */
 	uint64_t (*draw)(const struct dl_lat_model *m, uint64_t key, uint64_t i);
+	uint64_t (*quantile)(const struct dl_lat_model *m, double u);
 	const char *(*check)(const struct dl_lat_model *m);	/* NULL: always usable */
 } dists[] = {
-	{DL_LAT_NONE, "none", NULL, 0, {NULL, NULL}, 0, draw_none, NULL},
-	{DL_LAT_CONST, "constant", "const", 1, {"value", NULL}, 0, draw_const, NULL},
-	{DL_LAT_UNIFORM, "uniform", NULL, 2, {"min", "max"}, 0, draw_uniform, check_uniform},
-	{DL_LAT_NORMAL, "normal", NULL, 2, {"mean", "stdev"}, 0, draw_normal, NULL},
+	{DL_LAT_NONE, "none", NULL, 0, {NULL, NULL}, 0, draw_none, q_none, NULL},
+	{DL_LAT_CONST, "constant", "const", 1, {"value", NULL}, 0, draw_const, q_const, NULL},
+	{DL_LAT_UNIFORM, "uniform", NULL, 2, {"min", "max"}, 0, draw_uniform, q_uniform,
+	 check_uniform},
+	{DL_LAT_NORMAL, "normal", NULL, 2, {"mean", "stdev"}, 0, draw_normal, q_normal, NULL},
 	{DL_LAT_LOGNORMAL, "lognormal", NULL, 2, {"median", "p99"}, 0, draw_lognormal,
-	 check_lognormal},
-	{DL_LAT_EXP, "exponential", "exp", 1, {"mean", NULL}, 0, draw_exp, NULL},
+	 q_lognormal, check_lognormal},
+	{DL_LAT_EXP, "exponential", "exp", 1, {"mean", NULL}, 0, draw_exp, q_exp, NULL},
 	{DL_LAT_EMPIRICAL, "empirical", NULL, 1, {"file", NULL}, 1, draw_empirical,
-	 check_empirical},
+	 q_empirical, check_empirical},
 };
 
 #define NDISTS (sizeof(dists) / sizeof(dists[0]))
@@ -225,6 +303,11 @@ static void expected(char *why, size_t whylen, const char *pre, const char *post
 uint64_t pacer_lat_sample(const struct dl_lat_model *m, uint64_t key, uint64_t i)
 {
 	return dist_of(m->kind)->draw(m, key, i);
+}
+
+uint64_t pacer_lat_quantile(const struct dl_lat_model *m, double u)
+{
+	return dist_of(m->kind)->quantile(m, u);
 }
 
 void pacer_lat_free(struct dl_lat_model *m)

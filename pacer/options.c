@@ -36,6 +36,17 @@ const struct opt pacer_opts[] = {
      "unlimited or 0: no limit"},
     {"latency", T_LAT, DEV(latency), 0,
      "per-request latency, in YAML also {dist: NAME, PARAM: time, ...}: "},
+    {"latency_by_size", T_LATSIZE, DEV(lat_size), 0,
+     "latency of a request alone on the device by its size, {4KiB: LATENCY, 1MiB: LATENCY, "
+     "...} (measured by `dliofs profile`); replaces latency for requests with data: between "
+     "two sizes each quantile is interpolated linearly, beyond the largest the medians' slope "
+     "goes on. Set one point with KEY.SIZE=LATENCY (none removes it), KEY=none clears"},
+    {"bandwidth_by_concurrency", T_CONC, DEV(conc), 0,
+     "bytes/s the device delivers with K requests of SIZE in service, {1MiB: {1: 600MB/s, "
+     "4: 800MB/s}, 4KiB: {...}}: a request arriving with k of its class in service "
+     "(itself included) takes its latency times k bw(1) / bw(k), linear in k between points "
+     "and in log2(size) between rows. Set a point with KEY.SIZE.K=RATE (none removes it; "
+     "KEY.SIZE=none the row), KEY=none clears"},
     {"phases.count", T_NPHASES, TOP(nphases), 1,
      "number of phases (0: the constant model above; at most 16); setting phases.N.* with "
      "N = count appends a phase that starts as a copy of the constant model"},
@@ -70,11 +81,27 @@ const unsigned pacer_nopts = NOPTS;
 
 /* ---- values ---- */
 
+/* A table key changes one point (KEY.SIZE[.K]=VALUE) or clears (KEY=none). */
+enum tbl_op { TBL_NONE, TBL_CLEAR, TBL_PUT, TBL_DEL };
+
 struct val {
 	uint64_t u;
 	struct dl_lat_model lat;
 	char str[64];
+	/* tables: the point parsed, then the whole new table (table_apply) */
+	enum tbl_op op;
+	uint64_t size;
+	uint32_t k;
+	struct dl_lat_sizes sizes;
+	struct dl_conc_table conc;
 };
+
+static void val_free(struct val *v)
+{
+	pacer_lat_free(&v->lat);
+	pacer_sizes_free(&v->sizes);
+	pacer_conc_free(&v->conc);
+}
 
 static int is_unlimited(const char *s)
 {
@@ -105,18 +132,76 @@ static const char *expected(enum opt_type t)
 		return "a count from 0 to 16";
 	case T_SHARE:
 		return "fcfs or fair";
+	case T_LATSIZE:
+		return "none (KEY.SIZE=LATENCY sets a point, e.g. read.latency_by_size.4KiB=80us)";
+	case T_CONC:
+		return "none (KEY.SIZE.K=RATE sets a point, e.g. "
+		       "read.bandwidth_by_concurrency.1MiB.4=800MB/s)";
 	case T_LAT:
 		break;
 	}
 	return "a latency";
 }
 
-static int parse_val(const struct opt *o, const char *s, struct val *v, char *why, size_t whylen)
+/* A table key's point: SIZE (latency_by_size) or SIZE[.K] (concurrency). */
+static int parse_point(const struct opt *o, const char *sub, const char *s, struct val *v,
+		       char *why, size_t whylen)
+{
+	char size[64], *dot;
+	const char *w = NULL;
+	uint64_t k = 0;
+	/* A latency of 0 is a point; a bandwidth of 0 is no point. */
+	int none = o->type == T_CONC ? is_unlimited(s) : !strcmp(s, "none");
+
+	if (!sub) {
+		if (!none && strcmp(s, "{}"))
+			goto bad;
+		v->op = TBL_CLEAR;
+		return 0;
+	}
+	snprintf(size, sizeof(size), "%s", sub);
+	dot = strchr(size, '.');
+	if (dot)
+		*dot = '\0';
+	if (dot && o->type != T_CONC)
+		goto bad_key;
+	if (dl_parse_size(size, &v->size, &w) || !v->size)
+		goto bad_key;
+	if (dot && (dl_parse_count(dot + 1, &k, &w) || !k || k > PACER_MAX_QUEUE_DEPTH))
+		goto bad_key;
+	v->k = (uint32_t)k;
+	v->op = none ? TBL_DEL : TBL_PUT;
+	if (none)
+		return 0;
+	if (o->type == T_LATSIZE)
+		return pacer_lat_parse(s, &v->lat, why, whylen);
+	if (!dot)
+		goto bad;
+	if (dl_parse_rate(s, &v->u, &w) || !v->u) {
+		snprintf(why, whylen, "expected a rate such as 800MB/s%s%s%s", w ? " (" : "",
+			 w ? w : "", w ? ")" : "");
+		return -EINVAL;
+	}
+	return 0;
+bad_key:
+	snprintf(why, whylen, "\"%s\" is not a point: expected %s.SIZE%s (a size above 0%s)", sub,
+		 o->name, o->type == T_CONC ? ".K" : "",
+		 o->type == T_CONC ? ", K requests in service from 1 to 65536" : "");
+	return -EINVAL;
+bad:
+	snprintf(why, whylen, "expected %s", expected(o->type));
+	return -EINVAL;
+}
+
+static int parse_val(const struct opt *o, const char *sub, const char *s, struct val *v,
+		     char *why, size_t whylen)
 {
 	const char *w = NULL;
 	int ret = 0;
 
 	memset(v, 0, sizeof(*v));
+	if (o->type == T_LATSIZE || o->type == T_CONC)
+		return parse_point(o, sub, s, v, why, whylen);
 	switch (o->type) {
 	case T_BOOL:
 		if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on") || !strcmp(s, "1"))
@@ -176,6 +261,9 @@ static int parse_val(const struct opt *o, const char *s, struct val *v, char *wh
 		break;
 	case T_LAT:
 		return pacer_lat_parse(s, &v->lat, why, whylen);
+	case T_LATSIZE:
+	case T_CONC:
+		break;
 	}
 	if (ret) {
 		if (w)
@@ -194,8 +282,51 @@ static int field_equal(const struct opt *o, const void *a, const void *b)
 		return *(const uint32_t *)a == *(const uint32_t *)b;
 	case T_LAT:
 		return pacer_lat_equal(a, b);
+	case T_LATSIZE:
+		return pacer_sizes_equal(a, b);
+	case T_CONC:
+		return pacer_conc_equal(a, b);
 	default:
 		return *(const uint64_t *)a == *(const uint64_t *)b;
+	}
+}
+
+/* A table key: v's whole new table, the field's with v's point changed. */
+static int table_apply(const struct opt *o, const void *field, struct val *v)
+{
+	int ret;
+
+	if (o->type == T_LATSIZE) {
+		if (v->op == TBL_CLEAR)
+			return 0;
+		ret = pacer_sizes_copy(&v->sizes, field);
+		if (!ret)
+			ret = pacer_sizes_put(&v->sizes, v->size, v->op == TBL_PUT ? &v->lat : NULL);
+		return ret;
+	}
+	if (v->op == TBL_CLEAR)
+		return 0;
+	ret = pacer_conc_copy(&v->conc, field);
+	if (!ret)
+		ret = pacer_conc_put(&v->conc, v->size, v->k, v->op == TBL_PUT ? v->u : 0);
+	return ret;
+}
+
+/* A copy of v's value for one more field (a phase that inherits it). */
+static int val_dup(const struct opt *o, const struct val *v, struct val *dst)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->u = v->u;
+	memcpy(dst->str, v->str, sizeof(dst->str));
+	switch (o->type) {
+	case T_LAT:
+		return pacer_lat_copy(&dst->lat, &v->lat);
+	case T_LATSIZE:
+		return pacer_sizes_copy(&dst->sizes, &v->sizes);
+	case T_CONC:
+		return pacer_conc_copy(&dst->conc, &v->conc);
+	default:
+		return 0;
 	}
 }
 
@@ -227,6 +358,16 @@ static void store(const struct opt *o, void *field, struct val *v)
 		*(struct dl_lat_model *)field = v->lat;
 		memset(&v->lat, 0, sizeof(v->lat));
 		break;
+	case T_LATSIZE:
+		pacer_sizes_free(field);
+		*(struct dl_lat_sizes *)field = v->sizes;
+		memset(&v->sizes, 0, sizeof(v->sizes));
+		break;
+	case T_CONC:
+		pacer_conc_free(field);
+		*(struct dl_conc_table *)field = v->conc;
+		memset(&v->conc, 0, sizeof(v->conc));
+		break;
 	default:
 		*(uint64_t *)field = v->u;
 		break;
@@ -235,11 +376,25 @@ static void store(const struct opt *o, void *field, struct val *v)
 
 /* ---- keys ---- */
 
-static const struct opt *find_opt(enum opt_scope scope, const char *name)
+static int is_table(const struct opt *o) { return o->type == T_LATSIZE || o->type == T_CONC; }
+
+/* The option named name; a table's point (NAME.SIZE[.K]) sets *sub to what
+ * follows NAME. */
+static const struct opt *find_opt(enum opt_scope scope, const char *name, const char **sub)
 {
+	*sub = NULL;
 	for (unsigned i = 0; i < pacer_nopts; i++)
 		if (pacer_opts[i].scope == scope && !strcmp(pacer_opts[i].name, name))
 			return &pacer_opts[i];
+	for (unsigned i = 0; i < pacer_nopts; i++) {
+		size_t n = strlen(pacer_opts[i].name);
+
+		if (pacer_opts[i].scope == scope && is_table(&pacer_opts[i]) &&
+		    !strncmp(pacer_opts[i].name, name, n) && name[n] == '.' && name[n + 1]) {
+			*sub = name + n + 1;
+			return &pacer_opts[i];
+		}
+	}
 	return NULL;
 }
 
@@ -307,17 +462,32 @@ static const char *suggest_key(const char *key, char *buf, size_t len)
 		}
 	}
 	hit = dl_suggest(key, cands, nc);
-	if (!hit)
-		return NULL;
-	snprintf(buf, len, "%s", hit);
-	return buf;
+	if (hit) {
+		snprintf(buf, len, "%s", hit);
+		return buf;
+	}
+	/* A table's point ("read.latency_by_sise.4KiB"): the key without its
+	 * point, then the point again. */
+	const char *dot = strchr(key, '.');
+	char head[64];
+
+	if (dot && (dot = strchr(dot + 1, '.')) && (size_t)(dot - key) < sizeof(head)) {
+		snprintf(head, sizeof(head), "%.*s", (int)(dot - key), key);
+		hit = dl_suggest(head, cands, nc);
+		if (hit) {
+			snprintf(buf, len, "%s%s", hit, dot);
+			return buf;
+		}
+	}
+	return NULL;
 }
 
 struct target {
 	const struct opt *o;
-	int phase; /* -1: not in a phase */
-	int cls;   /* -1: not a device key */
-	int rule;  /* -1: not a share rule key */
+	int phase;	 /* -1: not in a phase */
+	int cls;	 /* -1: not a device key */
+	int rule;	 /* -1: not a share rule key */
+	const char *sub; /* a table's point (SIZE or SIZE.K), NULL: the whole table */
 };
 
 static int resolve(const char *key, struct target *t, char *err, size_t errlen)
@@ -331,6 +501,7 @@ static int resolve(const char *key, struct target *t, char *err, size_t errlen)
 	t->phase = -1;
 	t->cls = -1;
 	t->rule = -1;
+	t->sub = NULL;
 	if (!strncmp(key, "share.jobs.", 11) && key[11] >= '0' && key[11] <= '9') {
 		n = strtoul(key + 11, &end, 10);
 		if (*end != '.' || n >= DL_PACER_MAX_RULES) {
@@ -339,7 +510,7 @@ static int resolve(const char *key, struct target *t, char *err, size_t errlen)
 			return -EINVAL;
 		}
 		t->rule = (int)n;
-		t->o = find_opt(S_RULE, end + 1);
+		t->o = find_opt(S_RULE, end + 1, &t->sub);
 	} else if (!strncmp(key, "phases.", 7) && key[7] >= '0' && key[7] <= '9') {
 		n = strtoul(key + 7, &end, 10);
 		if (*end != '.' || n >= DL_PACER_MAX_PHASES) {
@@ -350,13 +521,13 @@ static int resolve(const char *key, struct target *t, char *err, size_t errlen)
 		t->phase = (int)n;
 		rest = end + 1;
 		if ((t->cls = class_prefix(rest, &rest)) >= 0)
-			t->o = find_opt(S_DEV, rest);
+			t->o = find_opt(S_DEV, rest, &t->sub);
 		else
-			t->o = find_opt(S_PHASE, rest);
+			t->o = find_opt(S_PHASE, rest, &t->sub);
 	} else if ((t->cls = class_prefix(key, &rest)) >= 0) {
-		t->o = find_opt(S_DEV, rest);
+		t->o = find_opt(S_DEV, rest, &t->sub);
 	} else {
-		t->o = find_opt(S_TOP, key);
+		t->o = find_opt(S_TOP, key, &t->sub);
 	}
 	if (!t->o) {
 		char near[64];
@@ -392,8 +563,11 @@ static void *field_of(struct dl_pacer_cfg *cfg, const struct target *t)
 
 static void free_models(struct dl_dev_model *m)
 {
-	for (int c = 0; c < DL_OP__COUNT; c++)
+	for (int c = 0; c < DL_OP__COUNT; c++) {
 		pacer_lat_free(&m[c].latency);
+		pacer_sizes_free(&m[c].lat_size);
+		pacer_conc_free(&m[c].conc);
+	}
 }
 
 static int copy_models(struct dl_dev_model *dst, const struct dl_dev_model *src)
@@ -404,9 +578,15 @@ static int copy_models(struct dl_dev_model *dst, const struct dl_dev_model *src)
 		dst[c] = src[c];
 		dst[c].latency.values_ns = NULL;
 		dst[c].latency.cdf = NULL;
+		memset(&dst[c].lat_size, 0, sizeof(dst[c].lat_size));
+		memset(&dst[c].conc, 0, sizeof(dst[c].conc));
 	}
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		ret = pacer_lat_copy(&dst[c].latency, &src[c].latency);
+		if (!ret)
+			ret = pacer_sizes_copy(&dst[c].lat_size, &src[c].lat_size);
+		if (!ret)
+			ret = pacer_conc_copy(&dst[c].conc, &src[c].conc);
 		if (ret) {
 			free_models(dst);
 			return ret;
@@ -442,7 +622,7 @@ static int set_nphases(struct dl_pacer_cfg *cfg, unsigned n)
 int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *value, char *err,
 		     size_t errlen)
 {
-	struct dl_lat_model copies[DL_PACER_MAX_PHASES];
+	struct val copies[DL_PACER_MAX_PHASES];
 	int inherit[DL_PACER_MAX_PHASES] = {0};
 	unsigned old_n = cfg->nphases, p;
 	struct target t;
@@ -469,7 +649,7 @@ int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *valu
 			 cfg->share.nrules);
 		return -EINVAL;
 	}
-	ret = parse_val(t.o, value, &v, why, sizeof(why));
+	ret = parse_val(t.o, t.sub, value, &v, why, sizeof(why));
 	if (ret) {
 		snprintf(err, errlen, "%s: %s; got \"%s\"", key, why, value);
 		return ret;
@@ -498,43 +678,49 @@ int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *valu
 			goto out;
 	}
 	field = field_of(cfg, &t);
+	if (is_table(t.o) && (ret = table_apply(t.o, field, &v))) {
+		if (ret == -ENOSPC) {
+			snprintf(err, errlen, "%s: the table is full (at most %d sizes%s)", key,
+				 DL_PACER_MAX_SIZES,
+				 t.o->type == T_CONC ? ", 16 points per size" : "");
+			val_free(&v);
+			if (cfg->nphases != old_n)
+				set_nphases(cfg, old_n);
+			return -EINVAL;
+		}
+		goto out;
+	}
 	/* A device key of the constant model also changes the phases that had
 	 * not changed it themselves: phases inherit what they do not name. */
 	if (t.o->scope == S_DEV && t.phase < 0) {
 		for (p = 0; p < cfg->nphases; p++) {
-			struct target pt = {t.o, (int)p, t.cls, -1};
+			struct target pt = {t.o, (int)p, t.cls, -1, NULL};
 
 			inherit[p] = field_equal(t.o, field_of(cfg, &pt), field);
 		}
 		/* Copies first, so that a failure changes nothing. */
-		for (p = 0; t.o->type == T_LAT && p < cfg->nphases; p++) {
-			if (inherit[p] && (ret = pacer_lat_copy(&copies[p], &v.lat))) {
+		for (p = 0; p < cfg->nphases; p++) {
+			if (inherit[p] && (ret = val_dup(t.o, &v, &copies[p]))) {
 				while (p--)
 					if (inherit[p])
-						pacer_lat_free(&copies[p]);
+						val_free(&copies[p]);
 				goto out;
 			}
 		}
 		for (p = 0; p < cfg->nphases; p++) {
-			struct target pt = {t.o, (int)p, t.cls, -1};
-			void *pf = field_of(cfg, &pt);
+			struct target pt = {t.o, (int)p, t.cls, -1, NULL};
 
-			if (!inherit[p])
-				continue;
-			if (t.o->type == T_LAT) {
-				pacer_lat_free(pf);
-				*(struct dl_lat_model *)pf = copies[p];
-			} else {
-				store(t.o, pf, &v);
-			}
+			if (inherit[p])
+				store(t.o, field_of(cfg, &pt), &copies[p]);
 		}
 	}
 	store(t.o, field, &v);
+	val_free(&v);
 	return 0;
 out:
 	if (cfg->nphases != old_n)
 		set_nphases(cfg, old_n);
-	pacer_lat_free(&v.lat);
+	val_free(&v);
 	snprintf(err, errlen, "%s: %s", key, strerror(-ret));
 	return ret;
 }
@@ -599,6 +785,16 @@ static int check_models(const struct dl_dev_model *m, const char *prefix, char *
 		if (pacer_lat_check(&m[c].latency, why, sizeof(why))) {
 			snprintf(err, errlen, "%s%s.latency: %s", prefix, pacer_class_names[c],
 				 why);
+			return -EINVAL;
+		}
+		if (pacer_sizes_check(&m[c].lat_size, why, sizeof(why))) {
+			snprintf(err, errlen, "%s%s.latency_by_size: %s", prefix,
+				 pacer_class_names[c], why);
+			return -EINVAL;
+		}
+		if (pacer_conc_check(&m[c].conc, why, sizeof(why))) {
+			snprintf(err, errlen, "%s%s.bandwidth_by_concurrency: %s", prefix,
+				 pacer_class_names[c], why);
 			return -EINVAL;
 		}
 		if (m[c].queue_depth > PACER_MAX_QUEUE_DEPTH) {

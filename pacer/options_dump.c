@@ -121,6 +121,12 @@ void pacer_fmt_val(const struct opt *o, const void *field, char *buf, size_t len
 	case T_LAT:
 		pacer_lat_format(field, buf, len);
 		break;
+	case T_LATSIZE:
+		pacer_sizes_format(field, buf, len);
+		break;
+	case T_CONC:
+		pacer_conc_format(field, buf, len);
+		break;
 	case T_POLICY:
 		u = (uint64_t) * (const enum dl_cache_policy *)field;
 		snprintf(buf, len, "%s", u < 4 ? pacer_policy_names[u] : "?");
@@ -141,7 +147,7 @@ void pacer_fmt_val(const struct opt *o, const void *field, char *buf, size_t len
 
 static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
 {
-	char buf[512];
+	char buf[8192];
 
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		fprintf(out, "%*s%s:\n", indent, "", pacer_class_names[c]);
@@ -252,6 +258,9 @@ void dl_pacer_cfg_help(FILE *out)
 		"  then moves its bytes through the class's bandwidth (a token bucket of\n"
 		"  `burst` bytes, empty at start). Its slot is held until it completes.\n"
 		"  Reads first look in the emulated cache: hit bytes cost size/hit_bandwidth,\n"
-		"  miss bytes go through the model; the request completes when both are done.\n");
+		"  miss bytes go through the model; the request completes when both are done.\n"
+		"  A measured device (dliofs profile) gives latency_by_size, drawn for the\n"
+		"  request's size, and bandwidth_by_concurrency, which stretches that latency\n"
+		"  by k bw(1) / bw(k) when k requests of the class are in service.\n");
 }
 

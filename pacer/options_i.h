@@ -20,6 +20,8 @@ enum opt_type {
 	T_NPHASES, /* unsigned */
 	T_SHARE,   /* enum dl_share_policy */
 	T_NRULES,  /* unsigned */
+	T_LATSIZE, /* struct dl_lat_sizes: KEY.SIZE=LATENCY */
+	T_CONC,	   /* struct dl_conc_table: KEY.SIZE.K=RATE */
 };
 
 enum opt_scope {

@@ -5,7 +5,10 @@
  *      min-heap of the due times of the requests holding them.
  *   2. IOPS: starts are at least 1/iops apart (exact: the remainder of
  *      10^9 / iops is carried, so the long-run rate is exact).
- *   3. latency: a seeded draw L; the data is ready at start + L.
+ *   3. latency: a seeded draw L (by the request's size with
+ *      latency_by_size, times k bw(1) / bw(k) with bandwidth_by_concurrency
+ *      and k requests in service, i.e. submitted to the device and not yet
+ *      completed: curves.c); the data is ready at start + L.
  *   4. bandwidth: a token bucket of `burst` bytes refilled at `bandwidth`
  *      B/s, shared by the class. It is kept as the time X at which it is empty
  *      (level at time t: min(burst, (t - X) * bandwidth)); a transfer of n
@@ -208,6 +211,13 @@ uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_
 	return due;
 }
 
+static uint64_t stretch(uint64_t lat, double g)
+{
+	double x = (double)lat * g;
+
+	return x >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)(x + 0.5);
+}
+
 /* The device a request of job slot js goes through, and its limits. Under
  * the class lock. */
 static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
@@ -301,12 +311,19 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 	if (p->cfg.enabled) {
 		if (!emulated || hit < r->len) {
 			const struct dl_dev_model *m = model_at(p, r->cls, now_ns);
-			uint64_t lat = pacer_lat_sample(&m->latency, k->key, k->draws++);
+			uint64_t miss = r->len - hit;
+			uint64_t lat = pacer_dev_latency(m, k->key, k->draws++, miss);
 			struct pacer_rates rt;
 			struct pacer_dev *d = device_for(p, k, m, js, now_ns, &rt);
 			unsigned held;
 
-			due = pacer_device(d, &rt, now_ns, lat, r->len - hit, &start, &held);
+			/* In service: the requests of the class submitted to the
+			 * device and not yet completed, this one included. */
+			k->busy++;
+			res->flags |= DL_PRES_BUSY;
+			if (m->conc.n && k->busy > 1)
+				lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
+			due = pacer_device(d, &rt, now_ns, lat, miss, &start, &held);
 			pacer_share_account(jc, r->len, held);
 		}
 		if (hit_due > due)
@@ -346,6 +363,8 @@ void dl_pacer_complete(struct dl_pacer *p, const struct dl_pacer_req *r,
 	}
 	k = &p->cls[r->cls];
 	pthread_mutex_lock(&k->lock);
+	if ((res->flags & DL_PRES_BUSY) && k->busy)
+		k->busy--;
 	if (k->st.in_flight)
 		k->st.in_flight--;
 	k->st.completed++;

@@ -38,6 +38,38 @@ int pacer_lat_check(const struct dl_lat_model *m, char *why, size_t whylen);
 /* Draw number i of stream key: a pure function of (model, key, i). */
 uint64_t pacer_lat_sample(const struct dl_lat_model *m, uint64_t key, uint64_t i);
 
+/* The value of the distribution at quantile u in [0, 1): the same u gives
+ * comonotone draws from two distributions (latency_by_size interpolates
+ * between them quantile by quantile). */
+uint64_t pacer_lat_quantile(const struct dl_lat_model *m, double u);
+
+/* ---- curves.c: latency by size and bandwidth by concurrency ---- */
+int pacer_sizes_copy(struct dl_lat_sizes *dst, const struct dl_lat_sizes *src);
+void pacer_sizes_free(struct dl_lat_sizes *t);
+int pacer_sizes_equal(const struct dl_lat_sizes *a, const struct dl_lat_sizes *b);
+/* Set the point at size to *lat (moved in: *lat is left empty), or remove
+ * it (lat NULL). -ENOSPC: the table is full; -ENOMEM. */
+int pacer_sizes_put(struct dl_lat_sizes *t, uint64_t size, struct dl_lat_model *lat);
+int pacer_sizes_check(const struct dl_lat_sizes *t, char *why, size_t whylen);
+/* As a YAML flow mapping: {4KiB: 200us, 1MiB: "lognormal(1ms, 5ms)"}. */
+void pacer_sizes_format(const struct dl_lat_sizes *t, char *buf, size_t len);
+
+int pacer_conc_copy(struct dl_conc_table *dst, const struct dl_conc_table *src);
+void pacer_conc_free(struct dl_conc_table *t);
+int pacer_conc_equal(const struct dl_conc_table *a, const struct dl_conc_table *b);
+/* Set the point (size, k) to bw; bw 0 removes the point, k 0 the row. */
+int pacer_conc_put(struct dl_conc_table *t, uint64_t size, uint32_t k, uint64_t bw);
+int pacer_conc_check(const struct dl_conc_table *t, char *why, size_t whylen);
+void pacer_conc_format(const struct dl_conc_table *t, char *buf, size_t len);
+
+/* The latency draw i of stream key for a request of len bytes: from
+ * latency_by_size when the model has one and len > 0, else `latency`. */
+uint64_t pacer_dev_latency(const struct dl_dev_model *m, uint64_t key, uint64_t i, uint64_t len);
+/* How much longer a request of len bytes takes when it starts with k
+ * requests of its class in service (itself included): k bw(1) / bw(k),
+ * 1 without a table. */
+double pacer_conc_factor(const struct dl_conc_table *t, uint64_t len, uint32_t k);
+
 /* ---- options.c helpers used by the model ---- */
 /* Number of whole cache blocks a configuration holds (size / block). */
 uint64_t pacer_cache_blocks(const struct dl_cache_cfg *c);
@@ -173,6 +205,11 @@ struct pacer_class {
 	pthread_mutex_t lock;
 	uint64_t key; /* latency stream */
 	uint64_t draws;
+	/* Requests submitted to the device and not yet completed (replied):
+	 * how many are in service when one arrives. A count of completions,
+	 * not of due times: a reply sent ahead of its due time (to cover the
+	 * kernel's share) has ended its request for the client. */
+	uint32_t busy;
 	struct pacer_dev dev; /* fcfs: the one device every job queues for */
 	struct pacer_cls_stats st;
 	struct pacer_job_cls *jobs; /* PACER_JOB_SLOTS */

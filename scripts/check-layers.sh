@@ -22,7 +22,7 @@ set -uo pipefail
 declare -A OWNER=(
   [units.h]=util [prng.h]=util [crc32.h]=util [crc32c.h]=util [hist.h]=util
   [json.h]=util [clock.h]=util [bytes.h]=util [intmath.h]=util [suggest.h]=util
-  [htab.h]=util [exepath.h]=util
+  [htab.h]=util [exepath.h]=util [isotonic.h]=util
   [dataset.h]=formats [format.h]=formats [format_list.h]=formats [naming.h]=formats
   [pacer.h]=pacer
   [trace.h]=trace

@@ -52,7 +52,7 @@ class Rec:
 
 
 def write_trace(path, recs, names, dropped=0, footer=True, shuffle_batches=True, config="golden.yaml",
-                version=1):
+                version=1, ops=None):
     """Records go in out of order (writer batches) unless told otherwise."""
     assert REC.size == 56 and HEADER.size == 296 and FOOTER.size == 48
     body = [r.pack() for r in recs]
@@ -61,7 +61,7 @@ def write_trace(path, recs, names, dropped=0, footer=True, shuffle_batches=True,
         chunks = [body[i:i + 7] for i in range(0, len(body), 7)]
         random.Random(5).shuffle(chunks)
         body = [b for c in chunks for b in c]
-    mask = sum(1 << v for v in OPS.values())
+    mask = sum(1 << OPS[o] for o in (ops or OPS))
     out = HEADER.pack(MAGIC, version, REC.size, EPOCH_NS, START_MONO, mask, 0, config.encode())
     out += b"".join(body)
     names_off = len(out)
@@ -466,6 +466,51 @@ class Plot(TraceTest):
         if os.environ.get("DLIO_TRACE_KEEP_PNG"):
             shutil.copy(png, os.environ["DLIO_TRACE_KEEP_PNG"])
 
+    def test_plot_two(self):
+        """Two runs one above the other: six panels on one time axis, the
+        longer run setting it; a third trace is refused."""
+        ok = subprocess.run(["/usr/bin/python3", "-c", "import matplotlib, numpy"],
+                            capture_output=True).returncode == 0
+        dltest.require(ok, "python3-matplotlib not installed")
+        try:
+            from PIL import Image
+        except ImportError:
+            dltest.require(False, "PIL not installed")
+        ra, na = shuffled_epoch(seed=1, pid=500)
+        rb, nb = shuffled_epoch(seed=2, pid=600)
+        # B is the same job at half speed: its axis must hold twice the time.
+        for r in rb:
+            r.t *= 2
+        a = write_trace(self.path("a.trc"), ra, na)
+        b = write_trace(self.path("b.trc"), rb, nb)
+        png = self.path("ab.png")
+        r = run("plot", a, b, "-o", png)
+        self.assertEqual(r.stderr.strip(), "")
+        with Image.open(png) as im:
+            self.assertEqual(im.format, "PNG")
+            w, h = im.size
+            self.assertGreater(h, w)  # six panels stacked
+            rgb = im.convert("RGB")
+            self.assertGreater(len(rgb.getcolors(1 << 20) or []), 50)
+            # A's reads end halfway along the shared axis: the right half of
+            # A's reads-per-file panel (the third of six) has no blue-ish
+            # point, B's (the fourth) has.
+            def coloured(y0, y1, x0, x1):
+                n = 0
+                for y in range(int(y0 * h), int(y1 * h), 2):
+                    for x in range(int(x0 * w), int(x1 * w), 2):
+                        r_, g_, b_ = rgb.getpixel((x, y))
+                        n += (max(r_, g_, b_) - min(r_, g_, b_)) > 60
+                return n
+            a_right = coloured(2 / 6 + 0.03, 3 / 6 - 0.03, 0.62, 0.88)
+            b_right = coloured(3 / 6 + 0.03, 4 / 6 - 0.03, 0.62, 0.88)
+            self.assertLess(a_right * 5, b_right, (a_right, b_right))
+        if os.environ.get("DLIO_TRACE_KEEP_PNG"):
+            shutil.copy(png, os.environ["DLIO_TRACE_KEEP_PNG"] + ".two.png")
+        r = run("plot", a, b, a, "-o", png, check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("one trace, or two", r.stderr)
+
     def test_plot_errors(self):
         r = run("plot", self.path("missing.trc"), "-o", self.path("x.png"), check=False)
         self.assertNotEqual(r.returncode, 0)
@@ -476,47 +521,194 @@ class Plot(TraceTest):
         self.assertIn("DLIO_TRACE_PLOT", r.stderr)
 
 
+def epochs(nfiles=50, nepochs=3, seed=1, chunks=4, chunk=64 * KiB, readers=1, pid=400,
+           gap=1000000, dur=50000, t0=0, names_from=0):
+    """A job that reads every file whole each epoch, files shuffled per epoch
+    (random.Random(seed)), `readers` threads taking the next file in turn;
+    a thread opens its file and reads it in `chunks` sequential reads, one
+    every gap ns."""
+    rng = random.Random(seed)
+    recs, t = [], t0
+    for _ in range(nepochs):
+        order = list(range(nfiles))
+        rng.shuffle(order)
+        for k in range(0, nfiles, readers):
+            group = order[k:k + readers]
+            for i, f in enumerate(group):
+                recs.append(Rec(t, "open", pid, 5000 + f, tid=pid + i))
+            for c in range(chunks):
+                for i, f in enumerate(group):
+                    recs.append(Rec(t, "read", pid, 5000 + f, c * chunk, chunk, dur=dur,
+                                    tid=pid + i))
+                    t += gap
+    names = {5000 + f: "train/s_%04d.npz" % (names_from + f) for f in range(nfiles)}
+    return recs, names
+
+
+ASPECTS = ("op_mix", "request_size", "bytes_per_file", "sequentiality", "access_order",
+           "throughput", "throughput_time", "inter_arrival", "concurrency")
+PARTS = ("reuse_distance", "files_per_epoch", "sequential_runs", "exact_order")
+
+
 class Compare(TraceTest):
     def compare(self, a, b):
         s = json.loads(run("compare", a, b, "--json").stdout)
-        aspects = ("op_mix", "request_size", "bytes_per_file", "access_order", "sequentiality")
-        for k in aspects + ("overall",):
+        for k in ASPECTS + PARTS + ("overall",):
             self.assertGreaterEqual(s[k], 0.0, k)
             self.assertLessEqual(s[k], 1.0, k)
-        self.assertAlmostEqual(s["overall"], sum(s[k] for k in aspects) / 5, places=5)
+        self.assertAlmostEqual(s["overall"], sum(s[k] for k in ASPECTS) / 9, places=5)
+        self.assertAlmostEqual(s["access_order"], sum(s[k] for k in PARTS[:3]) / 3, places=5)
         return s
+
+    def trace(self, name, recs_names, version=2):
+        return write_trace(self.path(name), *recs_names, version=version)
 
     def test_self_is_one(self):
         for p in (self.seq, self.shuf, self.two):
             s = self.compare(p, p)
             for k, v in s.items():
-                if k not in ("a", "b"):
+                if k in ASPECTS + PARTS + ("overall",):
                     self.assertEqual(v, 1.0, "%s of %s vs itself" % (k, p))
 
     def test_different_workloads(self):
         s = self.compare(self.seq, self.shuf)
-        self.assertLess(s["overall"], 0.5)
+        # Both read one request at a time at ~100 MB/s: the time aspects
+        # are alike, what and in what order are not.
+        self.assertLess(s["overall"], 0.65)
+        self.assertLess(s["access_order"], 0.4)
         self.assertEqual(s["bytes_per_file"], 0.0)  # no file in common
-        self.assertEqual(s["access_order"], 0.0)
+        self.assertEqual(s["exact_order"], 0.0)
         self.assertLess(s["sequentiality"], 0.05)
+        # One file read in 64 pieces against 100 files read once each.
+        self.assertAlmostEqual(s["files_per_epoch"], 0.01, places=6)
+        self.assertEqual(s["sequential_runs"], 0.0)  # 8 MiB runs against 100 KiB ones
         s2 = self.compare(self.shuf, self.seq)
         self.assertAlmostEqual(s["overall"], s2["overall"], places=6)
 
     def test_another_shuffle(self):
-        # The same epoch with another shuffle: sizes, bytes per file and
-        # sequentiality match; the order does not.
+        # The same epoch with another shuffle: everything but the exact
+        # order matches.
         other = write_trace(self.path("shuf2.trc"), *shuffled_epoch(seed=99))
         s = self.compare(self.shuf, other)
-        self.assertEqual(s["request_size"], 1.0)
+        for k in ASPECTS + PARTS[:3] + ("overall",):
+            self.assertEqual(s[k], 1.0, k)
+        self.assertLess(s["exact_order"], 0.5)
+
+    def test_shuffled_epochs(self):
+        # Three epochs of 50 files, 4 readers, other seeds: a shuffle changes
+        # which file comes when, not the distributions.
+        a = self.trace("ep_a.trc", epochs(seed=1, readers=4))
+        b = self.trace("ep_b.trc", epochs(seed=2, readers=4))
+        s = self.compare(a, b)
+        self.assertEqual(s["files_per_epoch_a"], 50)
+        self.assertEqual(s["files_per_epoch_b"], 50)
+        self.assertEqual(s["epochs_a"], 3)
+        self.assertEqual(s["files_per_epoch"], 1.0)
+        self.assertEqual(s["sequential_runs"], 1.0)
+        self.assertGreater(s["reuse_distance"], 0.9)
+        self.assertLess(s["exact_order"], 0.5)
+        self.assertGreaterEqual(s["overall"], 0.97)
+        # The old score of order (exact) would have kept this pair near 0.
+
+    def test_files_per_epoch(self):
+        # 40 files per epoch against 20: 0.5.
+        a = self.trace("f40.trc", epochs(nfiles=40, seed=1))
+        b = self.trace("f20.trc", epochs(nfiles=20, seed=1, nepochs=6))
+        s = self.compare(a, b)
+        self.assertEqual((s["files_per_epoch_a"], s["files_per_epoch_b"]), (40, 20))
+        self.assertEqual((s["epochs_a"], s["epochs_b"]), (3, 6))
+        self.assertAlmostEqual(s["files_per_epoch"], 0.5, places=6)
+
+    def test_reuse_distance(self):
+        # A: f0 f0 f1 f1 (cold, 0, cold, 0); B: f0 f1 f0 f1 (cold, cold, 1, 1).
+        ra = [Rec(i * 1000, "read", 1, fid, off, 4 * KiB)
+              for i, (fid, off) in enumerate([(1, 0), (1, 4096), (2, 0), (2, 4096)])]
+        rb = [Rec(i * 1000, "read", 1, fid, off, 4 * KiB)
+              for i, (fid, off) in enumerate([(1, 0), (2, 0), (1, 4096), (2, 4096)])]
+        names = {1: "a", 2: "b"}
+        s = self.compare(self.trace("rd_a.trc", (ra, names)), self.trace("rd_b.trc", (rb, names)))
+        self.assertAlmostEqual(s["reuse_distance"], 0.5, places=6)
+        # Both read each file in two 4 KiB pieces back to back: in A the
+        # pieces follow each other, in B another file comes between, but a
+        # run is a thread's reads of one file, so both have two 8 KiB runs.
+        self.assertEqual(s["sequential_runs"], 1.0)
+
+    def test_visits(self):
+        # One thread reads file 1 whole twice, then file 2 whole twice,
+        # nothing between: with opens traced, each open starts a visit;
+        # where the trace has no opens (traced ops: read), reading offset 0
+        # again does.
+        seqr = []
+        for fid in (1, 1, 2, 2):
+            seqr.append(Rec(len(seqr) * 1000, "open", 1, fid))
+            for c in range(2):
+                seqr.append(Rec(len(seqr) * 1000, "read", 1, fid, c * 4096, 4096))
+        names = {1: "a", 2: "b"}
+        with_opens = self.trace("v_o.trc", (seqr, names))
+        no_opens = write_trace(self.path("v_n.trc"), [r for r in seqr if r.op == "read"], names,
+                               version=2, ops=["read"])
+        for p in (with_opens, no_opens):
+            s = json.loads(run("compare", p, p, "--json").stdout)
+            # Visits a a b b: epochs {a}, {a, b}, {b}: 1.5 files per complete one.
+            self.assertEqual(s["epochs_a"], 3, p)
+            self.assertEqual(s["files_per_epoch_a"], 1.5, p)
+        # Two traces that differ only in whether opens were traced order
+        # alike.
+        s = self.compare(with_opens, no_opens)
+        self.assertEqual(s["access_order"], 1.0)
+
+    def test_sequential_runs(self):
+        # One 1 MiB file in 8 pieces: in order (one 1 MiB run) against
+        # even pieces then odd ones (eight 128 KiB runs).
+        ra = [Rec(i * 1000, "read", 1, 1, i * 128 * KiB, 128 * KiB) for i in range(8)]
+        rb = [Rec(i * 1000, "read", 1, 1, k * 128 * KiB, 128 * KiB)
+              for i, k in enumerate([0, 2, 4, 6, 1, 3, 5, 7])]
+        names = {1: "big"}
+        s = self.compare(self.trace("run_a.trc", (ra, names)), self.trace("run_b.trc", (rb, names)))
+        self.assertEqual(s["sequential_runs"], 0.0)
+        self.assertEqual(s["reuse_distance"], 1.0)
         self.assertEqual(s["bytes_per_file"], 1.0)
-        self.assertEqual(s["sequentiality"], 1.0)
-        self.assertEqual(s["op_mix"], 1.0)
-        self.assertLess(s["access_order"], 0.5)
-        self.assertLess(s["overall"], 1.0)
-        self.assertGreater(s["overall"], 0.75)
+
+    def test_time_scaled(self):
+        # The same job at half the speed: throughput 0.5, the same course
+        # in normalized time, every gap twice as long (one bucket up).
+        a = self.trace("t1.trc", epochs(gap=1000000, dur=500000))
+        b = self.trace("t2.trc", epochs(gap=2000000, dur=1000000))
+        s = self.compare(a, b)
+        self.assertAlmostEqual(s["throughput"], 0.5, places=3)
+        self.assertGreater(s["throughput_time"], 0.99)
+        self.assertEqual(s["inter_arrival"], 0.0)
+        self.assertEqual(s["concurrency"], 1.0)  # one in flight half of the time
+        self.assertEqual(s["access_order"], 1.0)
+
+    def test_throughput_time(self):
+        # 20 reads one after the other, each a twentieth of the span: A
+        # reads 64 KiB each time, B 128 KiB in the first half and nothing
+        # (end of file) in the second: half of B's bytes would have to move.
+        ra = [Rec(i * 1000000, "read", 1, 1, 0, 128 * KiB, result=64 * KiB, dur=1000000)
+              for i in range(20)]
+        rb = [Rec(i * 1000000, "read", 1, 1, 0, 128 * KiB, result=128 * KiB if i < 10 else 0,
+                  dur=1000000) for i in range(20)]
+        names = {1: "f"}
+        s = self.compare(self.trace("tt_a.trc", (ra, names)), self.trace("tt_b.trc", (rb, names)))
+        self.assertAlmostEqual(s["throughput_time"], 0.5, places=3)
+        self.assertAlmostEqual(s["throughput"], 1.0, places=3)  # the same bytes in the same span
+
+    def test_concurrency(self):
+        # A: one read in flight all the time; B: two at once, then one.
+        ra = [Rec(i * 1000000, "read", 1, 1, i * 4096, 4096, dur=1000000) for i in range(20)]
+        rb = [Rec((i // 2) * 1000000 if i < 20 else (i - 10) * 1000000, "read", 1, 1, i * 4096,
+                  4096, dur=1000000) for i in range(30)]
+        names = {1: "f"}
+        s = self.compare(self.trace("c_a.trc", (ra, names)), self.trace("c_b.trc", (rb, names)))
+        # B: 10 ms with two in flight, 10 ms with one.
+        self.assertAlmostEqual(s["concurrency"], 0.5, places=3)
+        s = self.compare(self.trace("c_a2.trc", (ra, names)), self.trace("c_a3.trc", (ra, names)))
+        self.assertEqual(s["concurrency"], 1.0)
 
     def test_size_shift(self):
-        # Same files and order, half the request size: only sizes differ.
+        # Same files and order, half the request size: sizes differ, and the
+        # gaps between requests (64 reads in the time of 128).
         recs, names = seq_one_file(n=64, chunk=128 * KiB)
         recs2, _ = seq_one_file(n=128, chunk=64 * KiB)
         a = write_trace(self.path("c128.trc"), recs, names)
@@ -524,13 +716,13 @@ class Compare(TraceTest):
         s = self.compare(a, b)
         self.assertEqual(s["request_size"], 0.0)
         self.assertEqual(s["bytes_per_file"], 1.0)
-        self.assertEqual(s["access_order"], 1.0)
+        self.assertEqual(s["exact_order"], 1.0)
+        self.assertEqual(s["sequential_runs"], 1.0)  # one 8 MiB run in both
         self.assertLess(s["overall"], 1.0)
 
     def test_help_has_method(self):
         out = run("compare", "--help").stdout
-        for k in ("op_mix", "request_size", "bytes_per_file", "access_order", "sequentiality",
-                  "overall", "Spearman", "total variation"):
+        for k in ASPECTS + PARTS + ("overall", "Spearman", "total variation", "shuffle"):
             self.assertIn(k, out)
 
 

@@ -24,6 +24,8 @@ static const char usage[] =
 	"                                        Darshan-DXT-like text\n"
 	"  plot TRACE -o OUT.png [--title T]     spatial and temporal access pattern and\n"
 	"                                        throughput over time (python3-matplotlib)\n"
+	"  plot A B -o OUT.png                   two runs one above the other, same time\n"
+	"                                        scale: throughput, reads per file, lanes\n"
 	"  compare A B [--json]                  similarity of two traces in [0, 1]\n"
 	"  COMMAND --help                        details of one command\n"
 	"\n"

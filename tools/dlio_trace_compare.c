@@ -12,25 +12,58 @@
 const char dt_compare_help[] =
 	"usage: dlio-trace compare A B [--json]\n"
 	"  Similarity of two traces (e.g. a job on the mount and dlio-drive's emulation\n"
-	"  of it): one score per aspect in [0, 1] (1: identical), and overall, their mean.\n"
-	"  Files are matched by name (the path in the name table).\n"
-	"    op_mix          1 - total variation distance (TVD) between the two\n"
-	"                    distributions of requests over operations.\n"
-	"    request_size    per data operation (read, write): 1 - TVD between the\n"
+	"  of it): one score per aspect in [0, 1] (1: identical), and overall, the mean\n"
+	"  of the nine aspects marked *. Files are matched by name (the path in the\n"
+	"  name table). TVD: total variation distance of two distributions, in [0, 1].\n"
+	"  What is done:\n"
+	"  * op_mix          1 - TVD between the distributions of requests over\n"
+	"                    operations.\n"
+	"  * request_size    per data operation (read, write): 1 - TVD between the\n"
 	"                    power-of-two histograms of request sizes, averaged with\n"
 	"                    weights = the operation's mean share of data requests in A\n"
 	"                    and B (an operation present in one trace only scores 0).\n"
-	"    bytes_per_file  1 - TVD between the shares of bytes (read + written) per\n"
+	"  * bytes_per_file  1 - TVD between the shares of bytes (read + written) per\n"
 	"                    file, over the union of file names (= 1 - L1/2).\n"
-	"    access_order    files ranked by first access (open/read/write) in each\n"
+	"  * sequentiality   1 - |sA - sB|, s = share of reads that start where the same\n"
+	"                    pid's previous read of the same file ended.\n"
+	"  In what order (what a shuffle keeps: two runs of one job with different\n"
+	"  shuffle seeds score ~1, a job that reads fewer files per epoch, revisits\n"
+	"  files sooner or reads them in other pieces scores less). A visit: a thread\n"
+	"  turning to a file, or opening it again (where the trace has no opens:\n"
+	"  reading it from offset 0 again). KS: two-sample Kolmogorov-Smirnov\n"
+	"  distance in [0, 1], the largest gap between the two cumulative\n"
+	"  distributions (no bins, so no bin edge to straddle).\n"
+	"  * access_order    mean of the three below.\n"
+	"      reuse_distance   1 - KS between the visits' reuse distances: distinct\n"
+	"                       files visited since the previous visit of the same\n"
+	"                       file (a file's first visit: beyond every distance).\n"
+	"      files_per_epoch  min/max of the distinct files per epoch; an epoch ends\n"
+	"                       at a visit to a file already visited in it (the last\n"
+	"                       epoch, possibly cut short, counts only when it is the\n"
+	"                       only one).\n"
+	"      sequential_runs  1 - KS between the lengths of sequential runs (a\n"
+	"                       thread's back-to-back reads of one file), each weighted\n"
+	"                       by its bytes.\n"
+	"    exact_order     files ranked by first access (open/read/write) in each\n"
 	"                    trace: J * max(0, rho), J = |common| / |union| of the files,\n"
 	"                    rho = Spearman rank correlation of the first-access order\n"
 	"                    of the common files (1 when only one is common). Two\n"
-	"                    independent shuffles score ~0, the same order 1.\n"
-	"    sequentiality   1 - |sA - sB|, s = share of reads that start where the same\n"
-	"                    pid's previous read of the same file ended.\n"
-	"    overall         mean of the five.\n"
-	"  Aspects with nothing to compare in both traces (e.g. no reads) score 1.\n";
+	"                    independent shuffles score ~0, the same order 1; not in\n"
+	"                    overall (a shuffling job does not repeat its own order).\n"
+	"  In time (data requests: reads and writes, from the first arrival to the last\n"
+	"  reply, the active span):\n"
+	"  * throughput      min/max of the bytes moved per second of active span.\n"
+	"  * throughput_time 1 - KS between the shares of bytes moved in each twentieth\n"
+	"                    of the active span (each request's bytes spread over its\n"
+	"                    time in service): 1 - the most one run was ahead of the\n"
+	"                    other in its share of the bytes at the same share of its\n"
+	"                    time; the course of the run, whatever its speed.\n"
+	"  * inter_arrival   1 - KS between the gaps between consecutive arrivals.\n"
+	"  * concurrency     1 - KS between the numbers of data requests in flight,\n"
+	"                    each weighted by the time spent so.\n"
+	"    overall         mean of the nine aspects marked *.\n"
+	"  Aspects with nothing to compare in both traces (e.g. no reads) score 1; with\n"
+	"  something in one trace only, 0.\n";
 
 /* 1 - TVD of two count vectors, each normalized to sum 1. */
 static double sim_counts(const uint64_t *a, const uint64_t *b, size_t n)
@@ -208,6 +241,15 @@ out:
 	return ret;
 }
 
+static double sim_ratio(double a, double b)
+{
+	if (a <= 0 && b <= 0)
+		return 1.0;
+	if (a <= 0 || b <= 0)
+		return 0.0;
+	return a < b ? a / b : b / a;
+}
+
 static double seq_share(const struct dt_stats *s)
 {
 	return s->reads ? (double)s->seq_reads / (double)s->reads : 0;
@@ -253,24 +295,42 @@ int dt_compare(int argc, char **argv)
 	if (dt_stats_compute(&tb, &b))
 		goto out_a;
 
-	const char *names[] = {"op_mix", "request_size", "bytes_per_file", "access_order",
-			       "sequentiality"};
-	double v[5];
+	struct dt_shape sa = {0}, sb = {0};
+	if (dt_shape_compute(&ta, &sa) || dt_shape_compute(&tb, &sb)) {
+		fprintf(stderr, "dlio-trace: out of memory\n");
+		goto out_shapes;
+	}
+	/* The aspects in overall, then access_order's parts and exact_order. */
+	enum { NOVERALL = 9, NASPECTS = 13 };
+	static const char *const names[NASPECTS] = {
+		"op_mix", "request_size", "bytes_per_file", "sequentiality", "access_order",
+		"throughput", "throughput_time", "inter_arrival", "concurrency",
+		"reuse_distance", "files_per_epoch", "sequential_runs", "exact_order"};
+	double v[NASPECTS];
 	v[0] = sim_op_mix(&a, &b);
 	v[1] = sim_sizes(&a, &b);
-	if (sim_files(&ta, &a, &tb, &b, &v[2], &v[3])) {
+	if (sim_files(&ta, &a, &tb, &b, &v[2], &v[12])) {
 		fprintf(stderr, "dlio-trace: out of memory\n");
-		goto out_b;
+		goto out_shapes;
 	}
 	if (!a.reads && !b.reads)
-		v[4] = 1.0;
+		v[3] = 1.0;
 	else
-		v[4] = 1.0 - fabs(seq_share(&a) - seq_share(&b));
+		v[3] = 1.0 - fabs(seq_share(&a) - seq_share(&b));
+	v[9] = 1.0 - dt_ks(&sa.reuse, &sb.reuse);
+	v[10] = sim_ratio(sa.files_per_epoch, sb.files_per_epoch);
+	v[11] = 1.0 - dt_ks(&sa.runs, &sb.runs);
+	v[4] = (v[9] + v[10] + v[11]) / 3;
+	v[5] = sim_ratio(sa.rate, sb.rate);
+	v[6] = 1.0 - dt_ks(&sa.tp, &sb.tp);
+	v[7] = 1.0 - dt_ks(&sa.ia, &sb.ia);
+	v[8] = 1.0 - dt_ks(&sa.conc, &sb.conc);
 	double overall = 0;
-	for (unsigned k = 0; k < 5; k++) {
+	for (unsigned k = 0; k < NASPECTS; k++) {
 		/* Rounding must not push a score outside [0, 1]. */
 		v[k] = v[k] < 0 ? 0 : v[k] > 1 ? 1 : v[k];
-		overall += v[k] / 5;
+		if (k < NOVERALL)
+			overall += v[k] / NOVERALL;
 	}
 	if (json) {
 		struct dl_jw w;
@@ -279,20 +339,32 @@ int dt_compare(int argc, char **argv)
 		dl_jw_obj(&w, NULL);
 		dl_jw_str(&w, "a", ta.path);
 		dl_jw_str(&w, "b", tb.path);
-		for (unsigned k = 0; k < 5; k++)
+		for (unsigned k = 0; k < NASPECTS; k++)
 			dl_jw_fixed(&w, names[k], v[k], 6);
 		dl_jw_fixed(&w, "overall", overall, 6);
+		dl_jw_fixed(&w, "files_per_epoch_a", sa.files_per_epoch, 2);
+		dl_jw_fixed(&w, "files_per_epoch_b", sb.files_per_epoch, 2);
+		dl_jw_u64(&w, "epochs_a", sa.epochs);
+		dl_jw_u64(&w, "epochs_b", sb.epochs);
+		dl_jw_fixed(&w, "mb_per_s_a", sa.rate / 1e6, 3);
+		dl_jw_fixed(&w, "mb_per_s_b", sb.rate / 1e6, 3);
 		dl_jw_finish(&w);
 		putchar('\n');
 	} else {
 		printf("A: %s (%llu records)\nB: %s (%llu records)\n", ta.path,
 		       (unsigned long long)ta.nrecs, tb.path, (unsigned long long)tb.nrecs);
-		for (unsigned k = 0; k < 5; k++)
-			printf("  %-15s %.3f\n", names[k], v[k]);
-		printf("  %-15s %.3f\n", "overall", overall);
+		for (unsigned k = 0; k < NASPECTS; k++)
+			printf("  %s%-17s %.3f%s\n", k >= 9 && k < 12 ? "  " : "", names[k], v[k],
+			       k == 12 ? "  (not in overall)" : "");
+		printf("  %-17s %.3f\n", "overall", overall);
+		printf("  files per epoch %.1f / %.1f (%llu / %llu epochs), %.1f / %.1f MB/s\n",
+		       sa.files_per_epoch, sb.files_per_epoch, (unsigned long long)sa.epochs,
+		       (unsigned long long)sb.epochs, sa.rate / 1e6, sb.rate / 1e6);
 	}
 	ret = fflush(stdout) ? 1 : 0;
-out_b:
+out_shapes:
+	dt_shape_free(&sa);
+	dt_shape_free(&sb);
 	dt_stats_free(&b);
 out_a:
 	dt_stats_free(&a);

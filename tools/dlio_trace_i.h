@@ -123,6 +123,37 @@ void dt_stats_free(struct dt_stats *s);
 /* Indices of s->files by bytes (read + written), most first, ties by id. */
 size_t *dt_files_by_bytes(const struct dt_stats *s);
 
+/* ---- dlio_trace_shape.c: order as a shuffle leaves it, and time ---- */
+#define DT_TBINS 20 /* throughput over normalized time */
+struct dt_wv {
+	uint64_t v;
+	double w;
+};
+/* A weighted sample of values (sorted in place by dt_ks). */
+struct dt_sample {
+	struct dt_wv *v;
+	size_t n, cap;
+};
+struct dt_shape {
+	/* Per visit (a thread turning to a file, or reading it from offset 0
+	 * again): distinct files visited since the file's previous visit,
+	 * UINT64_MAX for its first. */
+	struct dt_sample reuse;
+	double files_per_epoch; /* distinct files per complete epoch */
+	uint64_t epochs;
+	struct dt_sample runs; /* sequential runs: length, weight its bytes */
+	struct dt_sample tp;   /* twentieth of the active span, weight its bytes */
+	double rate;	       /* data bytes / active span (s) */
+	struct dt_sample ia;   /* gaps between data request arrivals (ns) */
+	struct dt_sample conc; /* data requests in flight, weight the ns spent so */
+};
+int dt_shape_compute(const struct dt_trace *t, struct dt_shape *s);
+void dt_shape_free(struct dt_shape *s);
+/* Two-sample Kolmogorov-Smirnov distance in [0, 1]: the largest gap between
+ * the two weighted cumulative distributions (0 when both are empty, 1 when
+ * one is). Sorts both samples. */
+double dt_ks(struct dt_sample *a, struct dt_sample *b);
+
 /* ---- dlio_trace_out.c: CSV and human-readable output (JSON: dl_jw) ---- */
 void dt_csv_str(FILE *fp, const char *s);
 /* "4 KiB", "1.5 MiB": sizes for people. */

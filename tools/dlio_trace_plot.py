@@ -8,6 +8,17 @@ learning job's I/O, from a dliofs trace, in one PNG:
   2. temporal pattern: data set offset over time, colour = client;
   3. throughput over time: MiB/s read and written, requests/s.
 
+dlio-trace plot A B -o OUT.png: two runs (e.g. the real job and its
+emulation) one above the other on the same time scale, each from its own
+first request, for each of:
+
+  1. throughput over time (MiB/s read and written; same y scale);
+  2. reads per file over time: each read a point at (time, file), files
+     matched by name across the two traces and ranked by name;
+  3. per-process lanes: each client thread (pid/tid; version 1 traces: each
+     process) a lane, each request a bar from its arrival to its completion
+     (read blue, write red, other grey).
+
 Run by `dlio-trace plot` with /usr/bin/python3 (Debian's python3-matplotlib
 and python3-numpy). The trace is parsed here with numpy, in the layout of
 include/dliofs/trace.h.
@@ -64,6 +75,7 @@ def load(np, path):
     recs = np.frombuffer(data, dtype=rec_dtype(np, rec_size), count=n, offset=HEADER.size)
     recs = recs[np.argsort(recs["start_ns"], kind="stable")]
     return {"recs": recs, "names": names, "start_mono": start_mono, "dropped": dropped,
+            "version": version,
             "config": config.split(b"\0", 1)[0].decode("utf-8", "replace")}
 
 
@@ -92,10 +104,125 @@ def human(n):
     return str(n)
 
 
+def rel_times(np, recs):
+    """Start and end of each record in seconds from the trace's first request."""
+    start = recs["start_ns"].astype(np.int64)
+    t0 = int(start.min()) if len(start) else 0
+    dur = (recs["dur_lo"].astype(np.float64) + recs["dur_hi"].astype(np.float64) * 2.0 ** 32) / 1e9
+    s = (start - np.int64(t0)) / 1e9
+    return s, s + dur
+
+
+def pair_plot(np, plt, trs, labels, args):
+    """Two traces, one above the other, aspect by aspect, on one time axis."""
+    times = [rel_times(np, tr["recs"]) for tr in trs]
+    span = max([float(e.max()) for _, e in times if len(e)] + [1e-3])
+    edges = np.linspace(0, span * (1 + 1e-9), 201)
+    width = edges[1] - edges[0]
+    # Files matched by name across the traces; a file without a name is its
+    # trace's own.
+    fname = [lambda fid, tr=tr, k=k: tr["names"].get(int(fid), "%s#%d" % ("AB"[k], int(fid)))
+             for k, tr in enumerate(trs)]
+    allnames = set()
+    for k, tr in enumerate(trs):
+        rd = tr["recs"][tr["recs"]["op"] == OP_READ]
+        allnames.update(fname[k](f) for f in np.unique(rd["file_id"]))
+    rank = {n: i for i, n in enumerate(sorted(allnames))}
+
+    fig, axes = plt.subplots(6, 1, figsize=(12, 20), dpi=100, sharex=True)
+    rng = np.random.default_rng(1)
+    peak = 0.0
+    for k, (tr, lab) in enumerate(zip(trs, labels)):
+        recs = tr["recs"]
+        start, end = times[k]
+        nbytes = np.maximum(recs["result"], 0).astype(np.float64)
+        ax = axes[k]
+        total = 0.0
+        for op, name, colour in ((OP_READ, "read", "tab:blue"), (OP_WRITE, "write", "tab:red")):
+            m = recs["op"] == op
+            if m.any():
+                h = spread(np, start[m], end[m], nbytes[m], edges) / width / (1 << 20)
+                peak = max(peak, float(h.max()))
+                ax.plot(edges[:-1] + width / 2, h, color=colour, label="%s MiB/s" % name)
+                total += float(nbytes[m].sum())
+        took = float(end.max()) if len(end) else 0.0
+        ax.set_ylabel("MiB/s")
+        ax.set_title("%s: throughput over time (%.1f MiB in %.2f s, %.1f MiB/s)"
+                     % (lab, total / (1 << 20), took, total / (1 << 20) / max(took, 1e-9)),
+                     fontsize="medium")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper right", fontsize="small")
+
+        ax = axes[2 + k]
+        m = recs["op"] == OP_READ
+        rd, rs = recs[m], start[m]
+        sel = np.arange(len(rd))
+        if len(sel) > args.max_points:
+            sel = np.sort(rng.choice(len(rd), args.max_points, replace=False))
+        if len(sel):
+            y = np.array([rank[fname[k](f)] for f in rd["file_id"][sel]], dtype=np.float64)
+            pids = np.unique(rd["pid"])
+            c = np.searchsorted(pids, rd["pid"][sel])
+            cmap = plt.get_cmap("tab10" if len(pids) <= 10 else "tab20")
+            ax.scatter(rs[sel], y, s=3 if len(sel) > 20000 else 8, c=[cmap(i % cmap.N) for i in c],
+                       linewidths=0)
+        ax.set_ylim(-0.5, max(len(rank), 1) - 0.5)
+        ax.set_ylabel("file (by name, %d)" % len(rank))
+        ax.set_title("%s: reads per file over time (%d reads of %d files; colour: process)"
+                     % (lab, len(rd), len(np.unique(rd["file_id"]))), fontsize="medium")
+
+        ax = axes[4 + k]
+        # A lane per thread of each process (version 2 records the
+        # client's thread; version 1 only its process).
+        if tr["version"] >= 2:
+            key = recs["pid"].astype(np.uint64) << np.uint64(32) | recs["tid"].astype(np.uint64)
+        else:
+            key = recs["pid"].astype(np.uint64)
+        keys, lane = np.unique(key, return_inverse=True)
+        lane = lane.astype(np.float64)
+        pids = np.unique(recs["pid"])
+        lane_names = (["%d/%d" % (int(x) >> 32, int(x) & 0xFFFFFFFF) for x in keys]
+                  if tr["version"] >= 2 else [str(int(x)) for x in keys])
+        sel = np.arange(len(recs))
+        if len(sel) > args.max_points:
+            sel = np.sort(rng.choice(len(recs), args.max_points, replace=False))
+        ops = recs["op"][sel]
+        # Data requests drawn last, over the opens and closes around them.
+        for test, colour, name in (((ops != OP_READ) & (ops != OP_WRITE), "tab:gray", "other"),
+                                   (ops == OP_WRITE, "tab:red", "write"),
+                                   (ops == OP_READ, "tab:blue", "read")):
+            idx = sel[test]
+            if len(idx):
+                # A bar at least a pixel wide: a 20 us read on a 60 s axis.
+                ax.hlines(lane[idx], start[idx], np.maximum(end[idx], start[idx] + span / 2000),
+                          colors=colour, linewidth=max(1.0, min(6.0, 120.0 / max(len(keys), 1))),
+                          label=name)
+        ax.set_yticks(range(len(keys)))
+        ax.set_yticklabels(lane_names if len(keys) <= 40 else [""] * len(keys), fontsize="small")
+        ax.set_ylim(-0.7, max(len(keys), 1) - 0.3)
+        ax.set_ylabel("pid/tid" if tr["version"] >= 2 else "pid")
+        ax.set_title("%s: per-process lanes (%d processes, %d lanes: one per thread; bar: "
+                     "arrival to completion)" % (lab, len(pids), len(keys)), fontsize="medium")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper right", fontsize="small")
+    for ax in axes[:2]:
+        ax.set_ylim(0, peak * 1.1 if peak > 0 else 1)
+    axes[-1].set_xlim(0, span)
+    axes[-1].set_xlabel("time since the trace's first request (s); same scale for both runs")
+    fig.suptitle(args.title or "%s (above) vs %s (below)" % tuple(labels))
+    fig.tight_layout(rect=(0, 0, 1, 0.98))
+    try:
+        fig.savefig(args.output)
+    except OSError as e:
+        print("dlio-trace plot: %s: %s" % (args.output, e), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(prog="dlio-trace plot", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("trace")
+    ap.add_argument("trace", nargs="+", help="one trace, or two to compare (A above B)")
     ap.add_argument("-o", "--output", required=True, help="PNG to write")
     ap.add_argument("--title", default=None)
     ap.add_argument("--max-points", type=int, default=200000,
@@ -112,11 +239,24 @@ def main():
               file=sys.stderr)
         return 1
 
-    try:
-        tr = load(np, args.trace)
-    except (OSError, ValueError, struct.error) as e:
-        print("dlio-trace plot: %s: %s" % (args.trace, e), file=sys.stderr)
-        return 1
+    if len(args.trace) > 2:
+        print("dlio-trace plot: one trace, or two (A B) to compare; %d given" % len(args.trace),
+              file=sys.stderr)
+        return 2
+    trs = []
+    for path in args.trace:
+        try:
+            trs.append(load(np, path))
+        except (OSError, ValueError, struct.error) as e:
+            print("dlio-trace plot: %s: %s" % (path, e), file=sys.stderr)
+            return 1
+    if len(trs) == 2:
+        labels = [os.path.basename(p) for p in args.trace]
+        if labels[0] == labels[1]:
+            labels = ["A " + args.trace[0], "B " + args.trace[1]]
+        return pair_plot(np, plt, trs, labels, args)
+    tr = trs[0]
+    args.trace = args.trace[0]
     recs = tr["recs"]
     t0 = tr["start_mono"]
     data = recs[(recs["op"] == OP_READ) | (recs["op"] == OP_WRITE)]

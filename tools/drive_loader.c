@@ -84,6 +84,17 @@ static void *reader_main(void *arg)
 		if (l->stop)
 			break;
 		unsigned k = 0, kmax = claim_max(l);
+		/* A group takes at most a fair share of the room the prefetch
+		 * leaves, so that with a small window (batch 8, prefetch 2: 16
+		 * samples) the readers still read at once instead of taking
+		 * turns, one holding the whole window. */
+		if (kmax > 1 && l->nthreads > 1 && l->plan.kind != DRV_U_STREAM) {
+			uint64_t room = l->limit > l->reserved ? l->limit - l->reserved : 1;
+			uint64_t share = (room + l->nthreads - 1) / l->nthreads;
+
+			if (share < kmax)
+				kmax = share ? (unsigned)share : 1;
+		}
 		uint64_t nres = 0;
 		do {
 			pos[k] = l->next++;

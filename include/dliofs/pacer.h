@@ -31,6 +31,32 @@ struct dl_lat_model {
 	char source[256];	/* empirical: the file it came from (for dumps) */
 };
 
+/* Latency of a request alone on the device, by its size (latency_by_size):
+ * points sorted by size, each a distribution. */
+#define DL_PACER_MAX_SIZES 16
+struct dl_size_lat {
+	uint64_t size;
+	struct dl_lat_model lat;
+};
+struct dl_lat_sizes {
+	unsigned n;
+	struct dl_size_lat *pt; /* owned */
+};
+
+/* Bytes/s a device delivers with k requests of one size in service
+ * (bandwidth_by_concurrency): rows sorted by size, points by k. */
+#define DL_PACER_MAX_CONC 16
+struct dl_conc_row {
+	uint64_t size;
+	unsigned n;
+	uint32_t k[DL_PACER_MAX_CONC];
+	uint64_t bw[DL_PACER_MAX_CONC];
+};
+struct dl_conc_table {
+	unsigned n;
+	struct dl_conc_row *row; /* owned */
+};
+
 /* One operation class of a device. 0 means "no limit" for every limit. */
 struct dl_dev_model {
 	uint64_t bandwidth;	/* bytes/s shared by all requests of the class */
@@ -38,6 +64,11 @@ struct dl_dev_model {
 	uint64_t iops;		/* requests/s */
 	uint32_t queue_depth;	/* requests in service at once; the rest wait in order */
 	struct dl_lat_model latency;
+	/* Measured devices (dliofs profile): a request's latency by its size
+	 * instead of `latency` (for requests with data), stretched by how many
+	 * requests are in service (pacer/curves.c has the rules). */
+	struct dl_lat_sizes lat_size;
+	struct dl_conc_table conc;
 };
 
 #define DL_PACER_MAX_PHASES 16
@@ -107,6 +138,8 @@ struct dl_pacer_cfg {
  *   read.bandwidth=500MB/s  read.burst=4MiB  read.iops=20k  read.queue_depth=32
  *   read.latency=200us | uniform(100us,300us) | normal(1ms,100us) |
  *                lognormal(1ms,10ms) (median, p99) | exponential(1ms) | empirical(/path)
+ *   read.latency_by_size.4KiB=LATENCY (a point; read.latency_by_size=none clears),
+ *   read.bandwidth_by_concurrency.1MiB.4=2GB/s (a point; .1MiB=none drops the row),
  *   (same for write.* and meta.*), phases.N.duration=30s, phases.N.read.bandwidth=...,
  *   cache.policy=lru|minio|none|kernel, cache.size=200GiB, cache.block=1MiB,
  *   cache.hit_bandwidth=10GB/s, enabled=true|false,
@@ -150,6 +183,9 @@ struct dl_pacer_req {
 
 /* The job is new to the pacer: tell it the job's name (dl_pacer_job_info). */
 #define DL_PRES_NEW_JOB 1u
+/* The request is in service until dl_pacer_complete (bandwidth_by_concurrency
+ * counts it); internal, kept in the result for the completion. */
+#define DL_PRES_BUSY 2u
 
 struct dl_pacer_result {
 	uint64_t due_ns;	/* when to reply (>= submission time) */

@@ -1,0 +1,239 @@
+"""dliofs profile: a profile of a real directory that the config loader
+takes (pacer: {profile: ./x.yaml}, its latency tables beside it), nothing
+of the user's touched, the probe removed (also when interrupted), bounded
+time, clear refusals; and the mount running on what it wrote."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dltest  # noqa: E402
+
+DLIOFS = dltest.DLIOFS
+BYPASS = ("direct", "fadvise", "drop_caches", "large_files", "none")
+
+
+def profile(*args, timeout=120):
+    return subprocess.run([DLIOFS, "profile"] + list(args), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def snapshot(d):
+    """Every name under d with its size, mtime and content hash."""
+    out = {}
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            p = os.path.join(root, n)
+            st = os.lstat(p)
+            data = b""
+            if os.path.isfile(p):
+                with open(p, "rb") as f:
+                    data = f.read()
+            out[os.path.relpath(p, d)] = (st.st_size, st.st_mtime_ns, hash(data))
+    return out
+
+
+class Profile(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="dliofs-profile-test-", dir="/var/tmp")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        # The user's directory, with a file of their own in it.
+        cls.data = os.path.join(cls.tmp, "data")
+        os.makedirs(os.path.join(cls.data, "sub"))
+        with open(os.path.join(cls.data, "sub", "mine.bin"), "wb") as f:
+            f.write(os.urandom(8 << 20))
+        cls.before = snapshot(cls.data)
+        cls.out = os.path.join(cls.tmp, "out", "mystorage.yaml")
+        os.makedirs(os.path.dirname(cls.out))
+        t = time.monotonic()
+        cls.r = profile(cls.data, "-o", cls.out, "--time", "5s", "--probe-size", "64MiB")
+        cls.took = time.monotonic() - t
+
+    def test_runs_and_summarizes(self):
+        self.assertEqual(self.r.returncode, 0, self.r.stderr)
+        out = self.r.stdout
+        self.assertIn("MB/s", out)
+        self.assertIn("p99", out)
+        for what in ("read  4KiB    1", "read  1MiB    4", "write 4KiB    1", "stat", "open+close",
+                     "readdir", "fsync"):
+            self.assertIn(what, out)
+        self.assertIn("wrote %s" % self.out, out)
+        # No progress line: stderr is not a terminal here.
+        self.assertNotIn("dliofs profile: [", self.r.stderr)
+
+    def test_progress_on_a_terminal(self):
+        # stderr a terminal: one line rewritten in place (\r) per step.
+        import pty
+        master, slave = pty.openpty()
+        out = os.path.join(self.tmp, "tty.yaml")
+        p = subprocess.Popen([DLIOFS, "profile", self.data, "-o", out, "--time", "2s",
+                              "--probe-size", "16MiB", "--keep-caches"],
+                             stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        got = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            got += chunk
+        os.close(master)
+        self.assertEqual(p.wait(timeout=120), 0, got[-2000:])
+        text = got.decode("utf-8", "replace")
+        self.assertRegex(text, r"\rdliofs profile: \[ *\d+\.\ds/2s\] read 4KiB x1 random")
+        self.assertIn("done", text)
+        for name in os.listdir(os.path.dirname(out)):
+            if name.startswith("tty."):
+                os.unlink(os.path.join(os.path.dirname(out), name))
+
+    def test_bounded_time(self):
+        # 5 s asked; metadata passes and cleanup may run over a little.
+        self.assertLess(self.took, 5 * 1.5 + 10, self.r.stderr)
+
+    def test_user_files_untouched_probe_removed(self):
+        self.assertEqual(snapshot(self.data), self.before)
+        self.assertFalse([n for n in os.listdir(self.data) if n.startswith(".dliofs-profile")])
+
+    def test_profile_content(self):
+        with open(self.out) as f:
+            text = f.read()
+        for key in ("measured:", "directory: \"%s\"" % os.path.realpath(self.data),
+                    "filesystem:", "date:", "cache_bypass:", "cache_bypass_how:", "requests:",
+                    "pacer:", "latency_by_size:", "bandwidth_by_concurrency:", "cache: {policy: none}"):
+            self.assertIn(key, text)
+        m = re.search(r"cache_bypass: (\w+)", text)
+        self.assertIn(m.group(1), BYPASS)
+        # What the model gets by concurrency never falls as more are in
+        # flight (fitted; measured.requests has the raw rates).
+        rows = re.findall(r"^      (\d+[KM]iB): \{(1: [^}]*)\}$", text, re.M)
+        self.assertGreaterEqual(len(rows), 4, text)  # 4KiB and 1MiB, read and write
+        for size, pts in rows:
+            rates = [float(x) for x in re.findall(r"\d+: ([\d.]+)MB/s", pts)]
+            self.assertGreater(len(rates), 1, pts)
+            self.assertEqual(rates, sorted(rates), "%s: %s" % (size, pts))
+        tables = re.findall(r'"empirical\(([^)]+)\)"', text)
+        self.assertGreaterEqual(len(tables), 6 + 4 + 1, text)  # read sizes, write sizes, stat
+        for t in tables:
+            path = os.path.join(os.path.dirname(self.out), t)
+            self.assertTrue(os.path.exists(path), path)
+            with open(path) as f:
+                lines = [ln for ln in f if not ln.startswith("#")]
+            self.assertGreater(len(lines), 0, path)
+            for ln in lines:
+                self.assertRegex(ln, r"^\d+ns \d+$")
+
+    def test_config_takes_it(self):
+        # A config beside another directory names the profile by a relative
+        # path; its tables resolve beside the profile, wherever we run from.
+        cfgdir = os.path.join(self.tmp, "cfg")
+        os.makedirs(cfgdir, exist_ok=True)
+        cfg = dltest.write_config(cfgdir, "datasets: [{name: d, format: raw, files: 2, sample_size: 1MB}]\n"
+                                  "pacer: {profile: ../out/mystorage.yaml, meta: {latency: 7us}}\n")
+        r = subprocess.run([DLIOFS, "check", cfg], capture_output=True, text=True, cwd="/")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('profile: "mystorage"', r.stdout)
+        self.assertIn("empirical(%s/mystorage.read-4KiB.lat)" % os.path.dirname(self.out), r.stdout)
+        self.assertRegex(r.stdout, r"bandwidth_by_concurrency: \{4KiB: \{1: ")
+        self.assertIn("latency: 7us", r.stdout)  # the config's keys override the profile
+        self.assertIn("policy: none", r.stdout)
+
+    def test_mount_runs_on_it(self):
+        dltest.require(dltest.fuse_available(), "/dev/fuse not available")
+        cfg = dltest.write_config(os.path.dirname(self.out),
+                                  "datasets: [{name: d, format: raw, files: 2, sample_size: 4MiB}]\n"
+                                  "pacer: {profile: ./mystorage.yaml}\n", name="mount.yaml")
+        with dltest.mounted(cfg) as mnt:
+            path = os.path.join(mnt, "d", "train")
+            name = sorted(os.listdir(path))[0]
+            with open(os.path.join(path, name), "rb") as f:
+                self.assertEqual(len(f.read()), 4 << 20)
+            st = subprocess.run([DLIOFS, "stat", mnt, "--json"], capture_output=True, text=True)
+            self.assertIn('"mystorage"', st.stdout)
+
+
+class Refusals(unittest.TestCase):
+    def test_help(self):
+        r = profile("--help")
+        self.assertEqual(r.returncode, 0)
+        for what in ("--read-only", "--time", "O_DIRECT", "probe", "pacer: {profile: ./OUT.yaml}"):
+            self.assertIn(what, r.stdout)
+        r = subprocess.run([DLIOFS, "--help"], capture_output=True, text=True)
+        self.assertIn("dliofs profile DIR -o OUT.yaml", r.stdout)
+
+    def test_bad_arguments(self):
+        tmp = tempfile.mkdtemp(prefix="dliofs-profile-args-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        cases = [((tmp,), "-o OUT.yaml is required"),
+                 ((tmp, "-o", "x.yaml", "--time", "0.5s"), "--time"),
+                 ((tmp, "-o", "x.yaml", "--max-clients", "0"), "--max-clients"),
+                 ((os.path.join(tmp, "nope"), "-o", "x.yaml"), "nope"),
+                 ((tmp, tmp, "-o", "x.yaml"), "one DIR")]
+        for args, msg in cases:
+            r = profile(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(msg, r.stderr, args)
+        self.assertEqual(os.listdir(tmp), [])
+
+    def test_unwritable_needs_read_only(self):
+        # /proc takes no new directory, even from root.
+        out = os.path.join(tempfile.mkdtemp(prefix="dliofs-profile-ro-"), "p.yaml")
+        self.addCleanup(shutil.rmtree, os.path.dirname(out), True)
+        r = profile("/proc/self", "-o", out, "--time", "2s")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("cannot write in", r.stderr)
+        self.assertIn("--read-only", r.stderr)
+        self.assertFalse(os.path.exists(out))
+
+    def test_read_only(self):
+        tmp = tempfile.mkdtemp(prefix="dliofs-profile-ro-", dir="/var/tmp")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        data = os.path.join(tmp, "data")
+        os.makedirs(os.path.join(data, "a"))
+        for i in range(20):
+            with open(os.path.join(data, "a", "f%02d" % i), "wb") as f:
+                f.write(os.urandom((1 << 20) + 4096 * i))
+        before = snapshot(data)
+        out = os.path.join(tmp, "ro.yaml")
+        r = profile(data, "-o", out, "--read-only", "--time", "3s", "--keep-caches")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(snapshot(data), before)
+        with open(out) as f:
+            text = f.read()
+        self.assertIn("the files already in the directory (read-only)", text)
+        self.assertIn("  read:", text)
+        self.assertNotIn("  write:", text)
+        self.assertNotIn("op: write", text)
+        self.assertIn("caches: kept", text)
+        # 4 MiB reads need a file of 4 MiB: there is none, so that point
+        # says why and is left out of the model.
+        self.assertIn("size: 4MiB, clients: 1", text)
+        self.assertNotIn("4MiB: \"empirical", text)
+
+    def test_interrupted(self):
+        tmp = tempfile.mkdtemp(prefix="dliofs-profile-int-", dir="/var/tmp")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        out = os.path.join(tmp, "p.yaml")
+        data = os.path.join(tmp, "data")
+        os.makedirs(data)
+        p = subprocess.Popen([DLIOFS, "profile", data, "-o", out, "--time", "60s"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn("interrupted", err)
+        self.assertEqual(os.listdir(data), [])
+        self.assertFalse(os.path.exists(out))
+
+
+if __name__ == "__main__":
+    dltest.main()

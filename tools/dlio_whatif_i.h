@@ -204,6 +204,10 @@ void wi_point_stats(const struct wi_run *runs, unsigned nruns, unsigned warmup, 
 		    struct wi_stat st[WI_NM]);
 void wi_json_stats(struct dl_jw *w, const char *key, const struct wi_stat st[WI_NM]);
 void wi_json_runs(struct dl_jw *w, const struct wi_run *runs, unsigned nruns, unsigned warmup);
+/* "target": {text, metric, op, value}. */
+void wi_json_target(struct dl_jw *w, const struct wi_target *t);
+/* End the document, close the file: 0 or the first error (-errno). */
+int wi_json_close(struct dl_jw *w, FILE *f);
 /* The members every verb's JSON starts with. */
 void wi_json_head(struct dl_jw *w, const char *verb, const struct wi_env *e, unsigned repeat,
 		  unsigned warmup);

@@ -166,7 +166,6 @@ static int write_side(const struct wi_env *e, const struct wi_kv *kv, unsigned n
 	char path[PATH_MAX + 8];
 	struct dl_jw w;
 	FILE *f;
-	int ret;
 
 	snprintf(path, sizeof(path), "%s.json", trace);
 	f = fopen(path, "w");
@@ -193,11 +192,7 @@ static int write_side(const struct wi_env *e, const struct wi_kv *kv, unsigned n
 	for (unsigned c = 0; c < copies; c++)
 		wi_model_write(&w, NULL, &m[c]);
 	dl_jw_end(&w);
-	ret = dl_jw_finish(&w);
-	fputc('\n', f);
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
+	return wi_json_close(&w, f);
 }
 
 /* Start the copies, wait for them, read what they reported. */

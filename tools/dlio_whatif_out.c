@@ -138,6 +138,26 @@ void wi_json_runs(struct dl_jw *w, const struct wi_run *runs, unsigned nruns, un
 	dl_jw_end(w);
 }
 
+void wi_json_target(struct dl_jw *w, const struct wi_target *t)
+{
+	dl_jw_obj(w, "target");
+	dl_jw_str(w, "text", t->text);
+	dl_jw_str(w, "metric", wi_metric_names[t->metric]);
+	dl_jw_str(w, "op", t->ge ? ">=" : "<=");
+	dl_jw_f64(w, "value", t->value, 6);
+	dl_jw_end(w);
+}
+
+int wi_json_close(struct dl_jw *w, FILE *f)
+{
+	int ret = dl_jw_finish(w);
+
+	fputc('\n', f);
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
 void wi_json_head(struct dl_jw *w, const char *verb, const struct wi_env *e, unsigned repeat,
 		  unsigned warmup)
 {

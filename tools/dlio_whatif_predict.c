@@ -356,7 +356,6 @@ static int write_json(const struct popts *o, const struct dt_trace *t, const str
 {
 	struct dl_jw w;
 	FILE *f = fopen(o->json, "w");
-	int ret;
 
 	if (!f) {
 		fprintf(stderr, "dlio-whatif predict: %s: %s\n", o->json, strerror(errno));
@@ -405,11 +404,7 @@ static int write_json(const struct popts *o, const struct dt_trace *t, const str
 		dl_jw_end(&w);
 	}
 	dl_jw_end(&w);
-	ret = dl_jw_finish(&w);
-	fputc('\n', f);
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
+	return wi_json_close(&w, f);
 }
 
 /* The configs: as recorded, and the pacer it stands for. */

@@ -233,7 +233,6 @@ static int write_json(const char *path, const struct ctx *c, const struct search
 {
 	struct dl_jw w;
 	FILE *f = fopen(path, "w");
-	int ret;
 
 	if (!f) {
 		fprintf(stderr, "dlio-whatif: %s: %s\n", path, strerror(errno));
@@ -243,12 +242,7 @@ static int write_json(const char *path, const struct ctx *c, const struct search
 	dl_jw_obj(&w, NULL);
 	wi_json_head(&w, "search", c->e, c->o->repeat, c->o->warmup);
 	dl_jw_str(&w, "metric", wi_metric_names[c->metric]);
-	dl_jw_obj(&w, "target");
-	dl_jw_str(&w, "text", c->o->target.text);
-	dl_jw_str(&w, "metric", wi_metric_names[c->o->target.metric]);
-	dl_jw_str(&w, "op", c->o->target.ge ? ">=" : "<=");
-	dl_jw_f64(&w, "value", c->o->target.value, 6);
-	dl_jw_end(&w);
+	wi_json_target(&w, &c->o->target);
 	dl_jw_f64(&w, "resolution", c->o->resolution, 6);
 	dl_jw_arr(&w, "keys");
 	for (unsigned a = 0; a < c->o->grid.nax; a++)
@@ -280,11 +274,7 @@ static int write_json(const char *path, const struct ctx *c, const struct search
 		dl_jw_end(&w);
 	}
 	dl_jw_end(&w);
-	ret = dl_jw_finish(&w);
-	fputc('\n', f);
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
+	return wi_json_close(&w, f);
 }
 
 /* Probes one search may take: the ends and the halvings. */

@@ -158,7 +158,6 @@ static int write_json(const char *path, const struct wi_opts *o, const struct wi
 	struct wi_kv kv[WI_MAX_AXES];
 	struct dl_jw w;
 	FILE *f = fopen(path, "w");
-	int ret;
 
 	if (!f) {
 		fprintf(stderr, "dlio-whatif: %s: %s\n", path, strerror(errno));
@@ -169,12 +168,7 @@ static int write_json(const char *path, const struct wi_opts *o, const struct wi
 	wi_json_head(&w, "sweep", e, o->repeat, o->warmup);
 	dl_jw_str(&w, "metric", wi_metric_names[wi_opts_metric(o, e)]);
 	if (o->have_target) {
-		dl_jw_obj(&w, "target");
-		dl_jw_str(&w, "text", o->target.text);
-		dl_jw_str(&w, "metric", wi_metric_names[o->target.metric]);
-		dl_jw_str(&w, "op", o->target.ge ? ">=" : "<=");
-		dl_jw_f64(&w, "value", o->target.value, 6);
-		dl_jw_end(&w);
+		wi_json_target(&w, &o->target);
 	}
 	dl_jw_arr(&w, "keys");
 	for (unsigned a = 0; a < o->grid.nax; a++)
@@ -209,11 +203,7 @@ static int write_json(const char *path, const struct wi_opts *o, const struct wi
 		dl_jw_end(&w);
 	}
 	dl_jw_end(&w);
-	ret = dl_jw_finish(&w);
-	fputc('\n', f);
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
+	return wi_json_close(&w, f);
 }
 
 static int run_grid(const struct wi_opts *o, struct wi_env *e, struct wi_run *runs, size_t np)

@@ -57,7 +57,8 @@ void st_mount_pacer_desc(const char *mnt, char *buf, size_t len)
 		}
 		if (!in_read || sscanf(line, " %63[^:]: %127[^\n]", key, val) != 2)
 			continue;
-		if (!strcmp(val, "unlimited") || !strcmp(val, "none") || !strcmp(key, "burst"))
+		if (!strcmp(val, "unlimited") || !strcmp(val, "none") || !strcmp(val, "{}") ||
+		    !strcmp(key, "burst"))
 			continue;
 		w = snprintf(buf + off, len - off, "%s%s %s", off ? ", " : "", key, val);
 		if (w < 0 || (size_t)w >= len - off)

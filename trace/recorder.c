@@ -238,22 +238,55 @@ static int append(struct dl_trace *t, const void *p, size_t len)
 	return 0;
 }
 
-/* Write the buffer out. Records in a buffer that cannot be written are
- * counted as dropped, so that nothing is ever lost without a count. */
+/* How many of the buffer's records the file system still has room for,
+ * the tail's reserve kept: the most k with reserve(k records) == 0. */
+static uint64_t records_that_fit(struct dl_trace *t)
+{
+	const uint64_t rs = sizeof(struct dl_trace_rec);
+	uint64_t lo = 0, hi = t->buf_recs;
+
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (reserve(t, mid * rs))
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return lo;
+}
+
+/* Write the buffer out. Records that cannot be written are counted as
+ * dropped, so that nothing is ever lost without a count. When the disk
+ * fills, the records that still fit go out first: a writer that fell
+ * behind holds a whole buffer (1 MiB), which may not fit where half of it
+ * would. */
 static void flush_buf(struct dl_trace *t)
 {
-	if (t->buf_len && !t->err) {
-		int ret = reserve(t, t->buf_len);
+	uint64_t kept = 0;
 
-		if (!ret)
-			ret = append(t, t->buf, t->buf_len);
+	if (t->buf_len && !t->err) {
+		uint64_t len = t->buf_len;
+		int ret = reserve(t, len);
+
+		kept = t->buf_recs;
+		if (ret) {
+			kept = records_that_fit(t);
+			len = kept * sizeof(struct dl_trace_rec);
+		}
+		if (len) {
+			int wret = append(t, t->buf, len);
+
+			if (wret) {
+				kept = 0;
+				ret = wret;
+			}
+		}
+		atomic_fetch_add_explicit(&t->written, kept, memory_order_relaxed);
 		if (ret)
 			fail_io(t, ret);
 	}
-	if (t->err)
-		atomic_fetch_add_explicit(&t->io_dropped, t->buf_recs, memory_order_relaxed);
-	else
-		atomic_fetch_add_explicit(&t->written, t->buf_recs, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->io_dropped, t->buf_recs - kept, memory_order_relaxed);
 	t->buf_len = 0;
 	t->buf_recs = 0;
 	t->last_flush_ns = dl_clock_ns(CLOCK_MONOTONIC_COARSE);
@@ -406,7 +439,10 @@ static void write_tail(struct dl_trace *t)
 		if (t->buf_len + sizeof(nm) + nm.len > TRACE_WRITE_BUF) {
 			if (t->err && t->buf_len > room)
 				break;
-			if (reserve(t, t->buf_len) || append(t, t->buf, t->buf_len)) {
+			/* The reserve is there for the tail: use it before asking
+			 * for more (which would want another reserve beyond). */
+			if ((t->buf_len > room && reserve(t, t->buf_len)) ||
+			    append(t, t->buf, t->buf_len)) {
 				t->buf_len = 0;
 				break;
 			}
@@ -420,7 +456,7 @@ static void write_tail(struct dl_trace *t)
 	}
 	free(ids);
 	if (t->buf_len) {
-		ret = (t->err && t->buf_len > room) ? -ENOSPC : reserve(t, t->buf_len);
+		ret = t->buf_len <= room ? 0 : t->err ? -ENOSPC : reserve(t, t->buf_len);
 		if (!ret)
 			ret = append(t, t->buf, t->buf_len);
 		if (ret) {

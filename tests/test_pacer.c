@@ -16,6 +16,7 @@
 
 #include "dliofs/clock.h"
 #include "dliofs/pacer.h"
+#include "pacer_kv.h"
 #include "tap.h"
 
 #define MS ((uint64_t)1000000)
@@ -25,42 +26,6 @@
 #define MAXC 64
 
 /* ---- helpers ---- */
-
-static int cfg_from(struct dl_pacer_cfg *cfg, const char *const *kv)
-{
-	char err[512], key[128];
-	const char *eq;
-
-	dl_pacer_cfg_init(cfg);
-	for (; *kv; kv++) {
-		eq = strchr(*kv, '=');
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
-		if (dl_pacer_cfg_set(cfg, key, eq + 1, err, sizeof(err))) {
-			fprintf(stderr, "set %s: %s\n", *kv, err);
-			return -1;
-		}
-	}
-	if (dl_pacer_cfg_check(cfg, err, sizeof(err))) {
-		fprintf(stderr, "check: %s\n", err);
-		return -1;
-	}
-	return 0;
-}
-
-static struct dl_pacer *pacer_from(const char *const *kv, uint64_t now, uint64_t seed)
-{
-	struct dl_pacer_cfg cfg;
-	struct dl_pacer *p = NULL;
-	int ret;
-
-	if (cfg_from(&cfg, kv)) {
-		dl_pacer_cfg_free(&cfg);
-		return NULL;
-	}
-	ret = dl_pacer_new(&cfg, now, seed, &p);
-	dl_pacer_cfg_free(&cfg);
-	return ret ? NULL : p;
-}
 
 struct sim {
 	uint64_t start, end; /* first submission, last due */
@@ -217,7 +182,7 @@ static void test_bandwidth(void)
 		for (unsigned c = 0; c < 3; c++) {
 			snprintf(bw, sizeof(bw), "read.bandwidth=%s", rates[r]);
 			const char *kv[] = {bw, "read.burst=1MiB", NULL};
-			struct dl_pacer *p = pacer_from(kv, T0, 1);
+			struct dl_pacer *p = test_pacer(kv, T0, 1);
 
 			run_clients(p, clients[c], DL_OP_READ, 1 << 20, 100000, T0, &s);
 			double got = rate(&s, s.bytes);
@@ -234,7 +199,7 @@ static void test_bandwidth(void)
 	{
 		const char *kv[] = {"read.bandwidth=1GB/s", "read.queue_depth=4",
 				    "read.latency=100us", NULL};
-		struct dl_pacer *p = pacer_from(kv, T0, 1);
+		struct dl_pacer *p = test_pacer(kv, T0, 1);
 
 		run_clients(p, 16, DL_OP_READ, 1 << 20, 100000, T0, &s);
 		CHECK(relerr(rate(&s, s.bytes), 1e9) < 1e-3, "1GB/s qd4 100us: %.6g",
@@ -244,7 +209,7 @@ static void test_bandwidth(void)
 	/* MiB/s is 2^20 bytes/s. */
 	{
 		const char *kv[] = {"read.bandwidth=64MiB/s", NULL};
-		struct dl_pacer *p = pacer_from(kv, T0, 1);
+		struct dl_pacer *p = test_pacer(kv, T0, 1);
 
 		run_clients(p, 4, DL_OP_READ, 128 << 10, 50000, T0, &s);
 		CHECK(relerr(rate(&s, s.bytes), 64.0 * (1 << 20)) < 1e-4, "64MiB/s: %.6g",
@@ -254,7 +219,7 @@ static void test_bandwidth(void)
 	/* The burst: after idle time, up to `burst` bytes pass at once, no more. */
 	{
 		const char *kv[] = {"read.bandwidth=100MB/s", "read.burst=4MiB", NULL};
-		struct dl_pacer *p = pacer_from(kv, T0, 1);
+		struct dl_pacer *p = test_pacer(kv, T0, 1);
 		struct dl_pacer_req r = {.cls = DL_OP_READ, .file_id = 1, .off = 0, .len = 1 << 20, .job = 1};
 		struct dl_pacer_result res;
 		uint64_t t = T0 + 10 * SEC; /* long idle: the bucket is full */
@@ -269,7 +234,7 @@ static void test_bandwidth(void)
 		CHECK(res.due_ns - t == 10485760, "after the burst: +%" PRIu64, res.due_ns - t);
 		/* At creation the bucket is empty: no free burst at mount time. */
 		dl_pacer_free(p);
-		p = pacer_from(kv, T0, 1);
+		p = test_pacer(kv, T0, 1);
 		dl_pacer_submit(p, &r, T0, &res);
 		CHECK(res.due_ns - T0 == 10485760, "first request at creation: +%" PRIu64,
 		      res.due_ns - T0);
@@ -289,7 +254,7 @@ static void check_lat(const char *spec, unsigned nclients, double p50, double p9
 	char *js;
 
 	snprintf(kv0, sizeof(kv0), "read.latency=%s", spec);
-	p = pacer_from(kv, T0, 7);
+	p = test_pacer(kv, T0, 7);
 	s.lat = malloc(N * sizeof(*s.lat));
 	run_clients(p, nclients, DL_OP_READ, 4096, N, T0, &s);
 	double g50 = (double)pct(s.lat, N, 0.5), g99 = (double)pct(s.lat, N, 0.99);
@@ -322,7 +287,7 @@ static void test_latency(void)
 	/* Constant latency is exact for every request. */
 	{
 		const char *kv[] = {"read.latency=constant(150us)", NULL};
-		struct dl_pacer *p = pacer_from(kv, T0, 1);
+		struct dl_pacer *p = test_pacer(kv, T0, 1);
 		struct dl_pacer_req r = {.cls = DL_OP_READ, .file_id = 1, .off = 0, .len = 4096, .job = 1};
 		struct dl_pacer_result res;
 		int bad = 0;
@@ -346,7 +311,7 @@ static void draws(const char *spec, uint64_t *v, size_t n)
 	struct dl_pacer *p;
 
 	snprintf(kv0, sizeof(kv0), "meta.latency=%s", spec);
-	p = pacer_from(kv, T0, 11);
+	p = test_pacer(kv, T0, 11);
 	if (!p) {
 		CHECK(0, "pacer with %s", spec);
 		memset(v, 0, n * sizeof(*v));
@@ -479,7 +444,7 @@ static void test_iops(void)
 		for (unsigned c = 1; c <= 16; c *= 4) {
 			snprintf(kv0, sizeof(kv0), "read.iops=%s", caps[i]);
 			const char *kv[] = {kv0, NULL};
-			struct dl_pacer *p = pacer_from(kv, T0, 1);
+			struct dl_pacer *p = test_pacer(kv, T0, 1);
 
 			run_clients(p, c, DL_OP_READ, 4096, 100000, T0, &s);
 			CHECK(relerr(rate(&s, s.n), want[i]) < 0.03, "iops %s x%u: %.6g", caps[i],
@@ -492,7 +457,7 @@ static void test_iops(void)
 	/* A cap that does not divide 10^9: still exact over time. */
 	{
 		const char *kv[] = {"read.iops=3", NULL};
-		struct dl_pacer *p = pacer_from(kv, T0, 1);
+		struct dl_pacer *p = test_pacer(kv, T0, 1);
 
 		run_clients(p, 4, DL_OP_READ, 4096, 3001, T0, &s);
 		CHECK(s.end - s.start == 1000 * SEC, "3 iops: 3001 requests over %" PRIu64 " ns",
@@ -502,12 +467,12 @@ static void test_iops(void)
 	/* With latency, one client cannot reach the cap; 16 can. */
 	{
 		const char *kv[] = {"read.iops=20k", "read.latency=500us", NULL};
-		struct dl_pacer *p = pacer_from(kv, T0, 1);
+		struct dl_pacer *p = test_pacer(kv, T0, 1);
 
 		run_clients(p, 1, DL_OP_READ, 4096, 10000, T0, &s);
 		CHECK(relerr(rate(&s, s.n), 2000) < 1e-3, "1 client at 500us: %.6g", rate(&s, s.n));
 		dl_pacer_free(p);
-		p = pacer_from(kv, T0, 1);
+		p = test_pacer(kv, T0, 1);
 		run_clients(p, 16, DL_OP_READ, 4096, 100000, T0, &s);
 		CHECK(relerr(rate(&s, s.n), 20000) < 1e-3, "16 clients at 500us: %.6g",
 		      rate(&s, s.n));
@@ -536,7 +501,7 @@ static void test_queue_depth(void)
 {
 	enum { N = 40000 };
 	const char *kv[] = {"read.queue_depth=4", "read.latency=1ms", NULL};
-	struct dl_pacer *p = pacer_from(kv, T0, 1);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 	struct sim s = {0};
 	struct ev *ev = malloc(2 * N * sizeof(*ev));
 	int cur = 0, peak = 0, fifo = 1;
@@ -604,7 +569,7 @@ static void test_phases(void)
 			    "phases.1.duration=10s",
 			    "phases.1.read.bandwidth=200MB/s",
 			    NULL};
-	struct dl_pacer *p = pacer_from(kv, T0, 1);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 	struct sim s = {0};
 	double bytes[2] = {0, 0}, secs[2] = {0, 0};
 	uint64_t cycles;
@@ -647,7 +612,7 @@ static void test_phases(void)
 		struct dl_pacer_req r = {.cls = DL_OP_META, .file_id = 0, .off = 0, .len = 0, .job = 1};
 		struct dl_pacer_result res;
 
-		p = pacer_from(kv2, T0, 1);
+		p = test_pacer(kv2, T0, 1);
 		dl_pacer_submit(p, &r, T0 + 999 * MS, &res);
 		CHECK(res.due_ns == T0 + 1000 * MS, "end of phase 0: +%" PRIu64, res.due_ns - T0);
 		dl_pacer_submit(p, &r, T0 + 1000 * MS, &res);
@@ -667,7 +632,7 @@ static void test_phases(void)
 		uint64_t *due = malloc(100000 * sizeof(uint64_t));
 		double n0 = 0, n1 = 0;
 
-		p = pacer_from(kv3, T0, 1);
+		p = test_pacer(kv3, T0, 1);
 		s.due = due;
 		run_clients(p, 16, DL_OP_READ, 4096, 100000, T0, &s);
 		for (size_t i = 0; i < 100000; i++) {
@@ -694,7 +659,7 @@ static void test_classes(void)
 	struct sim s = {0};
 	const char *kv[] = {"read.bandwidth=100MB/s", "read.iops=1k",	  "write.bandwidth=50MB/s",
 			    "meta.iops=500",	      "meta.latency=2ms", NULL};
-	struct dl_pacer *p = pacer_from(kv, T0, 1);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 
 	/* 4 KiB reads: IOPS binds (1000/s, 4 MB/s); 1 MiB reads: bandwidth. */
 	run_clients(p, 8, DL_OP_READ, 4096, 20000, T0, &s);
@@ -717,7 +682,7 @@ static void test_classes(void)
 		char *js;
 		const char *rd[] = {"classes", "read", NULL};
 
-		p = pacer_from(kv2, T0, 1);
+		p = test_pacer(kv2, T0, 1);
 		dl_pacer_submit(p, &r, T0 + 5, &res);
 		CHECK(res.due_ns == T0 + 5 && !res.queue_ns && !res.service_ns,
 		      "disabled: due +%" PRIu64, res.due_ns - T0);
@@ -748,8 +713,8 @@ static void test_determinism(void)
 {
 	const char *kv[] = {"read.latency=lognormal(1ms,10ms)", "read.queue_depth=8",
 			    "read.bandwidth=500MB/s", NULL};
-	struct dl_pacer *a = pacer_from(kv, T0, 99), *b = pacer_from(kv, T0, 99),
-			*c = pacer_from(kv, T0, 100);
+	struct dl_pacer *a = test_pacer(kv, T0, 99), *b = test_pacer(kv, T0, 99),
+			*c = test_pacer(kv, T0, 100);
 	struct sim sa = {0}, sb = {0}, sc = {0};
 	enum { N = 20000 };
 
@@ -770,17 +735,6 @@ static void test_determinism(void)
 }
 
 /* ---- options ---- */
-
-static char *dump(const struct dl_pacer_cfg *cfg)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	dl_pacer_cfg_dump(cfg, f, 2);
-	fclose(f);
-	return buf;
-}
 
 /* Read a dump back the way the config parser does: nested mappings and the
  * phases sequence become dotted keys. */
@@ -842,19 +796,6 @@ static int undump(struct dl_pacer_cfg *cfg, const char *text)
 	return 0;
 }
 
-static void expect_err(struct dl_pacer_cfg *cfg, const char *key, const char *val, const char *has)
-{
-	char err[1024] = "", *before = dump(cfg), *after;
-	int ret = dl_pacer_cfg_set(cfg, key, val, err, sizeof(err));
-
-	after = dump(cfg);
-	CHECK(ret == -EINVAL && strstr(err, has) && strstr(err, key),
-	      "%s=%s: ret %d, err \"%s\" (want \"%s\")", key, val, ret, err, has);
-	CHECK(!strcmp(before, after), "%s=%s: failed set changed the config", key, val);
-	free(before);
-	free(after);
-}
-
 static void test_options(void)
 {
 	struct dl_pacer_cfg cfg, back;
@@ -888,7 +829,7 @@ static void test_options(void)
 			    "cache.hit_bandwidth=12GB/s",
 			    NULL};
 
-	CHECK(cfg_from(&cfg, kv) == 0, "config from keys");
+	CHECK(test_pacer_cfg(&cfg, kv) == 0, "config from keys");
 	CHECK(cfg.m[DL_OP_READ].bandwidth == 1500000000ULL, "1.5GB/s = %" PRIu64,
 	      cfg.m[DL_OP_READ].bandwidth);
 	CHECK(cfg.m[DL_OP_WRITE].bandwidth == 512ULL << 20, "512MiB/s = %" PRIu64,
@@ -909,10 +850,10 @@ static void test_options(void)
 	      "cache parsed");
 
 	/* Dump, read back, dump again: identical; and the values are exact. */
-	d1 = dump(&cfg);
+	d1 = test_pacer_dump(&cfg);
 	dl_pacer_cfg_init(&back);
 	CHECK(undump(&back, d1) == 0, "dump reads back");
-	d2 = dump(&back);
+	d2 = test_pacer_dump(&back);
 	CHECK(!strcmp(d1, d2), "dump round trip:\n%s\n---\n%s", d1, d2);
 	CHECK(strstr(d1, "bandwidth: 1500MB/s") && strstr(d1, "bandwidth: 512MiB/s") &&
 		  strstr(d1, "latency: lognormal(1ms, 10ms)") && strstr(d1, "iops: 20k") &&
@@ -929,9 +870,9 @@ static void test_options(void)
 	CHECK(cfg.phases[0].m[DL_OP_META].latency.kind == DL_LAT_EMPIRICAL,
 	      "phases follow a constant-model key they did not set");
 	CHECK(dl_pacer_cfg_copy(&back, &cfg) == 0, "copy");
-	d1 = dump(&cfg);
+	d1 = test_pacer_dump(&cfg);
 	dl_pacer_cfg_free(&cfg);
-	d2 = dump(&back);
+	d2 = test_pacer_dump(&back);
 	CHECK(!strcmp(d1, d2) && strstr(d2, spec), "copy dumps the same");
 	CHECK(back.m[DL_OP_META].latency.n == 2 &&
 		  back.m[DL_OP_META].latency.values_ns[1] == 2 * MS &&
@@ -950,30 +891,30 @@ static void test_options(void)
 	      "unlimited, inherited");
 
 	/* Errors: the key and what was expected; nothing changes. */
-	expect_err(&back, "read.bandwith", "1GB/s", "unknown pacer key");
-	expect_err(&back, "read.bandwidth", "fast", "expected a rate");
-	expect_err(&back, "read.bandwidth", "500Mb/s", "bits");
-	expect_err(&back, "read.bandwidth", "500MB", "/s");
-	expect_err(&back, "read.burst", "-1", "negative");
-	expect_err(&back, "read.iops", "1.5", "count");
-	expect_err(&back, "read.queue_depth", "100000", "65536");
-	expect_err(&back, "read.latency", "lognormal(10ms, 1ms)", "p99 >= median");
-	expect_err(&back, "read.latency", "uniform(3ms, 1ms)", "max >= min");
-	expect_err(&back, "read.latency", "gamma(1ms)", "unknown distribution");
-	expect_err(&back, "read.latency", "uniform(1ms)", "2 arguments");
-	expect_err(&back, "read.latency", "150", "unit");
-	expect_err(&back, "write.latency", "normal(1ms, x)", "normal");
-	expect_err(&back, "phases.5.duration", "1s", "phases.2");
-	expect_err(&back, "phases.16.duration", "1s", "0 to 15");
-	expect_err(&back, "phases.0.duration", "soon", "time");
-	expect_err(&back, "phases.count", "17", "0 to 16");
-	expect_err(&back, "cache.policy", "fifo", "lru");
-	expect_err(&back, "enabled", "maybe", "true or false");
-	expect_err(&back, "", "1", "unknown pacer key");
+	test_pacer_expect_err(&back, "read.bandwith", "1GB/s", "unknown pacer key");
+	test_pacer_expect_err(&back, "read.bandwidth", "fast", "expected a rate");
+	test_pacer_expect_err(&back, "read.bandwidth", "500Mb/s", "bits");
+	test_pacer_expect_err(&back, "read.bandwidth", "500MB", "/s");
+	test_pacer_expect_err(&back, "read.burst", "-1", "negative");
+	test_pacer_expect_err(&back, "read.iops", "1.5", "count");
+	test_pacer_expect_err(&back, "read.queue_depth", "100000", "65536");
+	test_pacer_expect_err(&back, "read.latency", "lognormal(10ms, 1ms)", "p99 >= median");
+	test_pacer_expect_err(&back, "read.latency", "uniform(3ms, 1ms)", "max >= min");
+	test_pacer_expect_err(&back, "read.latency", "gamma(1ms)", "unknown distribution");
+	test_pacer_expect_err(&back, "read.latency", "uniform(1ms)", "2 arguments");
+	test_pacer_expect_err(&back, "read.latency", "150", "unit");
+	test_pacer_expect_err(&back, "write.latency", "normal(1ms, x)", "normal");
+	test_pacer_expect_err(&back, "phases.5.duration", "1s", "phases.2");
+	test_pacer_expect_err(&back, "phases.16.duration", "1s", "0 to 15");
+	test_pacer_expect_err(&back, "phases.0.duration", "soon", "time");
+	test_pacer_expect_err(&back, "phases.count", "17", "0 to 16");
+	test_pacer_expect_err(&back, "cache.policy", "fifo", "lru");
+	test_pacer_expect_err(&back, "enabled", "maybe", "true or false");
+	test_pacer_expect_err(&back, "", "1", "unknown pacer key");
 
 	/* Appending a phase with a bad value appends nothing. */
 	CHECK(back.nphases == 2, "nphases %u", back.nphases);
-	expect_err(&back, "phases.2.read.latency", "lognormal(5ms, 1ms)", "p99");
+	test_pacer_expect_err(&back, "phases.2.read.latency", "lognormal(5ms, 1ms)", "p99");
 	CHECK(back.nphases == 2, "failed append left %u phases", back.nphases);
 
 	/* Cross-key checks. */
@@ -1024,7 +965,7 @@ static void test_options(void)
 static void test_live_set(void)
 {
 	const char *kv[] = {"read.bandwidth=100MB/s", NULL};
-	struct dl_pacer *p = pacer_from(kv, T0, 1);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 	struct dl_pacer_cfg a, b;
 	struct sim s = {0};
 	char err[512], *d1, *d2;
@@ -1039,7 +980,7 @@ static void test_live_set(void)
 
 	/* All or nothing. */
 	dl_pacer_get_cfg(p, &a);
-	d1 = dump(&a);
+	d1 = test_pacer_dump(&a);
 	CHECK(dl_pacer_set(p, "read.latency", "lognormal(2ms, 1ms)", err, sizeof(err)) == -EINVAL &&
 		  strstr(err, "read.latency"),
 	      "bad live value: %s", err);
@@ -1060,7 +1001,7 @@ static void test_live_set(void)
 	CHECK(dl_pacer_set(p, "cache.policy", "kernel", err, sizeof(err)) == 0, "%s", err);
 	CHECK(dl_pacer_set(p, "cache.size", "0", err, sizeof(err)) == 0, "%s", err);
 	dl_pacer_get_cfg(p, &b);
-	d2 = dump(&b);
+	d2 = test_pacer_dump(&b);
 	CHECK(!strcmp(d1, d2), "failed live sets changed nothing:\n%s\n---\n%s", d1, d2);
 	CHECK(strstr(d2, "bandwidth: 1GB/s") != NULL, "effective config shows the change");
 	free(d1);
@@ -1095,7 +1036,7 @@ static void test_live_set(void)
 static void test_stats(void)
 {
 	const char *kv[] = {"read.latency=100us", "write.latency=200us", NULL};
-	struct dl_pacer *p = pacer_from(kv, T0, 1);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 	struct dl_pacer_result res;
 	char *js;
 	uint64_t t = T0, total = 0;
@@ -1187,7 +1128,7 @@ static void test_stats(void)
 	{
 		const char *kv2[] = {"profile=a\"b\\c", NULL};
 
-		p = pacer_from(kv2, T0, 1);
+		p = test_pacer(kv2, T0, 1);
 		js = stats(p, T0);
 		CHECK(json_balanced(js) && strstr(js, "\"a\\\"b\\\\c\""), "escaped profile");
 		free(js);
@@ -1256,7 +1197,7 @@ static void test_threads(void)
 			    "cache.policy=lru",
 			    "cache.size=64MiB",
 			    NULL};
-	struct dl_pacer *p = pacer_from(kv, mono(), 1);
+	struct dl_pacer *p = test_pacer(kv, mono(), 1);
 	struct thr t[5];
 	pthread_t th[5];
 	char *js;

@@ -12,6 +12,7 @@
 
 #include "dliofs/pacer.h"
 #include "dliofs/prng.h"
+#include "pacer_kv.h"
 #include "tap.h"
 
 #define MiB ((uint64_t)1 << 20)
@@ -20,32 +21,6 @@
 #define MS ((uint64_t)1000000)
 #define SEC ((uint64_t)1000000000)
 #define T0 (1000 * SEC)
-
-static struct dl_pacer *pacer_from(const char *const *kv)
-{
-	struct dl_pacer_cfg cfg;
-	struct dl_pacer *p = NULL;
-	char err[512], key[128];
-	const char *eq;
-
-	dl_pacer_cfg_init(&cfg);
-	for (; *kv; kv++) {
-		eq = strchr(*kv, '=');
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
-		if (dl_pacer_cfg_set(&cfg, key, eq + 1, err, sizeof(err))) {
-			fprintf(stderr, "set %s: %s\n", *kv, err);
-			goto out;
-		}
-	}
-	if (dl_pacer_cfg_check(&cfg, err, sizeof(err))) {
-		fprintf(stderr, "check: %s\n", err);
-		goto out;
-	}
-	dl_pacer_new(&cfg, T0, 1, &p);
-out:
-	dl_pacer_cfg_free(&cfg);
-	return p;
-}
 
 static double json_num(const char *js, const char *const *path, const char *key)
 {
@@ -110,7 +85,7 @@ static void epochs(const char *policy, double *ratio, int nepochs)
 	struct dl_pacer_result res;
 
 	snprintf(pol, sizeof(pol), "cache.policy=%s", policy);
-	p = pacer_from(kv);
+	p = test_pacer(kv, T0, 1);
 	for (uint32_t i = 0; i < N; i++)
 		perm[i] = i;
 	for (int e = 0; e < nepochs; e++) {
@@ -181,7 +156,7 @@ static void test_epochs_requests(void)
 
 	for (int k = 0; k < 2; k++) {
 		const char *kv[] = {pols[k], "cache.size=1500MiB", NULL};
-		struct dl_pacer *p = pacer_from(kv);
+		struct dl_pacer *p = test_pacer(kv, T0, 1);
 		uint32_t *perm = malloc(N * sizeof(*perm));
 		double h0, m0;
 
@@ -232,7 +207,7 @@ static void small_epochs(const char *policy, uint64_t size, double *ratio, doubl
 
 	snprintf(pol, sizeof(pol), "cache.policy=%s", policy);
 	snprintf(sz, sizeof(sz), "cache.size=%llu", (unsigned long long)(FILES * fsize / 2));
-	p = pacer_from(kv);
+	p = test_pacer(kv, T0, 1);
 	for (uint32_t i = 0; i < FILES; i++)
 		perm[i] = i;
 	for (int e = 0; e < 4; e++) {
@@ -300,7 +275,7 @@ static void test_split_timing(void)
 			    "read.latency=1ms",
 			    "read.iops=1",
 			    NULL};
-	struct dl_pacer *p = pacer_from(kv);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 	struct dl_pacer_result res;
 	uint64_t t = T0;
 
@@ -344,7 +319,7 @@ static void test_split_timing(void)
 		const char *kv2[] = {"cache.policy=minio", "cache.size=8MiB",
 				     "cache.hit_bandwidth=unlimited", NULL};
 
-		p = pacer_from(kv2);
+		p = test_pacer(kv2, T0, 1);
 		rd(p, 1, 0, MiB, T0, &res);
 		rd(p, 1, 0, MiB, T0 + 5, &res);
 		CHECK(res.hit_bytes == MiB && res.due_ns == T0 + 5, "instant hit");
@@ -354,7 +329,7 @@ static void test_split_timing(void)
 	{
 		const char *kv3[] = {"cache.policy=kernel", "cache.size=8MiB", NULL};
 
-		p = pacer_from(kv3);
+		p = test_pacer(kv3, T0, 1);
 		rd(p, 1, 0, MiB, T0, &res);
 		CHECK(rd(p, 1, 0, MiB, T0 + 5, &res) == 0 && res.miss_bytes == MiB,
 		      "kernel: no hits");
@@ -371,7 +346,7 @@ static void test_split_timing(void)
 static void test_lru_order(void)
 {
 	const char *kv[] = {"cache.policy=lru", "cache.size=12KiB", "cache.block=4KiB", NULL};
-	struct dl_pacer *p = pacer_from(kv);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 	/* Blocks of file 1; expected hit (1) or miss (0) per access. */
 	static const struct {
 		uint64_t blk;
@@ -409,7 +384,7 @@ static void test_lru_order(void)
 static void test_minio_and_warm(void)
 {
 	const char *kv[] = {"cache.policy=minio", "cache.size=3MiB", NULL};
-	struct dl_pacer *p = pacer_from(kv);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 
 	for (uint64_t b = 0; b < 4; b++)
 		rd(p, 1, b * MiB, MiB, T0, NULL);
@@ -433,7 +408,7 @@ static void test_minio_and_warm(void)
 	{
 		const char *kv2[] = {"cache.policy=lru", "cache.size=3MiB", NULL};
 
-		p = pacer_from(kv2);
+		p = test_pacer(kv2, T0, 1);
 		/* A huge file: only the last blocks are visited (this is quick). */
 		dl_pacer_cache_warm(p, 8, (uint64_t)1 << 50);
 		CHECK(rd(p, 8, ((uint64_t)1 << 50) - 3 * MiB, 3 * MiB, T0, NULL) == 3 * MiB,
@@ -452,7 +427,7 @@ static void test_minio_and_warm(void)
 static void test_live(void)
 {
 	const char *kv[] = {"cache.policy=lru", "cache.size=16MiB", NULL};
-	struct dl_pacer *p = pacer_from(kv);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 	char err[512];
 
 	dl_pacer_cache_warm(p, 1, 8 * MiB);
@@ -490,7 +465,7 @@ static void test_memory(void)
 {
 	const char *kv[] = {"cache.policy=lru", "cache.size=64TiB", "cache.block=1MiB", NULL};
 	long before = maxrss_kib(), after;
-	struct dl_pacer *p = pacer_from(kv);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 
 	CHECK(p != NULL, "64Mi-block cache accepted");
 	if (!p)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "dliofs/pacer.h"
+#include "pacer_kv.h"
 #include "tap.h"
 
 #define US ((uint64_t)1000)
@@ -29,30 +30,6 @@ static int set(struct dl_pacer_cfg *cfg, const char *key, const char *val)
 	if (ret)
 		fprintf(stderr, "set %s=%s: %s\n", key, val, err);
 	return ret;
-}
-
-static char *dump(const struct dl_pacer_cfg *cfg)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	dl_pacer_cfg_dump(cfg, f, 2);
-	fclose(f);
-	return buf;
-}
-
-static void expect_err(struct dl_pacer_cfg *cfg, const char *key, const char *val, const char *has)
-{
-	char err[1024] = "", *before = dump(cfg), *after;
-	int ret = dl_pacer_cfg_set(cfg, key, val, err, sizeof(err));
-
-	after = dump(cfg);
-	CHECK(ret == -EINVAL && strstr(err, has) && strstr(err, key),
-	      "%s=%s: ret %d, err \"%s\" (want \"%s\")", key, val, ret, err, has);
-	CHECK(!strcmp(before, after), "%s=%s: failed set changed the config", key, val);
-	free(before);
-	free(after);
 }
 
 static struct dl_pacer *pacer_of(struct dl_pacer_cfg *cfg)
@@ -166,7 +143,7 @@ static void test_options(void)
 			  t->row[1].bw[0] == 600000000 && t->row[1].bw[1] == 800000000,
 		      "rows by size, points by k");
 	}
-	d = dump(&cfg);
+	d = test_pacer_dump(&cfg);
 	CHECK(strstr(d, "latency_by_size: {4KiB: \"100us\", 1MiB: \"lognormal(1ms, 5ms)\"}") &&
 		  strstr(d, "bandwidth_by_concurrency: {4KiB: {1: 40MB/s, 16: 300MB/s}, 1MiB: "
 			    "{1: 600MB/s, 4: 800MB/s}}") &&
@@ -191,30 +168,30 @@ static void test_options(void)
 
 	/* A deep copy outlives the original. */
 	CHECK(dl_pacer_cfg_copy(&copy, &cfg) == 0, "copy");
-	d = dump(&cfg);
+	d = test_pacer_dump(&cfg);
 	dl_pacer_cfg_free(&cfg);
-	d2 = dump(&copy);
+	d2 = test_pacer_dump(&copy);
 	CHECK(!strcmp(d, d2), "the copy dumps the same");
 	free(d);
 	free(d2);
 	CHECK(dl_pacer_cfg_check(&copy, err, sizeof(err)) == 0, "valid: %s", err);
 
 	/* Errors name the key and what was expected; nothing changes. */
-	expect_err(&copy, "read.latency_by_size.fast", "1ms", "not a point");
-	expect_err(&copy, "read.latency_by_size.0", "1ms", "not a point");
-	expect_err(&copy, "read.latency_by_size.4KiB.2", "1ms", "not a point");
-	expect_err(&copy, "read.latency_by_size.4KiB", "lognormal(5ms, 1ms)", "p99");
-	expect_err(&copy, "read.latency_by_size", "1ms", "KEY.SIZE=LATENCY");
-	expect_err(&copy, "read.bandwidth_by_concurrency.1MiB", "800MB/s", "KEY.SIZE.K=RATE");
-	expect_err(&copy, "read.bandwidth_by_concurrency.1MiB.0", "800MB/s", "not a point");
-	expect_err(&copy, "read.bandwidth_by_concurrency.1MiB.4", "fast", "rate");
-	expect_err(&copy, "read.latency_by_sise.4KiB", "1ms", "did you mean");
+	test_pacer_expect_err(&copy, "read.latency_by_size.fast", "1ms", "not a point");
+	test_pacer_expect_err(&copy, "read.latency_by_size.0", "1ms", "not a point");
+	test_pacer_expect_err(&copy, "read.latency_by_size.4KiB.2", "1ms", "not a point");
+	test_pacer_expect_err(&copy, "read.latency_by_size.4KiB", "lognormal(5ms, 1ms)", "p99");
+	test_pacer_expect_err(&copy, "read.latency_by_size", "1ms", "KEY.SIZE=LATENCY");
+	test_pacer_expect_err(&copy, "read.bandwidth_by_concurrency.1MiB", "800MB/s", "KEY.SIZE.K=RATE");
+	test_pacer_expect_err(&copy, "read.bandwidth_by_concurrency.1MiB.0", "800MB/s", "not a point");
+	test_pacer_expect_err(&copy, "read.bandwidth_by_concurrency.1MiB.4", "fast", "rate");
+	test_pacer_expect_err(&copy, "read.latency_by_sise.4KiB", "1ms", "did you mean");
 	for (unsigned i = 0; i < DL_PACER_MAX_SIZES; i++) {
 		snprintf(key, sizeof(key), "write.latency_by_size.%uKiB", i + 1);
 		set(&copy, key, "1ms");
 	}
 	CHECK(copy.m[DL_OP_WRITE].lat_size.n == DL_PACER_MAX_SIZES, "a full table");
-	expect_err(&copy, "write.latency_by_size.1GiB", "1ms", "table is full");
+	test_pacer_expect_err(&copy, "write.latency_by_size.1GiB", "1ms", "table is full");
 
 	/* Removing: a point, a row, everything. */
 	CHECK(set(&copy, "read.bandwidth_by_concurrency.4KiB.1", "none") == 0 &&

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dliofs/pacer.h"
+#include "pacer_kv.h"
 #include "tap.h"
 
 #define KiB ((uint64_t)1 << 10)
@@ -19,32 +20,6 @@
 #define T0 (1000 * SEC)
 #define MAXS 64
 #define MAXJ 4
-
-static struct dl_pacer *pacer_from(const char *const *kv)
-{
-	struct dl_pacer_cfg cfg;
-	struct dl_pacer *p = NULL;
-	char err[512], key[128];
-	const char *eq;
-
-	dl_pacer_cfg_init(&cfg);
-	for (; *kv; kv++) {
-		eq = strchr(*kv, '=');
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
-		if (dl_pacer_cfg_set(&cfg, key, eq + 1, err, sizeof(err))) {
-			fprintf(stderr, "set %s: %s\n", *kv, err);
-			goto out;
-		}
-	}
-	if (dl_pacer_cfg_check(&cfg, err, sizeof(err))) {
-		fprintf(stderr, "check: %s\n", err);
-		goto out;
-	}
-	dl_pacer_new(&cfg, T0, 1, &p);
-out:
-	dl_pacer_cfg_free(&cfg);
-	return p;
-}
 
 /* A job: `streams` closed-loop readers, each `len` bytes a request with
  * `think` between a reply and its next request. */
@@ -122,7 +97,7 @@ static void run(struct dl_pacer *p, const struct job *jobs, unsigned nj, enum dl
 static void scenario(const char *what, const char *const *kv, const struct job *jobs, unsigned nj,
 		     enum dl_op_class cls, double *bps, double *ops)
 {
-	struct dl_pacer *p = pacer_from(kv);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 
 	if (!p) {
 		CHECK(0, "%s: pacer", what);
@@ -220,7 +195,7 @@ static void test_iops_and_queue(void)
 static void test_nodev(void)
 {
 	const char *kv[] = {"meta.latency=5ms", NULL};
-	struct dl_pacer *p = pacer_from(kv);
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
 	struct dl_pacer_req r = {.cls = DL_OP_META, .file_id = 3, .job = 7, .flags = DL_PREQ_NODEV};
 	struct dl_pacer_result res;
 	char *js = NULL;

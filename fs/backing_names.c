@@ -173,24 +173,35 @@ static int move_ok(struct bk_root *root, struct bk_node *p, const char *name, st
 	return ret;
 }
 
+/* The two inodes a rename or a link joins: in one backing directory
+ * (EXDEV otherwise) that takes writes (EROFS). */
+static int writable_pair(struct dl_fs *fs, fuse_ino_t a, fuse_ino_t b, struct bk_root **root,
+			 struct bk_node **na, struct bk_node **nb)
+{
+	struct bk_root *rb;
+	int ret = bk_node_of(fs, a, root, na);
+
+	if (!ret)
+		ret = bk_node_of(fs, b, &rb, nb);
+	if (!ret && *root != rb)
+		ret = -EXDEV;
+	if (!ret && !(*root)->writable)
+		ret = -EROFS;
+	return ret;
+}
+
 void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 	       const char *newname, unsigned int flags)
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
-	struct bk_root *root, *root2;
+	struct bk_root *root;
 	struct bk_node *p, *np;
 	int ret, depth, ndepth;
 
 	if (!r)
 		return;
-	ret = bk_node_of(fs, parent, &root, &p);
-	if (!ret)
-		ret = bk_node_of(fs, newparent, &root2, &np);
-	if (!ret && root != root2)
-		ret = -EXDEV;
-	if (!ret && !root->writable)
-		ret = -EROFS;
+	ret = writable_pair(fs, parent, newparent, &root, &p, &np);
 	if (!ret && (!bk_name_ok(name) || !bk_name_ok(newname) ||
 		     (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))))
 		ret = -EINVAL;
@@ -216,7 +227,7 @@ void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_OTHER, ino);
-	struct bk_root *root, *root2 = NULL;
+	struct bk_root *root = NULL;
 	struct bk_node *n, *np;
 	char proc[64], target[PATH_MAX];
 	int ret, ndepth, locked = 0;
@@ -224,13 +235,7 @@ void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 
 	if (!r)
 		return;
-	ret = bk_node_of(fs, ino, &root, &n);
-	if (!ret)
-		ret = bk_node_of(fs, newparent, &root2, &np);
-	if (!ret && root != root2)
-		ret = -EXDEV;
-	if (!ret && !root->writable)
-		ret = -EROFS;
+	ret = writable_pair(fs, ino, newparent, &root, &n, &np);
 	if (!ret && !bk_name_ok(newname))
 		ret = -EINVAL;
 	if (!ret && S_ISDIR(n->type))
@@ -264,5 +269,5 @@ void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 out:
 	if (locked)
 		pthread_mutex_unlock(&root->ns_lock);
-	bk_finish_entry(fs, r, root2, ret);
+	bk_finish_entry(fs, r, root, ret);
 }

@@ -6,7 +6,9 @@ Rules every test follows:
 - Binaries come from the environment meson sets: DLIOFS, DLIO_GEN.
 """
 import contextlib
+import errno
 import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -320,3 +322,30 @@ class MountedTestCase(unittest.TestCase):
         require(fuse_available(), "/dev/fuse or fusermount3 not available")
         if self.MOUNT:
             self.assertIsNotNone(self.mnt, "class mount missing")
+
+
+def run_on_pty(cmd, timeout=120, stdout=subprocess.PIPE):
+    """Run cmd with stderr on a pseudo-terminal (a progress line's place):
+    (exit status, stdout text or "" when not piped, what the terminal got)."""
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen(cmd, stdout=stdout, stderr=slave)
+    finally:
+        os.close(slave)
+    chunks = []
+    while True:
+        try:
+            b = os.read(master, 65536)
+        except OSError as e:  # EIO: the child closed its side
+            if e.errno != errno.EIO:
+                raise
+            break
+        if not b:
+            break
+        chunks.append(b)
+    os.close(master)
+    out = ""
+    if p.stdout is not None:
+        out = p.stdout.read().decode()
+        p.stdout.close()
+    return p.wait(timeout=timeout), out, b"".join(chunks).decode(errors="replace")

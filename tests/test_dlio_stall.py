@@ -175,29 +175,11 @@ datasets:
 
     def test_diff_progress_on_a_terminal(self):
         """Each of diff's three runs is announced on a terminal (stderr)."""
-        import errno
-        import pty
-        master, slave = pty.openpty()
-        try:
-            p = subprocess.Popen([STALL, "diff", "--replay", "2", "--", PY, TORCH_NPZ, self.data,
-                                  "--batch", "2", "--epochs", "1", "--compute-ms", "1"],
-                                 stdout=subprocess.DEVNULL, stderr=slave)
-        finally:
-            os.close(slave)
-        chunks = []
-        while True:
-            try:
-                b = os.read(master, 65536)
-            except OSError as e:
-                if e.errno != errno.EIO:
-                    raise
-                break
-            if not b:
-                break
-            chunks.append(b)
-        os.close(master)
-        self.assertEqual(p.wait(timeout=300), 0)
-        lines = [ln for ln in b"".join(chunks).decode(errors="replace").splitlines()
+        rc, _, tty = dltest.run_on_pty(
+            [STALL, "diff", "--replay", "2", "--", PY, TORCH_NPZ, self.data, "--batch", "2",
+             "--epochs", "1", "--compute-ms", "1"], timeout=300, stdout=subprocess.DEVNULL)
+        self.assertEqual(rc, 0)
+        lines = [ln for ln in tty.splitlines()
                  if ln.startswith("dlio-stall diff: run")]
         self.assertEqual([ln.split(":")[1] for ln in lines],
                          [" run 1 of 3", " run 2 of 3", " run 3 of 3"], lines)

@@ -20,7 +20,6 @@
   side by side; DLIO's names stay where they were."""
 import errno
 import os
-import pty
 import shutil
 import subprocess
 import tempfile
@@ -48,30 +47,6 @@ def mount_options(mnt):
     raise AssertionError("%s is not in /proc/mounts" % mnt)
 
 
-def run_on_pty(cmd):
-    """Run cmd with stderr on a pseudo-terminal: (rc, stdout, terminal text)."""
-    master, slave = pty.openpty()
-    try:
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave)
-    finally:
-        os.close(slave)
-    chunks = []
-    while True:
-        try:
-            b = os.read(master, 65536)
-        except OSError as e:  # EIO: the child closed its side
-            if e.errno != errno.EIO:
-                raise
-            break
-        if not b:
-            break
-        chunks.append(b)
-    os.close(master)
-    out = p.stdout.read().decode()
-    p.stdout.close()
-    return p.wait(timeout=120), out, b"".join(chunks).decode(errors="replace")
-
-
 class Newcomer(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="dliofs-newcomer-")
@@ -96,7 +71,7 @@ class Newcomer(unittest.TestCase):
 
     def test_gen_progress_on_terminal_only(self):
         cfg = dltest.write_config(self.tmp, SMALL)
-        rc, out, term = run_on_pty([dltest.DLIO_GEN, "-j", "2", cfg,
+        rc, out, term = dltest.run_on_pty([dltest.DLIO_GEN, "-j", "2", cfg,
                                     os.path.join(self.tmp, "tty")])
         self.assertEqual(rc, 0, term)
         # The progress line, redrawn in place, reaches every file at the end.
@@ -110,7 +85,7 @@ class Newcomer(unittest.TestCase):
         self.assertEqual(r.stderr, "")
         self.assertRegex(r.stdout, r"^dlio-gen: 24 files, [^\r]*\n$")
         # -q: nothing at all, even on a terminal.
-        rc, out, term = run_on_pty([dltest.DLIO_GEN, "-q", cfg, os.path.join(self.tmp, "q")])
+        rc, out, term = dltest.run_on_pty([dltest.DLIO_GEN, "-q", cfg, os.path.join(self.tmp, "q")])
         self.assertEqual((rc, out, term), (0, "", ""))
 
     # --- dliofs check -------------------------------------------------------------

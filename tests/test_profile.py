@@ -70,25 +70,11 @@ class Profile(unittest.TestCase):
 
     def test_progress_on_a_terminal(self):
         # stderr a terminal: one line rewritten in place (\r) per step.
-        import pty
-        master, slave = pty.openpty()
         out = os.path.join(self.tmp, "tty.yaml")
-        p = subprocess.Popen([DLIOFS, "profile", self.data, "-o", out, "--time", "2s",
-                              "--probe-size", "16MiB", "--keep-caches"],
-                             stdout=subprocess.DEVNULL, stderr=slave)
-        os.close(slave)
-        got = b""
-        while True:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            got += chunk
-        os.close(master)
-        self.assertEqual(p.wait(timeout=120), 0, got[-2000:])
-        text = got.decode("utf-8", "replace")
+        rc, _, text = dltest.run_on_pty([DLIOFS, "profile", self.data, "-o", out, "--time", "2s",
+                                         "--probe-size", "16MiB", "--keep-caches"],
+                                        stdout=subprocess.DEVNULL)
+        self.assertEqual(rc, 0, text[-2000:])
         self.assertRegex(text, r"\rdliofs profile: \[ *\d+\.\ds/2s\] read 4KiB x1 random")
         self.assertIn("done", text)
         for name in os.listdir(os.path.dirname(out)):

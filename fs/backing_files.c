@@ -213,12 +213,9 @@ void bk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		ret = -EINVAL;
 		goto out;
 	}
-	r->buf = dl_fs_buf_get(fs);
-	if (!r->buf) {
-		ret = -ENOMEM;
+	ret = dl_reply_pool_buf(fs, r);
+	if (ret)
 		goto out;
-	}
-	r->pooled = 1;
 	do
 		n = pread(f->fd, r->buf, size, off);
 	while (n < 0 && errno == EINTR);

@@ -477,12 +477,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		goto out;
 	}
 	r->preq.len = len;
-	r->buf = dl_fs_buf_get(fs);
-	if (!r->buf) {
-		ret = -ENOMEM;
+	ret = dl_reply_pool_buf(fs, r);
+	if (ret)
 		goto out;
-	}
-	r->pooled = 1;
 	ret = dl_file_read(fs->fmt, &h->f, r->buf, (uint64_t)off, len);
 	r->len = len;
 out:

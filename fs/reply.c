@@ -89,6 +89,15 @@ void dl_reply_err(struct dl_fs *fs, fuse_req_t req, enum dl_op_class cls, uint8_
 	dl_reply_submit(fs, r);
 }
 
+int dl_reply_pool_buf(struct dl_fs *fs, struct dl_reply *r)
+{
+	r->buf = dl_fs_buf_get(fs);
+	if (!r->buf)
+		return -ENOMEM;
+	r->pooled = 1;
+	return 0;
+}
+
 static void release_buf(struct dl_fs *fs, struct dl_reply *r)
 {
 	if (!r->buf)

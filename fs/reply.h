@@ -75,6 +75,9 @@ static inline struct dl_client dl_client_unpack(uint64_t v)
 }
 /* The one answer that cannot go through the path: no memory for a reply. */
 void dl_reply_enomem(fuse_req_t req);
+/* r->buf from the daemon's read-buffer pool (fs->max_read bytes), given
+ * back when the reply is freed: 0 or -ENOMEM. */
+int dl_reply_pool_buf(struct dl_fs *fs, struct dl_reply *r);
 /* An error (or, with err 0, a success without data) through the path; nodev:
  * the request reaches no device (a refusal, a close), so it costs no time. */
 void dl_reply_err(struct dl_fs *fs, fuse_req_t req, enum dl_op_class cls, uint8_t trace_op,

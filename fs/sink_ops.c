@@ -387,12 +387,9 @@ static void sk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_unlock(&s->lock);
 	if (ret)
 		goto out;
-	r->buf = dl_fs_buf_get(fs);
-	if (!r->buf) {
-		ret = -ENOMEM;
+	ret = dl_reply_pool_buf(fs, r);
+	if (ret)
 		goto out;
-	}
-	r->pooled = 1;
 	dl_prng_fill(key, (uint64_t)off, r->buf, len);
 	r->len = len;
 	r->preq.len = len;

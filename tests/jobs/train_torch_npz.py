@@ -5,6 +5,7 @@ dlio-stall: it is the kind of script the tool must measure unmodified.
 
 usage: train_torch_npz.py DATA_DIR [--batch B] [--workers N] [--epochs E]
                           [--steps S] [--compute-ms MS] [--busy] [--hidden H]
+                          [--device cpu|cuda]
 """
 import argparse
 import glob
@@ -65,18 +66,21 @@ def main():
     ap.add_argument("--compute-ms", type=float, default=0)
     ap.add_argument("--busy", action="store_true", help="spin instead of sleeping")
     ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--device", default="cpu", help="where the model trains (cpu, cuda)")
     a = ap.parse_args()
 
     torch.manual_seed(0)
     loader = DataLoader(NpzDataset(a.data), batch_size=a.batch, shuffle=True,
                         num_workers=a.workers, drop_last=True)
-    model = Net(a.hidden)
+    dev = torch.device(a.device)
+    model = Net(a.hidden).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     step = 0
     t0 = time.time()
     for epoch in range(a.epochs):
         for x, y in loader:
+            x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
             opt.zero_grad()
             loss = loss_fn(model(x / 255.0), y)
             loss.backward()

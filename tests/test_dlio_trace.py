@@ -353,6 +353,231 @@ class Summary(TraceTest):
         self.assertEqual(s["reads"]["sequential"], n - 7)
 
 
+MiB = 1024 * KiB
+
+
+def reads_of(pid, fid, spans, t=0, tid=None, gap=100000, dur=50000):
+    """One read per (offset, size) in spans, one after the other."""
+    recs = []
+    for off, size in spans:
+        recs.append(Rec(t, "read", pid, fid, off, size, tid=tid, dur=dur))
+        t += dur + gap
+    return recs
+
+
+class Modes(TraceTest):
+    """Access mode per file and the job's pattern, as Darshan-based studies
+    name them: one process, shared by N, read whole by each of N."""
+
+    def modes(self, recs, names, *extra):
+        p = write_trace(self.path("modes.trc"), recs, names, version=2)
+        s = json.loads(run("summary", p, "--json", *extra).stdout)
+        return s, {f["file"]: f for f in s["top_files"]}
+
+    def test_file_per_process(self):
+        s = summary(self.two)
+        self.assertEqual(s["access"]["pattern"], "file per process")
+        self.assertEqual(s["access"]["processes"], 2)
+        self.assertEqual(s["access"]["files_by_mode"],
+                         {"one_process": 20, "shared": 0, "whole_by_each": 0, "no_data": 0})
+        for f in s["top_files"]:
+            self.assertEqual((f["mode"], f["processes"]), ("one_process", 1), f)
+        self.assertEqual(summary(self.shuf)["access"]["pattern"], "single process")
+
+    def test_shared_and_whole(self):
+        # File 1: 4 processes, each its quarter. File 2: 3 processes, each
+        # all of it, in another order each. File 3: two processes, one all
+        # of it, one half.
+        q = 256 * KiB
+        recs = []
+        for k in range(4):
+            recs += reads_of(10 + k, 1, [(k * q + i * 64 * KiB, 64 * KiB) for i in range(4)],
+                             t=k * 10**6)
+        for k in range(3):
+            chunks = [(i * 64 * KiB, 64 * KiB) for i in range(4)]
+            random.Random(k).shuffle(chunks)
+            recs += reads_of(20 + k, 2, chunks, t=k * 10**6)
+        recs += reads_of(30, 3, [(0, 100 * KiB), (100 * KiB, 28 * KiB)])
+        recs += reads_of(31, 3, [(0, 64 * KiB)])
+        names = {1: "shared.rec", 2: "whole.rec", 3: "half.rec"}
+        s, by = self.modes(recs, names)
+        self.assertEqual((by["shared.rec"]["mode"], by["shared.rec"]["processes"]), ("shared", 4))
+        self.assertEqual(by["shared.rec"]["whole_readers"], 0)
+        self.assertEqual(by["shared.rec"]["extent"], 1 * MiB)
+        self.assertEqual((by["whole.rec"]["mode"], by["whole.rec"]["processes"]),
+                         ("whole_by_each", 3))
+        self.assertEqual(by["whole.rec"]["whole_readers"], 3)
+        self.assertEqual((by["half.rec"]["mode"], by["half.rec"]["whole_readers"]), ("shared", 1))
+        self.assertEqual(s["access"]["pattern"], "shared file")
+        self.assertEqual(s["access"]["processes"], 9)
+        self.assertEqual(s["access"]["files_by_mode"],
+                         {"one_process": 0, "shared": 2, "whole_by_each": 1, "no_data": 0})
+        out = run("summary", self.path("modes.trc")).stdout
+        self.assertIn("access pattern: shared file (processes that read or wrote: 9)", out)
+        self.assertRegex(out, r"shared by 4\s+shared\.rec")
+        self.assertRegex(out, r"whole by each 3\s+whole\.rec")
+
+    def test_mixed_top_and_opened_only(self):
+        # Ten files of one process each, one file both processes read whole,
+        # one only opened: a mixed pattern; --top limits the table, not the
+        # counts per mode.
+        recs = []
+        for f in range(10):
+            recs += reads_of(40 + f % 2, 100 + f, [(0, 4096)], t=f * 10**6)
+        recs += reads_of(40, 200, [(0, 8192)], t=20 * 10**6)
+        recs += reads_of(41, 200, [(4096, 4096), (0, 4096)], t=21 * 10**6)
+        recs.append(Rec(30 * 10**6, "open", 40, 300))
+        names = {100 + f: "f%d" % f for f in range(10)}
+        names.update({200: "both", 300: "opened"})
+        s, by = self.modes(recs, names, "--top", "2")
+        self.assertEqual(len(s["top_files"]), 2)
+        self.assertEqual(by["both"]["mode"], "whole_by_each")
+        self.assertEqual(s["access"]["pattern"], "mixed")
+        self.assertEqual(s["access"]["files_by_mode"],
+                         {"one_process": 10, "shared": 0, "whole_by_each": 1, "no_data": 1})
+        s, by = self.modes(recs, names, "--top", "0")
+        self.assertEqual(by["opened"]["mode"], "no_data")
+        self.assertEqual(by["opened"]["processes"], 0)
+
+
+def pread_pieces(pid, tid, fid, off, total, t, misalign=48, after_reply=500000, dur=200000,
+                 piece=MiB):
+    """One pread of `total` bytes as the kernel sends it: a first piece a bit
+    short of `piece` (the user buffer starts `misalign` bytes into a page),
+    whole pieces, the rest; each piece sent after_reply ns after the
+    previous reply. Returns (records, time after the last reply)."""
+    sizes, left = [], total
+    first = min(piece - misalign, left)
+    sizes.append(first)
+    left -= first
+    while left:
+        sizes.append(min(piece, left))
+        left -= sizes[-1]
+    recs = []
+    for size in sizes:
+        recs.append(Rec(t, "read", pid, fid, off, size, tid=tid, dur=dur))
+        off += size
+        t += dur + after_reply
+    return recs, t
+
+
+class Issued(TraceTest):
+    """Request sizes as issued: a thread's pieces of one call joined."""
+
+    def issued(self, recs, names, *extra):
+        p = write_trace(self.path("issued.trc"), recs, names, version=2)
+        s = json.loads(run("summary", p, "--json", *extra).stdout)
+        return s["ops"]["read"], p
+
+    def test_pieces_of_one_call(self):
+        # The 10 MiB pread of a real mount: 11 requests (1 MiB - 48 B,
+        # nine of 1 MiB, 48 B), each 0.5 ms after the previous reply.
+        recs, t = pread_pieces(50, 51, 1, 0, 10 * MiB, 0)
+        self.assertEqual(len(recs), 11)
+        # The same thread's next call, 5 ms later, at the next offset:
+        # 2 MiB + 100 B, its own call.
+        more, t = pread_pieces(50, 51, 1, 10 * MiB, 2 * MiB + 100, t + 5 * 10**6, misalign=0)
+        recs += more
+        # Another thread, 4 KiB reads back to back: never joined.
+        recs += reads_of(50, 2, [(i * 4096, 4096) for i in range(8)], tid=52, gap=1000)
+        # A short read (end of file) ends a call even if the next piece
+        # follows on.
+        recs.append(Rec(0, "read", 50, 2, 0, MiB, result=1000, tid=53, dur=1000))
+        recs.append(Rec(2000, "read", 50, 2, MiB, MiB, tid=53, dur=1000))
+        # A piece 3 ms after the previous reply: a new call.
+        recs.append(Rec(0, "read", 50, 3, 0, MiB, tid=54, dur=1000))
+        recs.append(Rec(3001000, "read", 50, 3, MiB, 4096, tid=54, dur=1000))
+        # Pieces of two threads on one file interleave: each its own call.
+        a, _ = pread_pieces(60, 61, 4, 0, 3 * MiB, 0, misalign=0)
+        b, _ = pread_pieces(60, 62, 4, 3 * MiB, 3 * MiB, 100, misalign=0)
+        recs += a + b
+        names = {1: "big.npz", 2: "small", 3: "slow", 4: "two"}
+        o, p = self.issued(recs, names)
+        self.assertEqual(o["count"], 11 + 3 + 8 + 2 + 2 + 6)
+        self.assertEqual(o["max_request"], MiB)
+        # As the storage saw them: unchanged.
+        self.assertEqual(sum(h["count"] for h in o["size_hist"]), o["count"])
+        iss = o["issued"]
+        self.assertEqual(iss["split_at"], MiB)
+        self.assertEqual(iss["piece_gap_ns"], 2000000)
+        # 10 MiB, 2 MiB + 100, eight 4 KiB, 1 MiB (short) + 1 MiB,
+        # 1 MiB + 4 KiB, 3 MiB twice.
+        self.assertEqual(iss["count"], 1 + 1 + 8 + 2 + 2 + 2)
+        self.assertEqual(iss["joined_requests"], o["count"] - iss["count"])
+        self.assertEqual(iss["size_hist"], [
+            {"lo": 4 * KiB, "hi": 8 * KiB, "count": 9},
+            {"lo": MiB, "hi": 2 * MiB, "count": 3},
+            {"lo": 2 * MiB, "hi": 4 * MiB, "count": 3},
+            {"lo": 8 * MiB, "hi": 16 * MiB, "count": 1}])
+        out = run("summary", p).stdout
+        self.assertIn("as the storage saw them (32 requests)", out)
+        self.assertIn("as issued (16 calls)", out)
+        self.assertIn("largest request (1 MiB)", out)
+
+    def test_loop_of_small_calls(self):
+        # 64 KiB reads back to back stay 64 KiB calls: below the kernel's
+        # largest request nothing was split...
+        recs, names = seq_one_file(n=32, chunk=64 * KiB)
+        o, p = self.issued(recs, names)
+        self.assertEqual(o["issued"]["count"], 32)
+        self.assertEqual(o["issued"]["size_hist"], o["size_hist"])
+        self.assertIn("as issued: the same", run("summary", p).stdout)
+        # ...unless the kernel's largest request was 64 KiB: then a loop of
+        # full-size calls looks like one call (the documented limit).
+        o, _ = self.issued(recs, names, "--max-request", "64KiB")
+        self.assertEqual(o["issued"]["count"], 1)
+        self.assertEqual(o["issued"]["size_hist"], [{"lo": 2 * MiB, "hi": 4 * MiB, "count": 1}])
+        r = run("summary", p, "--max-request", "1000", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--max-request 1000", r.stderr)
+
+    def test_writes(self):
+        # A 3 MiB write in pieces, then a 4 KiB one elsewhere.
+        recs, _ = pread_pieces(70, 70, 1, 0, 3 * MiB, 0)
+        for r in recs:
+            r.op = "write"
+        recs.append(Rec(10**8, "write", 70, 1, 10 * MiB, 4096))
+        p = write_trace(self.path("w.trc"), recs, {1: "ckpt"}, version=2)
+        w = json.loads(run("summary", p, "--json").stdout)["ops"]["write"]
+        self.assertEqual((w["count"], w["issued"]["count"]), (5, 2))
+
+
+class IssuedOnAMount(TraceTest):
+    """A real 10 MiB pread on a mount arrives as pieces of the kernel's
+    largest request; summary joins them into one 10 MiB call, and keeps
+    a loop of 4 KiB preads apart."""
+
+    def test_pread_10mib(self):
+        dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
+        cfg = dltest.write_config(self.tmp, "datasets:\n"
+                                  "  - {name: big, format: npz, files: 2, sample_size: 24MB}\n"
+                                  "cache: {policy: none}\n", name="pread.yaml")
+        trc = self.path("pread.trc")
+        with dltest.mounted(cfg) as mnt:
+            root = os.path.join(mnt, "big", "train")
+            files = sorted(os.path.join(root, f) for f in os.listdir(root))
+            subprocess.run([dltest.DLIOFS, "trace", "start", mnt, trc, "read,open"], check=True,
+                           capture_output=True)
+            try:
+                fd = os.open(files[0], os.O_RDONLY)
+                try:
+                    got = len(os.pread(fd, 10 * MiB, 12345))
+                    for i in range(16):
+                        os.pread(fd, 4096, 20 * MiB + i * 4096)
+                finally:
+                    os.close(fd)
+            finally:
+                subprocess.run([dltest.DLIOFS, "trace", "stop", mnt], capture_output=True)
+        self.assertEqual(got, 10 * MiB)
+        o = summary(trc)["ops"]["read"]
+        # The storage saw 11 pieces (or more, never fewer) and 16 reads.
+        self.assertGreaterEqual(o["count"] - 16, 11, o)
+        self.assertEqual(o["issued"]["count"], 17, o)
+        self.assertEqual(o["issued"]["size_hist"], [
+            {"lo": 4 * KiB, "hi": 8 * KiB, "count": 16},
+            {"lo": 8 * MiB, "hi": 16 * MiB, "count": 1}])
+
+
 class Export(TraceTest):
     def check_chrome(self, path, recs, names):
         r = run("export", "--chrome", path)
@@ -546,7 +771,8 @@ def epochs(nfiles=50, nepochs=3, seed=1, chunks=4, chunk=64 * KiB, readers=1, pi
 
 
 ASPECTS = ("op_mix", "request_size", "bytes_per_file", "sequentiality", "access_order",
-           "throughput", "throughput_time", "inter_arrival", "concurrency")
+           "throughput", "throughput_time", "inter_arrival", "concurrency",
+           "duration", "volume", "throughput_abs")
 PARTS = ("reuse_distance", "files_per_epoch", "sequential_runs", "exact_order")
 
 
@@ -556,7 +782,7 @@ class Compare(TraceTest):
         for k in ASPECTS + PARTS + ("overall",):
             self.assertGreaterEqual(s[k], 0.0, k)
             self.assertLessEqual(s[k], 1.0, k)
-        self.assertAlmostEqual(s["overall"], sum(s[k] for k in ASPECTS) / 9, places=5)
+        self.assertAlmostEqual(s["overall"], sum(s[k] for k in ASPECTS) / 12, places=5)
         self.assertAlmostEqual(s["access_order"], sum(s[k] for k in PARTS[:3]) / 3, places=5)
         return s
 
@@ -719,6 +945,70 @@ class Compare(TraceTest):
         self.assertEqual(s["exact_order"], 1.0)
         self.assertEqual(s["sequential_runs"], 1.0)  # one 8 MiB run in both
         self.assertLess(s["overall"], 1.0)
+
+    def test_one_epoch_of_three(self):
+        """One epoch of a three-epoch job at the same pace: the rate, the
+        course in normalized time and the shares of bytes per file are the
+        same, so those aspects cannot tell it from the job; duration, volume
+        and throughput_abs (both on one absolute time axis) can."""
+        job = self.trace("e3.trc", epochs(nepochs=3, seed=1))
+        one = self.trace("e1.trc", epochs(nepochs=1, seed=1))
+        faithful = self.trace("e3b.trc", epochs(nepochs=3, seed=2))
+        s = self.compare(job, one)
+        for k in ("throughput", "throughput_time", "bytes_per_file", "files_per_epoch"):
+            self.assertGreaterEqual(s[k], 0.98, k)
+        self.assertEqual(s["bytes_a"], 3 * s["bytes_b"])
+        self.assertAlmostEqual(s["volume"], 1 / 3, places=5)
+        # 600 reads 1 ms apart (50 us each) against the first 200 of them.
+        self.assertAlmostEqual(s["duration"], 199.05 / 599.05, places=5)
+        # The same bytes at the same times until B stops: A ends 2/3 ahead.
+        self.assertAlmostEqual(s["throughput_abs"], 1 / 3, places=5)
+        f = self.compare(job, faithful)
+        for k in ("duration", "volume", "throughput_abs"):
+            self.assertEqual(f[k], 1.0, k)
+            self.assertGreater(f[k] - s[k], 0.6, k)
+        self.assertGreaterEqual(f["overall"], 0.97)
+        self.assertLess(s["overall"], f["overall"] - 0.15)
+        self.assertLess(s["overall"], 0.85)
+
+    def test_duration_volume(self):
+        # 64 reads of 128 KiB 1 ms apart against the first 16 of them.
+        a = write_trace(self.path("v64.trc"), *seq_one_file(n=64))
+        b = write_trace(self.path("v16.trc"), *seq_one_file(n=16))
+        s = self.compare(a, b)
+        self.assertAlmostEqual(s["volume"], 0.25, places=6)
+        self.assertAlmostEqual(s["duration"], 15.05 / 63.05, places=5)
+        self.assertAlmostEqual(s["duration_s_a"], 0.06305, places=6)
+        self.assertEqual(s["bytes_a"], 64 * 128 * KiB)
+        self.assertAlmostEqual(s["throughput_abs"], 0.25, places=5)
+        self.assertGreater(s["throughput"], 0.95)  # the same pace
+        s2 = self.compare(b, a)
+        for k in ("duration", "volume", "throughput_abs"):
+            self.assertAlmostEqual(s[k], s2[k], places=6, msg=k)
+
+    def test_throughput_abs(self):
+        # The same job at half the speed: the same bytes, twice the time;
+        # when A is done B has half of its bytes.
+        a = self.trace("ta1.trc", epochs(gap=1000000, dur=500000))
+        b = self.trace("ta2.trc", epochs(gap=2000000, dur=1000000))
+        s = self.compare(a, b)
+        self.assertEqual(s["volume"], 1.0)
+        self.assertAlmostEqual(s["duration"], 0.5, places=4)
+        self.assertAlmostEqual(s["throughput_abs"], 0.5, places=4)
+        # Same bytes in the same span, B all in the first half: B is half
+        # of the volume ahead at mid-span (bytes spread over service time).
+        ra = [Rec(i * 1000000, "read", 1, 1, 0, 128 * KiB, result=64 * KiB, dur=1000000)
+              for i in range(20)]
+        rb = [Rec(i * 1000000, "read", 1, 1, 0, 128 * KiB, result=128 * KiB if i < 10 else 0,
+                  dur=1000000) for i in range(20)]
+        names = {1: "f"}
+        s = self.compare(self.trace("tab_a.trc", (ra, names)), self.trace("tab_b.trc", (rb, names)))
+        self.assertEqual((s["volume"], s["duration"]), (1.0, 1.0))
+        self.assertAlmostEqual(s["throughput_abs"], 0.5, places=4)
+        # A late start does not count: each run from its first data arrival.
+        late = self.trace("ta_late.trc", epochs(gap=1000000, dur=500000, t0=5 * 10**9))
+        s = self.compare(a, late)
+        self.assertEqual(s["throughput_abs"], 1.0)
 
     def test_help_has_method(self):
         out = run("compare", "--help").stdout

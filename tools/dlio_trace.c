@@ -17,8 +17,11 @@
 static const char usage[] =
 	"usage: dlio-trace COMMAND [ARGS]\n"
 	"  summary TRACE [--json] [--top N]      per operation, per file and per client\n"
-	"                                        figures: counts, bytes, request sizes,\n"
-	"                                        sequential share, opens/s, inter-arrival\n"
+	"                                        figures: counts, bytes, request sizes\n"
+	"                                        (as the storage saw them and as issued),\n"
+	"                                        access mode per file and the job's\n"
+	"                                        pattern, sequential share, opens/s,\n"
+	"                                        inter-arrival\n"
 	"  export --chrome|--csv|--dxt TRACE [-o FILE]\n"
 	"                                        Chrome trace JSON (Perfetto), CSV, or\n"
 	"                                        Darshan-DXT-like text\n"

@@ -13,7 +13,7 @@ const char dt_compare_help[] =
 	"usage: dlio-trace compare A B [--json]\n"
 	"  Similarity of two traces (e.g. a job on the mount and dlio-drive's emulation\n"
 	"  of it): one score per aspect in [0, 1] (1: identical), and overall, the mean\n"
-	"  of the nine aspects marked *. Files are matched by name (the path in the\n"
+	"  of the twelve aspects marked *. Files are matched by name (the path in the\n"
 	"  name table). TVD: total variation distance of two distributions, in [0, 1].\n"
 	"  What is done:\n"
 	"  * op_mix          1 - TVD between the distributions of requests over\n"
@@ -61,7 +61,17 @@ const char dt_compare_help[] =
 	"  * inter_arrival   1 - KS between the gaps between consecutive arrivals.\n"
 	"  * concurrency     1 - KS between the numbers of data requests in flight,\n"
 	"                    each weighted by the time spent so.\n"
-	"    overall         mean of the nine aspects marked *.\n"
+	"  In absolute terms (what the rates and shares above do not see: one epoch\n"
+	"  of a three-epoch job has the same rate and course, a third of the bytes):\n"
+	"  * duration        min/max of the active spans (seconds).\n"
+	"  * volume          min/max of the data bytes moved (reads + writes).\n"
+	"  * throughput_abs  both runs on one absolute time axis, each from its first\n"
+	"                    data arrival: 1 - the largest gap between their\n"
+	"                    cumulative bytes moved (each request's bytes spread over\n"
+	"                    its time in service) at the same time, over the larger\n"
+	"                    volume. The same bytes at half the speed score 0.5, one\n"
+	"                    epoch of three at the same pace 1/3.\n"
+	"    overall         mean of the twelve aspects marked *.\n"
 	"  Aspects with nothing to compare in both traces (e.g. no reads) score 1; with\n"
 	"  something in one trace only, 0.\n";
 
@@ -301,15 +311,16 @@ int dt_compare(int argc, char **argv)
 		goto out_shapes;
 	}
 	/* The aspects in overall, then access_order's parts and exact_order. */
-	enum { NOVERALL = 9, NASPECTS = 13 };
+	enum { NOVERALL = 12, NASPECTS = 16, REUSE = 12, FPE, RUNS, EXACT };
 	static const char *const names[NASPECTS] = {
 		"op_mix", "request_size", "bytes_per_file", "sequentiality", "access_order",
 		"throughput", "throughput_time", "inter_arrival", "concurrency",
+		"duration", "volume", "throughput_abs",
 		"reuse_distance", "files_per_epoch", "sequential_runs", "exact_order"};
 	double v[NASPECTS];
 	v[0] = sim_op_mix(&a, &b);
 	v[1] = sim_sizes(&a, &b);
-	if (sim_files(&ta, &a, &tb, &b, &v[2], &v[12])) {
+	if (sim_files(&ta, &a, &tb, &b, &v[2], &v[EXACT])) {
 		fprintf(stderr, "dlio-trace: out of memory\n");
 		goto out_shapes;
 	}
@@ -317,14 +328,20 @@ int dt_compare(int argc, char **argv)
 		v[3] = 1.0;
 	else
 		v[3] = 1.0 - fabs(seq_share(&a) - seq_share(&b));
-	v[9] = 1.0 - dt_ks(&sa.reuse, &sb.reuse);
-	v[10] = sim_ratio(sa.files_per_epoch, sb.files_per_epoch);
-	v[11] = 1.0 - dt_ks(&sa.runs, &sb.runs);
-	v[4] = (v[9] + v[10] + v[11]) / 3;
+	v[REUSE] = 1.0 - dt_ks(&sa.reuse, &sb.reuse);
+	v[FPE] = sim_ratio(sa.files_per_epoch, sb.files_per_epoch);
+	v[RUNS] = 1.0 - dt_ks(&sa.runs, &sb.runs);
+	v[4] = (v[REUSE] + v[FPE] + v[RUNS]) / 3;
 	v[5] = sim_ratio(sa.rate, sb.rate);
 	v[6] = 1.0 - dt_ks(&sa.tp, &sb.tp);
 	v[7] = 1.0 - dt_ks(&sa.ia, &sb.ia);
 	v[8] = 1.0 - dt_ks(&sa.conc, &sb.conc);
+	/* What the rates and shares above cannot see: one epoch of a
+	 * three-epoch job has the same rate and the same course in normalized
+	 * time, a third of the bytes in a third of the time. */
+	v[9] = sim_ratio(sa.span_ns, sb.span_ns);
+	v[10] = sim_ratio(sa.bytes, sb.bytes);
+	v[11] = 1.0 - dt_cum_gap(&sa, &sb);
 	double overall = 0;
 	for (unsigned k = 0; k < NASPECTS; k++) {
 		/* Rounding must not push a score outside [0, 1]. */
@@ -348,18 +365,24 @@ int dt_compare(int argc, char **argv)
 		dl_jw_u64(&w, "epochs_b", sb.epochs);
 		dl_jw_fixed(&w, "mb_per_s_a", sa.rate / 1e6, 3);
 		dl_jw_fixed(&w, "mb_per_s_b", sb.rate / 1e6, 3);
+		dl_jw_fixed(&w, "duration_s_a", sa.span_ns / 1e9, 6);
+		dl_jw_fixed(&w, "duration_s_b", sb.span_ns / 1e9, 6);
+		dl_jw_u64(&w, "bytes_a", (uint64_t)sa.bytes);
+		dl_jw_u64(&w, "bytes_b", (uint64_t)sb.bytes);
 		dl_jw_finish(&w);
 		putchar('\n');
 	} else {
 		printf("A: %s (%llu records)\nB: %s (%llu records)\n", ta.path,
 		       (unsigned long long)ta.nrecs, tb.path, (unsigned long long)tb.nrecs);
 		for (unsigned k = 0; k < NASPECTS; k++)
-			printf("  %s%-17s %.3f%s\n", k >= 9 && k < 12 ? "  " : "", names[k], v[k],
-			       k == 12 ? "  (not in overall)" : "");
+			printf("  %s%-17s %.3f%s\n", k >= REUSE && k < EXACT ? "  " : "", names[k],
+			       v[k], k == EXACT ? "  (not in overall)" : "");
 		printf("  %-17s %.3f\n", "overall", overall);
 		printf("  files per epoch %.1f / %.1f (%llu / %llu epochs), %.1f / %.1f MB/s\n",
 		       sa.files_per_epoch, sb.files_per_epoch, (unsigned long long)sa.epochs,
 		       (unsigned long long)sb.epochs, sa.rate / 1e6, sb.rate / 1e6);
+		printf("  %.3f / %.3f s, %.1f / %.1f MB moved\n", sa.span_ns / 1e9,
+		       sb.span_ns / 1e9, sa.bytes / 1e6, sb.bytes / 1e6);
 	}
 	ret = fflush(stdout) ? 1 : 0;
 out_shapes:

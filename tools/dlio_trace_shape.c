@@ -212,6 +212,97 @@ static int cmp_u64(const void *pa, const void *pb)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_step(const void *pa, const void *pb)
+{
+	double x = ((const struct dt_step *)pa)->t, y = ((const struct dt_step *)pb)->t;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Two steps per data request that moved bytes: its arrival starts its
+ * rate, its reply ends it and adds its bytes to the done ones. */
+static int cum_steps(const struct dt_trace *t, uint64_t lo, struct dt_shape *s)
+{
+	size_t n = 0;
+
+	for (uint64_t i = 0; i < t->nrecs; i++)
+		n += is_data(&t->recs[i]) && t->recs[i].result > 0;
+	s->steps = malloc((n ? n : 1) * 2 * sizeof(*s->steps));
+	if (!s->steps)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < t->nrecs; i++) {
+		const struct dl_trace_rec *r = &t->recs[i];
+		uint64_t dur = dl_trace_dur(r);
+		double a, b, got, rate;
+
+		if (!is_data(r) || r->result <= 0)
+			continue;
+		got = (double)r->result;
+		a = (double)(r->start_ns - lo);
+		b = a + (double)(dur ? dur : 1);
+		rate = got / (b - a);
+		s->steps[s->nsteps++] = (struct dt_step){a, rate, rate * a, 0};
+		s->steps[s->nsteps++] = (struct dt_step){b, -rate, -rate * a, got};
+	}
+	qsort(s->steps, s->nsteps, sizeof(*s->steps), cmp_step);
+	return 0;
+}
+
+/* One run's cumulative bytes during a sweep over its steps. */
+struct cum {
+	const struct dt_shape *s;
+	size_t i, inflight;
+	double r, rs, done;
+};
+
+static void cum_apply(struct cum *c, double t)
+{
+	for (; c->i < c->s->nsteps && c->s->steps[c->i].t <= t; c->i++) {
+		const struct dt_step *st = &c->s->steps[c->i];
+
+		c->r += st->dr;
+		c->rs += st->drs;
+		c->done += st->ddone;
+		c->inflight += st->dr > 0 ? 1 : -1;
+		/* Nothing in flight: no rounding left over from the sums. */
+		if (!c->inflight)
+			c->r = c->rs = 0;
+	}
+}
+
+static double cum_at(const struct cum *c, double t)
+{
+	double v = c->done + t * c->r - c->rs;
+
+	return v < c->done ? c->done : v;
+}
+
+double dt_cum_gap(const struct dt_shape *a, const struct dt_shape *b)
+{
+	struct cum ca = {.s = a}, cb = {.s = b};
+	double top = a->bytes > b->bytes ? a->bytes : b->bytes, gap = 0;
+
+	if (top <= 0)
+		return 0.0;
+	/* Both are linear between steps: the largest gap is at one. */
+	while (ca.i < a->nsteps || cb.i < b->nsteps) {
+		double t = ca.i == a->nsteps	     ? b->steps[cb.i].t
+			   : cb.i == b->nsteps	     ? a->steps[ca.i].t
+			   : a->steps[ca.i].t < b->steps[cb.i].t ? a->steps[ca.i].t
+								: b->steps[cb.i].t;
+		double d;
+
+		cum_apply(&ca, t);
+		cum_apply(&cb, t);
+		d = cum_at(&ca, t) - cum_at(&cb, t);
+		d = d < 0 ? -d : d;
+		if (d > gap)
+			gap = d;
+	}
+	gap /= top;
+	return gap > 1 ? 1 : gap;
+}
+
 /* Throughput over normalized time, inter-arrival times, time in flight. */
 static int time_pass(const struct dt_trace *t, struct dt_shape *s)
 {
@@ -264,6 +355,12 @@ static int time_pass(const struct dt_trace *t, struct dt_shape *s)
 		}
 	}
 	s->rate = bytes / (span / 1e9);
+	s->bytes = bytes;
+	s->span_ns = span;
+	ret = cum_steps(t, lo, s);
+	if (ret)
+		goto out;
+	ret = -ENOMEM;
 	for (unsigned bin = 0; bin < DT_TBINS; bin++)
 		if (tp[bin] > 0 && push(&s->tp, bin, tp[bin]))
 			goto out;
@@ -316,5 +413,6 @@ void dt_shape_free(struct dt_shape *s)
 	free(s->ia.v);
 	free(s->tp.v);
 	free(s->conc.v);
+	free(s->steps);
 	memset(s, 0, sizeof(*s));
 }

@@ -92,6 +92,8 @@ static void count_op(struct dt_stats *s, const struct dl_trace_rec *r, unsigned 
 	o->dur_sum += dl_trace_dur(r);
 	o->queue_sum += r->queue_ns;
 	o->hist[dt_size_bucket(r->size)]++;
+	if (r->size > o->max_size)
+		o->max_size = r->size;
 }
 
 /* The client (pid) of r, created at its first request. */
@@ -338,6 +340,10 @@ int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s)
 		s->opens_per_s = s->active_s > 0 ? (double)s->opens / s->active_s : 0;
 		ret = percentiles(t, s);
 	}
+	if (!ret)
+		ret = dt_modes_compute(t, s);
+	if (!ret)
+		ret = dt_issued_compute(t, s, DT_MAX_REQUEST);
 	if (ret) {
 		fprintf(stderr, "dlio-trace: out of memory\n");
 		dt_stats_free(s);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "dliofs/json.h"
+#include "dliofs/units.h"
 #include "dlio_trace_i.h"
 
 static double share(uint64_t part, uint64_t whole)
@@ -30,6 +31,25 @@ static void fmt_epoch(uint64_t epoch_ns, char *buf, size_t len)
 	gmtime_r(&sec, &tm);
 	strftime(tmp, sizeof(tmp), "%Y-%m-%d %H:%M:%S", &tm);
 	snprintf(buf, len, "%s.%03u UTC", tmp, (unsigned)(epoch_ns % DT_NS / 1000000));
+}
+
+static void text_hist(const uint64_t *hist, uint64_t total)
+{
+	char a[96], b[32], c[32];
+
+	for (unsigned k = 0; k < DT_HBUCKETS; k++) {
+		if (!hist[k])
+			continue;
+		if (k == 0) {
+			snprintf(a, sizeof(a), "0");
+		} else {
+			dt_fmt_bytes((double)dt_bucket_lo(k), b, sizeof(b));
+			dt_fmt_bytes((double)dt_bucket_lo(k) * 2, c, sizeof(c));
+			snprintf(a, sizeof(a), "[%s, %s)", b, c);
+		}
+		printf("  %-22s %10llu %6.1f%%\n", a, (unsigned long long)hist[k],
+		       100.0 * share(hist[k], total));
+	}
 }
 
 static void text_ops(const struct dt_stats *s)
@@ -58,20 +78,22 @@ static void text_ops(const struct dt_stats *s)
 		const struct dt_op_stats *o = &s->ops[op];
 		if (!o->count)
 			continue;
-		printf("\nrequest sizes (%s):\n", dt_op_name(op));
-		for (unsigned k = 0; k < DT_HBUCKETS; k++) {
-			if (!o->hist[k])
-				continue;
-			if (k == 0) {
-				snprintf(a, sizeof(a), "0");
-			} else {
-				dt_fmt_bytes((double)dt_bucket_lo(k), b, sizeof(b));
-				dt_fmt_bytes((double)dt_bucket_lo(k) * 2, c, sizeof(c));
-				snprintf(a, sizeof(a), "[%s, %s)", b, c);
-			}
-			printf("  %-22s %10llu %6.1f%%\n", a, (unsigned long long)o->hist[k],
-			       100.0 * share(o->hist[k], o->count));
+		printf("\nrequest sizes (%s), as the storage saw them (%llu requests):\n",
+		       dt_op_name(op), (unsigned long long)o->count);
+		text_hist(o->hist, o->count);
+		dt_fmt_bytes((double)o->split_at, a, sizeof(a));
+		if (o->issued == o->count) {
+			printf("as issued: the same (no request is a piece of a larger call split "
+			       "at %s)\n", a);
+			continue;
 		}
+		printf("request sizes (%s), as issued (%llu calls):\n"
+		       "  the kernel splits a call larger than its largest request (%s) into\n"
+		       "  pieces: a thread's back-to-back pieces of one file, each within\n"
+		       "  %.0f ms of the previous reply, are joined (readahead looks the same)\n",
+		       dt_op_name(op), (unsigned long long)o->issued, a,
+		       (double)DT_PIECE_GAP_NS / 1e6);
+		text_hist(o->issued_hist, o->issued);
 	}
 }
 
@@ -87,6 +109,14 @@ static void text_access(const struct dt_stats *s)
 	printf("files: %zu accessed, %llu opens, %.1f opens/s (peak %llu in one second)\n",
 	       s->nfiles, (unsigned long long)s->opens, s->opens_per_s,
 	       (unsigned long long)s->open_peak_per_s);
+	printf("access pattern: %s (processes that read or wrote: %llu)\n"
+	       "  files read or written by one process: %llu, shared by several: %llu, read\n"
+	       "  whole by each of several: %llu, opened only: %llu\n",
+	       dt_pattern_name(s->pattern), (unsigned long long)s->data_procs,
+	       (unsigned long long)s->mode_files[DT_MODE_ONE],
+	       (unsigned long long)s->mode_files[DT_MODE_SHARED],
+	       (unsigned long long)s->mode_files[DT_MODE_WHOLE],
+	       (unsigned long long)s->mode_files[DT_MODE_NONE]);
 	dt_fmt_ns((double)s->ia_p50, a, sizeof(a));
 	dt_fmt_ns((double)s->ia_p99, b, sizeof(b));
 	dt_fmt_ns((double)s->ia_read_p50, c, sizeof(c));
@@ -137,14 +167,25 @@ static void text_top_files(const struct dt_trace *t, const struct dt_stats *s, c
 
 	if (!ntop)
 		return;
-	printf("\ntop files by bytes:\n  %12s %8s %8s %7s  %s\n", "bytes", "reads", "writes",
-	       "seq%", "file");
+	printf("\ntop files by bytes (mode: read or written by one process, shared by N "
+	       "processes, or read whole by each of N):\n  %12s %8s %8s %7s  %-16s %s\n",
+	       "bytes", "reads", "writes", "seq%", "mode", "file");
 	for (size_t i = 0; i < ntop; i++) {
 		const struct dt_file_stats *f = &s->files[top[i]];
+		char m[32];
+
 		dt_fmt_bytes((double)(f->rbytes + f->wbytes), a, sizeof(a));
 		fmt_pct(f->seq_reads, f->reads, c, sizeof(c));
-		printf("  %12s %8llu %8llu %7s  %s\n", a, (unsigned long long)f->reads,
-		       (unsigned long long)f->writes, c, dt_name_of(t, f->id, tmp, sizeof(tmp)));
+		if (f->mode == DT_MODE_ONE)
+			snprintf(m, sizeof(m), "one process");
+		else if (f->mode == DT_MODE_SHARED)
+			snprintf(m, sizeof(m), "shared by %llu", (unsigned long long)f->nprocs);
+		else if (f->mode == DT_MODE_WHOLE)
+			snprintf(m, sizeof(m), "whole by each %llu", (unsigned long long)f->nprocs);
+		else
+			snprintf(m, sizeof(m), "opened only");
+		printf("  %12s %8llu %8llu %7s  %-16s %s\n", a, (unsigned long long)f->reads,
+		       (unsigned long long)f->writes, c, m, dt_name_of(t, f->id, tmp, sizeof(tmp)));
 	}
 }
 
@@ -169,6 +210,28 @@ static void print_text(const struct dt_trace *t, const struct dt_stats *s, const
 	text_access(s);
 	text_clients(t, s);
 	text_top_files(t, s, top, ntop);
+}
+
+/* The sizes as the application issued them: pieces of one call joined. */
+static void json_issued(struct dl_jw *w, const struct dt_op_stats *o)
+{
+	dl_jw_obj(w, "issued");
+	dl_jw_u64(w, "count", o->issued);
+	dl_jw_u64(w, "joined_requests", o->count - o->issued);
+	dl_jw_u64(w, "piece_gap_ns", DT_PIECE_GAP_NS);
+	dl_jw_u64(w, "split_at", o->split_at);
+	dl_jw_arr(w, "size_hist");
+	for (unsigned k = 0; k < DT_HBUCKETS; k++) {
+		if (!o->issued_hist[k])
+			continue;
+		dl_jw_obj(w, NULL);
+		dl_jw_u64(w, "lo", dt_bucket_lo(k));
+		dl_jw_u64(w, "hi", k ? dt_bucket_lo(k) * 2 : 1);
+		dl_jw_u64(w, "count", o->issued_hist[k]);
+		dl_jw_end(w);
+	}
+	dl_jw_end(w);
+	dl_jw_end(w);
 }
 
 static void json_ops(struct dl_jw *w, const struct dt_stats *s)
@@ -199,6 +262,9 @@ static void json_ops(struct dl_jw *w, const struct dt_stats *s)
 			dl_jw_end(w);
 		}
 		dl_jw_end(w);
+		dl_jw_u64(w, "max_request", o->max_size);
+		if (op == DL_TOP_READ || op == DL_TOP_WRITE)
+			json_issued(w, o);
 		dl_jw_end(w);
 	}
 	dl_jw_end(w);
@@ -217,6 +283,14 @@ static void json_totals(struct dl_jw *w, const struct dt_stats *s)
 	dl_jw_u64(w, "opens", s->opens);
 	dl_jw_f64(w, "opens_per_s", s->opens_per_s, 9);
 	dl_jw_u64(w, "opens_peak_per_s", s->open_peak_per_s);
+	dl_jw_end(w);
+	dl_jw_obj(w, "access");
+	dl_jw_str(w, "pattern", dt_pattern_name(s->pattern));
+	dl_jw_u64(w, "processes", s->data_procs);
+	dl_jw_obj(w, "files_by_mode");
+	for (unsigned m = 0; m < DT_MODE__COUNT; m++)
+		dl_jw_u64(w, dt_mode_key((enum dt_mode)m), s->mode_files[m]);
+	dl_jw_end(w);
 	dl_jw_end(w);
 	dl_jw_obj(w, "inter_arrival_ns");
 	dl_jw_obj(w, "all");
@@ -304,6 +378,10 @@ static void json_top_files(struct dl_jw *w, const struct dt_trace *t, const stru
 		dl_jw_u64(w, "sequential_reads", f->seq_reads);
 		dl_jw_f64(w, "sequential_share", share(f->seq_reads, f->reads), 9);
 		dl_jw_u64(w, "first_access_rank", f->first_rank);
+		dl_jw_str(w, "mode", dt_mode_key(f->mode));
+		dl_jw_u64(w, "processes", f->nprocs);
+		dl_jw_u64(w, "whole_readers", f->whole_procs);
+		dl_jw_u64(w, "extent", f->extent);
 		dl_jw_end(w);
 	}
 	dl_jw_end(w);
@@ -333,20 +411,40 @@ static void print_json(const struct dt_trace *t, const struct dt_stats *s, const
 	dl_jw_finish(&w);
 }
 
+static const char summary_help[] =
+	"usage: dlio-trace summary TRACE [--json] [--top N] [--max-request SIZE]\n"
+	"  Per operation, per file and per client figures of a trace; --top N files\n"
+	"  by bytes (0: all; default 10).\n"
+	"  Access mode of each file (read or written by one process, shared by N\n"
+	"  processes, read whole by each of N: from offset 0 to the furthest byte any\n"
+	"  read reached) and the job's pattern (single process, file per process,\n"
+	"  shared file, mixed), as Darshan-based studies report them.\n"
+	"  Request sizes as the storage saw them, and as issued: the kernel splits a\n"
+	"  call larger than its largest request into pieces, and a thread's pieces of\n"
+	"  one call are joined again (same thread and file, each starting where the\n"
+	"  previous ended and within 2 ms of its reply, every piece but the last at\n"
+	"  most a page short of the largest request). --max-request SIZE: the\n"
+	"  kernel's largest request (default 1MiB, what dliofs asks for; the largest\n"
+	"  request in the trace when larger). A loop of calls of that size, back to\n"
+	"  back, and readahead look the same as one call.\n";
+
 int dt_summary(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, 'j'},
 		{"top", required_argument, NULL, 't'},
+		{"max-request", required_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
 	int json = 0, c;
 	long top = 10;
 	char *end;
+	const char *why;
+	uint64_t max_req = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "jt:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jt:m:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = 1;
@@ -358,17 +456,24 @@ int dt_summary(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'm':
+			if (dl_parse_size(optarg, &max_req, &why) || max_req < 4096 ||
+			    max_req % 4096) {
+				fprintf(stderr, "dlio-trace summary: --max-request %s: want the "
+						"kernel's largest request, whole pages (e.g. 128KiB)\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h':
-			printf("usage: dlio-trace summary TRACE [--json] [--top N]\n"
-			       "  Per operation, per file and per client figures of a trace; "
-			       "--top N files by bytes (0: all; default 10).\n");
+			printf("%s", summary_help);
 			return 0;
 		default:
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: dlio-trace summary TRACE [--json] [--top N]\n");
+		fprintf(stderr, "%s", summary_help);
 		return 2;
 	}
 
@@ -377,6 +482,12 @@ int dt_summary(int argc, char **argv)
 	if (dt_load(argv[optind], &t))
 		return 1;
 	if (dt_stats_compute(&t, &s)) {
+		dt_free(&t);
+		return 1;
+	}
+	if (max_req && dt_issued_compute(&t, &s, max_req)) {
+		fprintf(stderr, "dlio-trace: out of memory\n");
+		dt_stats_free(&s);
 		dt_free(&t);
 		return 1;
 	}

@@ -691,6 +691,69 @@ class Plot(TraceTest):
         if os.environ.get("DLIO_TRACE_KEEP_PNG"):
             shutil.copy(png, os.environ["DLIO_TRACE_KEEP_PNG"])
 
+    def plot_module(self):
+        ok = subprocess.run(["/usr/bin/python3", "-c", "import matplotlib, numpy"],
+                            capture_output=True).returncode == 0
+        dltest.require(ok, "python3-matplotlib not installed")
+        import importlib.util
+        src = os.environ.get("DLIOFS_SRC", os.path.join(os.path.dirname(__file__), ".."))
+        spec = importlib.util.spec_from_file_location(
+            "dlio_trace_plot", os.path.join(src, "tools", "dlio_trace_plot.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    def test_per_file_offsets(self):
+        """The spatial and temporal panels place a request at its offset in
+        its own file (files ranked by name), not in the data set laid end
+        to end."""
+        mod = self.plot_module()
+        import numpy as np
+        recs = reads_of(1, 7, [(0, MiB), (MiB, MiB)]) + \
+            reads_of(1, 3, [(0, 4096), (8192, 4096)], t=10**7) + \
+            reads_of(2, 5, [(512 * KiB, 64 * KiB)], t=2 * 10**7)
+        p = write_trace(self.path("pf.trc"), recs, {7: "c.npz", 3: "a.npz", 5: "b.npz"},
+                        version=2, shuffle_batches=False)
+        d = mod.data_points(np, mod.load(np, p))
+        self.assertEqual(d["files"], ["a.npz", "b.npz", "c.npz"])
+        got = sorted(zip(d["file"].tolist(), d["offset"].tolist(), d["size"].tolist()))
+        self.assertEqual(got, [(0, 0, 4096), (0, 8192, 4096), (1, 512 * KiB, 64 * KiB),
+                               (2, 0, MiB), (2, MiB, MiB)])
+        lg, lo, hi = mod.size_colours(np, d["size"])
+        self.assertEqual((lo, hi), (12, 20))
+
+    def test_temporal_coloured_by_size(self):
+        """One client reading 4 KiB and 1 MiB requests: the temporal panel
+        (second of four) shows both ends of the size colour map (viridis:
+        dark purple, yellow), where colour by client had one colour."""
+        self.plot_module()
+        try:
+            from PIL import Image
+        except ImportError:
+            dltest.require(False, "PIL not installed")
+        recs = []
+        for f in range(20):
+            recs += reads_of(1, 100 + f, [(0, 4096)] + [(k * MiB, MiB) for k in range(4)],
+                             t=f * 10**7)
+        p = write_trace(self.path("col.trc"), recs, {100 + f: "f%02d" % f for f in range(20)},
+                        version=2)
+        png = self.path("col.png")
+        self.assertEqual(run("plot", p, "-o", png).stderr.strip(), "")
+        with Image.open(png) as im:
+            # The plot says where its panels are.
+            x0, y0, x1, y1 = json.loads(im.info["dlio-trace-panels"])["temporal"]
+            rgb = im.convert("RGB")
+            yellow = purple = 0
+            for y in range(y0 + 2, y1 - 2):
+                for x in range(x0 + 2, x1 - 2, 2):
+                    r_, g_, b_ = rgb.getpixel((x, y))
+                    yellow += r_ > 200 and g_ > 180 and b_ < 100
+                    purple += r_ < 110 and g_ < 60 and b_ > 60
+        self.assertGreater(yellow, 20, (yellow, purple))
+        self.assertGreater(purple, 5, (yellow, purple))
+        if os.environ.get("DLIO_TRACE_KEEP_PNG"):
+            shutil.copy(png, os.environ["DLIO_TRACE_KEEP_PNG"] + ".sizes.png")
+
     def test_plot_two(self):
         """Two runs one above the other: six panels on one time axis, the
         longer run setting it; a third trace is refused."""

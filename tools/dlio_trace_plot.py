@@ -2,11 +2,13 @@
 """dlio-trace plot TRACE -o OUT.png: the pictures that characterize a deep
 learning job's I/O, from a dliofs trace, in one PNG:
 
-  1. spatial pattern: where in the data set each client reads (data set
-     offset = files laid end to end in name order, then the offset in the
-     file), colour = request size;
-  2. temporal pattern: data set offset over time, colour = client;
-  3. throughput over time: MiB/s read and written, requests/s.
+  1. spatial pattern: where in each file requests go (x: file, by name;
+     y: offset in the file; each request a bar over the bytes it asked
+     for), colour = request size;
+  2. temporal pattern: offset in the file over time, colour = request size
+     (both as Mendez et al. draw them);
+  3. files over time: which file each client reads when, colour = client;
+  4. throughput over time: MiB/s read and written, requests/s.
 
 dlio-trace plot A B -o OUT.png: two runs (e.g. the real job and its
 emulation) one above the other on the same time scale, each from its own
@@ -24,6 +26,7 @@ and python3-numpy). The trace is parsed here with numpy, in the layout of
 include/dliofs/trace.h.
 """
 import argparse
+import json
 import os
 import struct
 import sys
@@ -219,6 +222,186 @@ def pair_plot(np, plt, trs, labels, args):
     return 0
 
 
+def data_points(np, tr):
+    """The data requests (reads and writes) of a trace, for the spatial and
+    temporal panels: each with its file's rank (files in name order), its
+    offset within the file, its size asked for, its arrival (s since the
+    trace started) and its client's index."""
+    recs = tr["recs"]
+    data = recs[(recs["op"] == OP_READ) | (recs["op"] == OP_WRITE)]
+    fids, inv = np.unique(data["file_id"], return_inverse=True)
+    label = lambda fid: tr["names"].get(int(fid), "#%d" % int(fid))
+    order = sorted(range(len(fids)), key=lambda i: (label(fids[i]), int(fids[i])))
+    rank_of = np.zeros(len(fids), dtype=np.int64)
+    rank_of[order] = np.arange(len(fids))
+    pids = np.unique(recs["pid"])
+    return {
+        "file": rank_of[inv].reshape(-1),
+        "files": [label(fids[i]) for i in order],
+        "offset": data["offset"].astype(np.float64),
+        "size": data["size"].astype(np.float64),
+        "time": (data["start_ns"].astype(np.int64) - np.int64(tr["start_mono"])) / 1e9,
+        "client": np.searchsorted(pids, data["pid"]),
+        "pids": pids,
+        "write": data["op"] == OP_WRITE,
+    }
+
+
+def size_colours(np, size):
+    """log2 of the request sizes and the colour range: whole powers of two."""
+    lg = np.log2(np.maximum(size, 1))
+    if not len(lg):
+        return lg, 0.0, 1.0
+    lo, hi = float(np.floor(lg.min())), float(np.ceil(lg.max()))
+    return lg, lo, hi if hi > lo else lo + 1
+
+
+def size_colourbar(np, fig, sc, cax, lo, hi):
+    cb = fig.colorbar(sc, cax=cax, label="request size")
+    ticks = np.arange(lo, hi + 1)
+    if len(ticks) > 12:
+        ticks = ticks[::int(np.ceil(len(ticks) / 12))]
+    cb.set_ticks(ticks)
+    cb.set_ticklabels([human(2 ** int(k)) for k in ticks])
+
+
+def single_plot(np, plt, tr, args):
+    """One trace: spatial and temporal pattern with offsets within each
+    file, coloured by request size (as Mendez et al. draw them), which file
+    each client reads when, and throughput over time."""
+    recs = tr["recs"]
+    d = data_points(np, tr)
+    n, nfiles = len(d["offset"]), len(d["files"])
+    top = float((d["offset"] + d["size"]).max()) if n else 1.0
+    unit, uname = ((1 << 30, "GiB") if top >= (4 << 30) else (1 << 20, "MiB")
+                   if top >= (4 << 20) else (1 << 10, "KiB"))
+    lg, lo, hi = size_colours(np, d["size"])
+
+    # The scatter plots draw a sample when there are many requests.
+    rng = np.random.default_rng(1)
+    sel = np.arange(n)
+    if n > args.max_points:
+        sel = np.sort(rng.choice(n, args.max_points, replace=False))
+    # Small requests drawn last, over the large ones around them.
+    sel = sel[np.argsort(-d["size"][sel], kind="stable")]
+    msize = 14 if len(sel) < 5000 else 4 if len(sel) < 50000 else 1.5
+
+    # A column for the colour bars beside the panels, so that the time axes
+    # of panels 2-4 line up.
+    fig = plt.figure(figsize=(11, 17), dpi=100)
+    gs = fig.add_gridspec(4, 2, width_ratios=(60, 1.2), hspace=0.42, wspace=0.03, left=0.08,
+                          right=0.87, top=0.95, bottom=0.04)
+    axes = [fig.add_subplot(gs[i, 0]) for i in range(4)]
+    caxes = [fig.add_subplot(gs[i, 1]) for i in range(2)]
+    fig.suptitle(args.title or "%s: %d requests, clients: %d, files: %d%s" % (
+        os.path.basename(args.trace), len(recs), len(np.unique(recs["pid"])), nfiles,
+        "" if not tr["dropped"] else ", %d dropped" % tr["dropped"]))
+
+    def file_axis(ax, horizontal):
+        ticks = range(nfiles) if nfiles <= 30 else []
+        (ax.set_xticks if horizontal else ax.set_yticks)(list(ticks))
+        if nfiles <= 30:
+            (ax.set_xticklabels if horizontal else ax.set_yticklabels)(
+                d["files"], rotation=90 if horizontal else 0, fontsize="x-small")
+        (ax.set_xlim if horizontal else ax.set_ylim)(-0.6, max(nfiles, 1) - 0.4)
+        (ax.set_xlabel if horizontal else ax.set_ylabel)(
+            "file (%d, by name)" % nfiles)
+
+    # 1. Spatial: each request a bar over the bytes it asked for, in its file.
+    ax = axes[0]
+    if len(sel):
+        x = d["file"][sel]
+        y0 = d["offset"][sel] / unit
+        y1 = (d["offset"][sel] + d["size"][sel]) / unit
+        cmap = plt.get_cmap("viridis")
+        norm = plt.Normalize(lo, hi)
+        ax.vlines(x, y0, y1, colors=cmap(norm(lg[sel])),
+                  linewidth=max(1.0, min(8.0, 400.0 / max(nfiles, 1))))
+        sc = ax.scatter(x, y0, c=lg[sel], s=msize, cmap=cmap, norm=norm, linewidths=0)
+        size_colourbar(np, fig, sc, caxes[0], lo, hi)
+    file_axis(ax, True)
+    ax.set_ylabel("offset in the file (%s)" % uname)
+    ax.set_title("spatial pattern: where in each file requests go (bar: the bytes asked for; "
+                 "colour: request size)", fontsize="medium")
+
+    # 2. Temporal: offset within the file over time.
+    ax = axes[1]
+    if len(sel):
+        sc = ax.scatter(d["time"][sel], d["offset"][sel] / unit, c=lg[sel], s=msize,
+                        cmap="viridis", vmin=lo, vmax=hi, linewidths=0)
+        size_colourbar(np, fig, sc, caxes[1], lo, hi)
+    ax.set_xlabel("time since the trace started (s)")
+    ax.set_ylabel("offset in the file (%s)" % uname)
+    ax.set_title("temporal pattern: offset in the file over time (colour: request size)",
+                 fontsize="medium")
+
+    # 3. Which file each client reads when.
+    ax = axes[2]
+    pids = d["pids"]
+    if len(sel):
+        cmap = plt.get_cmap("tab10" if len(pids) <= 10 else "tab20")
+        for i, p in enumerate(pids.tolist()):
+            m = sel[d["client"][sel] == i]
+            if len(m):
+                ax.scatter(d["time"][m], d["file"][m], s=msize, color=cmap(i % cmap.N),
+                           linewidths=0, label="pid %d" % p)
+        if len(pids) <= 12 and ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper left", markerscale=3, fontsize="small")
+    file_axis(ax, False)
+    ax.set_xlabel("time since the trace started (s)")
+    ax.set_title("files over time (colour: client)", fontsize="medium")
+
+    ax = axes[3]
+    if len(recs):
+        start = (recs["start_ns"].astype(np.int64) - np.int64(tr["start_mono"])) / 1e9
+        dur = (recs["dur_lo"].astype(np.float64) + recs["dur_hi"].astype(np.float64) * 2.0 ** 32) / 1e9
+        end = start + dur
+        t_lo, t_hi = float(start.min()), float(end.max())
+        span = max(t_hi - t_lo, 1e-3)
+        nb = 200 if len(recs) > 2000 else max(10, len(recs) // 10)
+        edges = np.linspace(t_lo, t_lo + span * (1 + 1e-9), nb + 1)
+        width = edges[1] - edges[0]
+        nbytes = np.maximum(recs["result"], 0).astype(np.float64)
+        for op, name, colour in ((OP_READ, "read", "tab:blue"), (OP_WRITE, "write", "tab:red")):
+            m = recs["op"] == op
+            if m.any():
+                h = spread(np, start[m], end[m], nbytes[m], edges)
+                ax.plot(edges[:-1] + width / 2, h / width / (1 << 20), color=colour,
+                        label="%s MiB/s" % name)
+        ax.set_ylabel("MiB/s")
+        ax2 = ax.twinx()
+        h, _ = np.histogram(start, bins=edges)
+        ax2.plot(edges[:-1] + width / 2, h / width, color="tab:gray", alpha=0.6, linestyle="--",
+                 label="requests/s")
+        ax2.set_ylabel("requests/s")
+        lines = ax.get_legend_handles_labels()
+        lines2 = ax2.get_legend_handles_labels()
+        ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize="small")
+    ax.set_xlabel("time since the trace started (s)")
+    ax.set_title("throughput over time", fontsize="medium")
+    # The time panels share one axis.
+    if len(recs):
+        for a in (axes[1], axes[2], axes[3]):
+            a.set_xlim(t_lo - span * 0.01, t_lo + span * 1.01)
+
+    for cax in caxes:
+        if not cax.collections and not cax.images:
+            cax.set_axis_off()
+    # Where each panel is, in pixels from the top left (a PNG text chunk):
+    # for tests and scripts that look at one panel.
+    height = fig.get_figheight() * fig.dpi
+    boxes = {}
+    for name, ax in zip(("spatial", "temporal", "files", "throughput"), axes):
+        b = ax.get_window_extent()
+        boxes[name] = [round(b.x0), round(height - b.y1), round(b.x1), round(height - b.y0)]
+    try:
+        fig.savefig(args.output, metadata={"dlio-trace-panels": json.dumps(boxes)})
+    except OSError as e:
+        print("dlio-trace plot: %s: %s" % (args.output, e), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(prog="dlio-trace plot", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -255,119 +438,8 @@ def main():
         if labels[0] == labels[1]:
             labels = ["A " + args.trace[0], "B " + args.trace[1]]
         return pair_plot(np, plt, trs, labels, args)
-    tr = trs[0]
     args.trace = args.trace[0]
-    recs = tr["recs"]
-    t0 = tr["start_mono"]
-    data = recs[(recs["op"] == OP_READ) | (recs["op"] == OP_WRITE)]
-
-    # Data set offset: files end to end in name order, each as long as the
-    # furthest byte any request reached.
-    fids, inv = np.unique(data["file_id"], return_inverse=True)
-    label = lambda fid: tr["names"].get(int(fid), "#%d" % int(fid))
-    ends = data["offset"] + data["size"].astype(np.uint64)
-    extent = np.zeros(len(fids), dtype=np.uint64)
-    np.maximum.at(extent, inv, ends)
-    order = sorted(range(len(fids)), key=lambda i: (label(fids[i]), int(fids[i])))
-    base = np.zeros(len(fids), dtype=np.float64)
-    pos = 0
-    for i in order:
-        base[i] = pos
-        pos += max(int(extent[i]), 1)
-    total = max(pos, 1)
-    unit, uname = (1 << 30, "GiB") if total >= (4 << 30) else (1 << 20, "MiB") if total >= (4 << 20) else (1 << 10, "KiB")
-    dpos = (base[inv] + data["offset"].astype(np.float64)) / unit
-    tsec = (data["start_ns"].astype(np.int64) - np.int64(t0)) / 1e9
-
-    pids = np.unique(recs["pid"])
-    cidx = np.searchsorted(pids, data["pid"]).astype(np.float64)
-
-    # The scatter plots draw a sample when there are many requests.
-    rng = np.random.default_rng(1)
-    sel = np.arange(len(data))
-    if len(sel) > args.max_points:
-        sel = np.sort(rng.choice(len(data), args.max_points, replace=False))
-
-    fig, axes = plt.subplots(3, 1, figsize=(11, 13), dpi=100)
-    title = args.title or "%s: %d requests, %d clients, %d files%s" % (
-        os.path.basename(args.trace), len(recs), len(pids), len(fids),
-        "" if not tr["dropped"] else ", %d dropped" % tr["dropped"])
-    fig.suptitle(title)
-
-    ax = axes[0]
-    # Marker size: visible for small traces, not a blot for big ones.
-    msize = 14 if len(sel) < 5000 else 4 if len(sel) < 50000 else 1.5
-    if len(sel):
-        jitter = rng.uniform(-0.3, 0.3, len(sel))
-        lg = np.log2(np.maximum(data["size"][sel], 1).astype(np.float64))
-        lo, hi = np.floor(lg.min()), np.ceil(lg.max())
-        if hi <= lo:
-            hi = lo + 1
-        sc = ax.scatter(cidx[sel] + jitter, dpos[sel], c=lg, s=msize, cmap="viridis",
-                        vmin=lo, vmax=hi, linewidths=0)
-        cb = fig.colorbar(sc, ax=ax, label="request size")
-        ticks = np.arange(lo, hi + 1)
-        if len(ticks) > 12:
-            ticks = ticks[::int(np.ceil(len(ticks) / 12))]
-        cb.set_ticks(ticks)
-        cb.set_ticklabels([human(2 ** int(k)) for k in ticks])
-    ax.set_xticks(range(len(pids)))
-    ax.set_xticklabels([str(p) for p in pids.tolist()], rotation=45 if len(pids) > 8 else 0)
-    ax.set_xlim(-0.6, max(len(pids), 1) - 0.4)
-    ax.set_xlabel("client pid")
-    ax.set_ylabel("data set offset (%s, files in name order)" % uname)
-    ax.set_title("spatial pattern: where each client reads and writes")
-
-    ax = axes[1]
-    if len(sel):
-        cmap = plt.get_cmap("tab10" if len(pids) <= 10 else "tab20")
-        for i, p in enumerate(pids.tolist()):
-            m = sel[cidx[sel] == i]
-            if len(m):
-                ax.scatter(tsec[m], dpos[m], s=msize, color=cmap(i % cmap.N), linewidths=0,
-                           label="pid %d" % p)
-        if len(pids) <= 12:
-            ax.legend(loc="upper left", markerscale=4, fontsize="small")
-    ax.set_xlabel("time since the trace started (s)")
-    ax.set_ylabel("data set offset (%s)" % uname)
-    ax.set_title("temporal pattern: offset over time per client")
-
-    ax = axes[2]
-    if len(recs):
-        start = (recs["start_ns"].astype(np.int64) - np.int64(t0)) / 1e9
-        dur = (recs["dur_lo"].astype(np.float64) + recs["dur_hi"].astype(np.float64) * 2.0 ** 32) / 1e9
-        end = start + dur
-        lo, hi = float(start.min()), float(end.max())
-        span = max(hi - lo, 1e-3)
-        nb = 200 if len(recs) > 2000 else max(10, len(recs) // 10)
-        edges = np.linspace(lo, lo + span * (1 + 1e-9), nb + 1)
-        width = edges[1] - edges[0]
-        nbytes = np.maximum(recs["result"], 0).astype(np.float64)
-        for op, name, colour in ((OP_READ, "read", "tab:blue"), (OP_WRITE, "write", "tab:red")):
-            m = recs["op"] == op
-            if m.any():
-                h = spread(np, start[m], end[m], nbytes[m], edges)
-                ax.plot(edges[:-1] + width / 2, h / width / (1 << 20), color=colour,
-                        label="%s MiB/s" % name)
-        ax.set_ylabel("MiB/s")
-        ax2 = ax.twinx()
-        h, _ = np.histogram(start, bins=edges)
-        ax2.plot(edges[:-1] + width / 2, h / width, color="tab:gray", alpha=0.6, linestyle="--",
-                 label="requests/s")
-        ax2.set_ylabel("requests/s")
-        lines = ax.get_legend_handles_labels()
-        lines2 = ax2.get_legend_handles_labels()
-        ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper right", fontsize="small")
-    ax.set_xlabel("time since the trace started (s)")
-    ax.set_title("throughput over time")
-
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
-    try:
-        fig.savefig(args.output)
-    except OSError as e:
-        print("dlio-trace plot: %s: %s" % (args.output, e), file=sys.stderr)
-        return 1
-    return 0
+    return single_plot(np, plt, trs[0], args)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ struct call {
 	uint64_t next_off; /* where the next piece would start */
 	uint64_t end_ns;   /* the latest reply of a piece */
 	unsigned op;
-	int full;	   /* the last piece was full: the call may go on */
+	int full; /* the last piece was full: the call may go on */
 };
 
 static void flush(struct dt_stats *s, struct call *c)

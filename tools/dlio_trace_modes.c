@@ -143,7 +143,8 @@ int dt_modes_compute(const struct dt_trace *t, struct dt_stats *s)
 		x = dt_map_find(&idx, r->file_id, 0);
 		if (!x) /* every data request's file is in the stats */
 			continue;
-		v[n++] = (struct piece){*x, r->pid, r->op == DL_TOP_READ, r->offset, r->offset + got};
+		v[n++] =
+		    (struct piece){*x, r->pid, r->op == DL_TOP_READ, r->offset, r->offset + got};
 		if (r->op == DL_TOP_READ && got && r->offset + got > s->files[*x].extent)
 			s->files[*x].extent = r->offset + got;
 		if (!dt_map_get(&procs, r->pid, 0, &created))

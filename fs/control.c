@@ -629,18 +629,30 @@ static void refuse_handle(struct dl_ctl_handle *h, int err)
 	h->pending_len = h->pending_cap = 0;
 }
 
-/* Handle lock held. */
-static int commit_locked(struct dl_fs *fs, struct dl_ctl_handle *h)
+/* The text is taken out of the handle and applied without its lock: a
+ * transaction may open a file on this mount, and a worker must never wait
+ * for it (a read of the reason, a write on the same open file). Commits
+ * of one handle are not concurrent: the control thread runs them. */
+int dl_ctl_commit(struct dl_fs *fs, struct dl_ctl_handle *h)
 {
-	char why[1024] = "";
+	char why[1024] = "", *text;
+	size_t len;
 	int ret;
 
-	if (h->refused)
-		return h->refused;
-	if (!h->pending_len)
-		return 0;
-	ret = apply(fs, h, h->pending, h->pending_len, why, sizeof(why));
-	h->pending_len = 0;
+	pthread_mutex_lock(&h->lock);
+	ret = h->refused;
+	text = h->pending;
+	len = h->pending_len;
+	if (!ret && len) {
+		h->pending = NULL;
+		h->pending_len = h->pending_cap = 0;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (ret || !len)
+		return ret;
+	ret = apply(fs, h, text, len, why, sizeof(why));
+	free(text);
+	pthread_mutex_lock(&h->lock);
 	free(h->reason);
 	h->reason = NULL;
 	if (ret) {
@@ -655,15 +667,6 @@ static int commit_locked(struct dl_fs *fs, struct dl_ctl_handle *h)
 			h->reason = NULL;
 		refuse_handle(h, ret);
 	}
-	return ret;
-}
-
-int dl_ctl_commit(struct dl_fs *fs, struct dl_ctl_handle *h)
-{
-	int ret;
-
-	pthread_mutex_lock(&h->lock);
-	ret = commit_locked(fs, h);
 	pthread_mutex_unlock(&h->lock);
 	return ret;
 }

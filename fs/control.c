@@ -498,7 +498,8 @@ static int tx_cache(struct dl_fs *fs, const char *text, size_t len, char *why, s
 
 /* One command: "stop", or "start [ops=LIST] /abs/path" (the path is the
  * rest of the line, blanks included). */
-static int tx_trace(struct dl_fs *fs, const char *text, size_t len, char *why, size_t wl)
+static int tx_trace(struct dl_fs *fs, const struct dl_ctl_handle *h, const char *text, size_t len,
+		    char *why, size_t wl)
 {
 	char *line, *path, esc[256];
 	uint32_t mask = ~0u;
@@ -551,11 +552,20 @@ static int tx_trace(struct dl_fs *fs, const char *text, size_t len, char *why, s
 		free_lines(&l);
 		return -EINVAL;
 	}
-	ret = dl_fs_trace_start(fs, path, mask);
-	if (ret) {
-		dl_log_esc(path, esc, sizeof(esc));
-		snprintf(why, wl, "start: cannot trace to %s: %s%s", esc, strerror(-ret),
-			 ret == -EBUSY ? " (a trace is running: stop it first)" : "");
+	{
+		char reason[512] = "";
+		struct creds cr;
+
+		/* The file is opened (or made) with the rights of whoever opened
+		 * the control file, as a latency table is read. */
+		as_opener(h, &cr);
+		ret = dl_fs_trace_start(fs, path, mask, 1, reason, sizeof(reason));
+		restore(&cr);
+		if (ret) {
+			dl_log_esc(path, esc, sizeof(esc));
+			snprintf(why, wl, "start: cannot trace to %s: %s", esc,
+				 reason[0] ? reason : strerror(-ret));
+		}
 	}
 	free_lines(&l);
 	return ret;
@@ -599,7 +609,7 @@ static int apply(struct dl_fs *fs, struct dl_ctl_handle *h, const char *text, si
 	case DL_CTL_CACHE:
 		return tx_cache(fs, text, len, why, wl);
 	case DL_CTL_TRACE:
-		return tx_trace(fs, text, len, why, wl);
+		return tx_trace(fs, h, text, len, why, wl);
 	case DL_CTL_STATS:
 		return tx_stats(fs, text, len, why, wl);
 	default:
@@ -608,16 +618,41 @@ static int apply(struct dl_fs *fs, struct dl_ctl_handle *h, const char *text, si
 	}
 }
 
-/* Handle lock held. */
-static int commit_locked(struct dl_fs *fs, struct dl_ctl_handle *h)
+/* A refusal sticks to the open file: what it gathered is dropped, and the
+ * rest of a write the kernel split (or a writer's retry of it) must not
+ * become a transaction of its own. Handle lock held. */
+static void refuse_handle(struct dl_ctl_handle *h, int err)
 {
-	char why[1024] = "";
+	h->refused = err;
+	free(h->pending);
+	h->pending = NULL;
+	h->pending_len = h->pending_cap = 0;
+}
+
+/* The text is taken out of the handle and applied without its lock: a
+ * transaction may open a file on this mount, and a worker must never wait
+ * for it (a read of the reason, a write on the same open file). Commits
+ * of one handle are not concurrent: the control thread runs them. */
+int dl_ctl_commit(struct dl_fs *fs, struct dl_ctl_handle *h)
+{
+	char why[1024] = "", *text;
+	size_t len;
 	int ret;
 
-	if (!h->pending_len)
-		return 0;
-	ret = apply(fs, h, h->pending, h->pending_len, why, sizeof(why));
-	h->pending_len = 0;
+	pthread_mutex_lock(&h->lock);
+	ret = h->refused;
+	text = h->pending;
+	len = h->pending_len;
+	if (!ret && len) {
+		h->pending = NULL;
+		h->pending_len = h->pending_cap = 0;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (ret || !len)
+		return ret;
+	ret = apply(fs, h, text, len, why, sizeof(why));
+	free(text);
+	pthread_mutex_lock(&h->lock);
 	free(h->reason);
 	h->reason = NULL;
 	if (ret) {
@@ -630,30 +665,38 @@ static int commit_locked(struct dl_fs *fs, struct dl_ctl_handle *h)
 			dl_ctl_names[h->id], dl_log_esc(why, ewhy, sizeof(ewhy)));
 		if (asprintf(&h->reason, "error: %s\n", why) < 0)
 			h->reason = NULL;
+		refuse_handle(h, ret);
 	}
-	return ret;
-}
-
-int dl_ctl_commit(struct dl_fs *fs, struct dl_ctl_handle *h)
-{
-	int ret;
-
-	pthread_mutex_lock(&h->lock);
-	ret = commit_locked(fs, h);
 	pthread_mutex_unlock(&h->lock);
 	return ret;
 }
 
-static int write_locked(struct dl_fs *fs, struct dl_ctl_handle *h, const char *buf, size_t len)
+int dl_ctl_commit_quick(struct dl_ctl_handle *h)
+{
+	int ret;
+
+	pthread_mutex_lock(&h->lock);
+	ret = h->refused ? h->refused : h->pending_len ? -EAGAIN : 0;
+	pthread_mutex_unlock(&h->lock);
+	return ret;
+}
+
+/* Only gathered: a short piece is not the last one of a writev, so only
+ * fsync and close apply. */
+static int write_locked(struct dl_ctl_handle *h, const char *buf, size_t len)
 {
 	if (h->id == DL_CTL_CONFIG || h->id == DL_CTL_DIR)
 		return -EACCES;
+	if (h->refused)
+		return h->refused;
 	if (h->pending_len + len > DL_CTL_MAX_WRITE) {
-		h->pending_len = 0;
 		free(h->reason);
 		if (asprintf(&h->reason, "error: a command of more than %u bytes\n",
 			     DL_CTL_MAX_WRITE) < 0)
 			h->reason = NULL;
+		fprintf(stderr, "dliofs: .dliofs/%s: refused, nothing applied: a command of more "
+				"than %u bytes\n", dl_ctl_names[h->id], DL_CTL_MAX_WRITE);
+		refuse_handle(h, -EFBIG);
 		return -EFBIG;
 	}
 	if (h->pending_len + len > h->pending_cap) {
@@ -663,18 +706,18 @@ static int write_locked(struct dl_fs *fs, struct dl_ctl_handle *h, const char *b
 		while (cap < h->pending_len + len)
 			cap *= 2;
 		nb = realloc(h->pending, cap);
-		if (!nb)
+		if (!nb) {
+			/* Not a piece to skip: the whole write goes. */
+			free(h->reason);
+			h->reason = strdup("error: out of memory for the command\n");
+			refuse_handle(h, -ENOMEM);
 			return -ENOMEM;
+		}
 		h->pending = nb;
 		h->pending_cap = cap;
 	}
 	memcpy(h->pending + h->pending_len, buf, len);
 	h->pending_len += len;
-	/* The kernel cuts a long write into full requests (less at most a
-	 * page when the buffer is not aligned): a shorter piece is the last
-	 * one, so the write is whole. */
-	if (len + 4096 < fs->max_read)
-		return commit_locked(fs, h);
 	return 0;
 }
 
@@ -682,8 +725,9 @@ int dl_ctl_write(struct dl_fs *fs, struct dl_ctl_handle *h, const char *buf, siz
 {
 	int ret;
 
+	(void)fs;
 	pthread_mutex_lock(&h->lock);
-	ret = write_locked(fs, h, buf, len);
+	ret = write_locked(h, buf, len);
 	pthread_mutex_unlock(&h->lock);
 	return ret;
 }

@@ -3,14 +3,21 @@
  * from listings; its traffic is neither shaped, counted nor traced.
  *
  * A write is a transaction: all of it applies or none of it, whatever its
- * size. The kernel splits a write larger than a FUSE request into pieces, so
- * pieces are gathered per open file and applied when the write ends (a
- * piece shorter than a full request), at fsync, or at close (flush). A
- * refused transaction answers EINVAL (or the real errno) and a read of the
- * same open file then gives the reason. */
+ * size. The kernel splits a write into pieces (a full request each, or one
+ * per few iovecs of a writev) and nothing tells the last one, so pieces are
+ * only gathered per open file and applied at fsync or at close (flush,
+ * release); a write piece is never answered with a short count. A refused
+ * transaction answers EINVAL (or the real errno), a read of the same open
+ * file then gives the reason, and every later write, fsync and flush of that
+ * open file answers the same error until it is closed: a writer that retries
+ * the rest of a write cannot get a tail applied as a transaction of its own.
+ *
+ * Transactions run on the control thread (ctl_worker.c), never in a FUSE
+ * worker: a file a command names may lie on this very mount. */
 #ifndef DLIOFS_FS_CONTROL_H
 #define DLIOFS_FS_CONTROL_H
 
+#include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,6 +46,8 @@ struct dl_ctl_handle {
 	char *pending;		/* pieces of a write not yet applied */
 	size_t pending_len, pending_cap;
 	char *reason;		/* why the last transaction was refused */
+	int refused;		/* sticky -errno of a refusal (or EFBIG): answers every
+				 * later write, fsync and flush of this open file */
 };
 
 int dl_ctl_lookup(const char *name, unsigned *id);
@@ -53,8 +62,27 @@ int dl_ctl_handle_read(struct dl_ctl_handle *h, uint64_t off, size_t size, char 
 		       size_t *len);
 /* A piece of a write: gathered, and applied when it ends a write. */
 int dl_ctl_write(struct dl_fs *fs, struct dl_ctl_handle *h, const char *buf, size_t len);
-/* Apply what is pending (fsync, flush, close); 0 when nothing is. */
+/* Apply what is pending (fsync, flush, close); 0 when nothing is, the
+ * sticky error of a refused handle. On the control thread only. */
 int dl_ctl_commit(struct dl_fs *fs, struct dl_ctl_handle *h);
+/* What a commit would answer without applying anything: -EAGAIN when
+ * something is pending (hand the commit to the control thread), else 0 or
+ * the handle's sticky error. Safe in a FUSE worker. */
+int dl_ctl_commit_quick(struct dl_ctl_handle *h);
+
+/* The control thread (ctl_worker.c): run(fs, arg), then after(arg), then
+ * answer req with run's result (0 or -errno). */
+struct dl_ctl_worker;
+int dl_ctl_worker_start(struct dl_fs *fs, struct dl_ctl_worker **out);
+int dl_ctl_worker_submit(struct dl_ctl_worker *w, fuse_req_t req,
+			 int (*run)(struct dl_fs *fs, void *arg), void (*after)(void *arg),
+			 void *arg);
+/* The session is going: from now on jobs are dropped and requests freed
+ * unanswered (their handles are freed with the others at exit). */
+void dl_ctl_worker_quiesce(struct dl_ctl_worker *w);
+/* Quiesce, wait for the job in progress, free. After the unmount: a job
+ * may be waiting on this mount, which then fails it. */
+void dl_ctl_worker_stop(struct dl_ctl_worker *w);
 /* Snapshot of a readable control file's content (malloc'd). */
 int dl_ctl_read_all(struct dl_fs *fs, unsigned id, char **buf, size_t *len);
 

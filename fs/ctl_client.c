@@ -148,7 +148,7 @@ int dl_ctl_command(const char *mnt, enum dl_ctl_file f, const char *text, size_t
 			ret = n < 0 ? -errno : -EIO;
 			break;
 		}
-		/* A short count: the daemon refused the write's last piece. */
+		/* A short count: the daemon refused a piece (a command over 64 MiB). */
 		if ((size_t)n < len - done) {
 			ret = -EINVAL;
 			break;

@@ -12,6 +12,8 @@
 
 #include "backing.h"
 #include "clients.h"
+#include "control.h"
+#include "log_i.h"
 #include "fs_i.h"
 #include "mountpoint_i.h"
 #include "reply.h"
@@ -60,6 +62,8 @@ static int fs_init(struct dl_fs *fs, struct dl_config *cfg, int no_pacer)
 
 static void fs_fini(struct dl_fs *fs)
 {
+	dl_ctl_worker_stop(fs->ctl_worker);
+	fs->ctl_worker = NULL;
 	dl_timer_stop(fs->timer);
 	fs->timer = NULL;
 	dl_fs_free_handles(fs);
@@ -93,23 +97,20 @@ static void notify(int fd, const char *msg)
 
 static int redirect_stdio(const char *log_path);
 
-/* The mount answers: start what serves it (timer, readahead, the trace the
- * config asks for) and serve until unmounted or signalled. What is started
- * here is stopped by the caller. */
-static int serve(struct dl_fs *fs, struct dl_config *cfg, const struct dl_mount_opts *o)
+/* The mount answers: start what serves it (timer, control thread,
+ * readahead) and serve until unmounted or signalled. What is started here
+ * is stopped by the caller. */
+static int serve(struct dl_fs *fs, const struct dl_mount_opts *o)
 {
 	struct fuse_loop_config *lc;
 	int ret;
 
 	dl_fs_start_readahead(o);
 	ret = dl_timer_start(fs, &fs->timer);
+	if (!ret)
+		ret = dl_ctl_worker_start(fs, &fs->ctl_worker);
 	if (ret)
 		return ret;
-	if (cfg->trace.enabled) {
-		if (dl_fs_trace_start(fs, cfg->trace.file,
-				      cfg->trace.ops_mask ? cfg->trace.ops_mask : ~0u))
-			fprintf(stderr, "dliofs: cannot trace to %s\n", cfg->trace.file);
-	}
 	lc = fuse_loop_cfg_create();
 	if (!lc)
 		return -ENOMEM;
@@ -163,6 +164,25 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	argv[argc] = NULL;
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 
+	if (!realpath(o->mountpoint, fs.mnt_real))
+		fs.mnt_real[0] = 0; /* the mount below reports it */
+	/* The trace the config asks for, before the mount: a target refused
+	 * is a mount refused, with nothing left mounted. */
+	if (cfg->trace.enabled) {
+		char why[512], ep[4 * sizeof(fs.trace_path)], msg[sizeof(ep) + 600];
+
+		ret = dl_fs_trace_start(&fs, cfg->trace.file,
+					cfg->trace.ops_mask ? cfg->trace.ops_mask : ~0u, 0, why,
+					sizeof(why));
+		if (ret) {
+			snprintf(msg, sizeof(msg), "trace.file: cannot trace to %s: %s\n",
+				 dl_log_esc(cfg->trace.file, ep, sizeof(ep)), why);
+			notify(ready_fd, msg);
+			if (ready_fd < 0)
+				fprintf(stderr, "dliofs: %s", msg);
+			goto out;
+		}
+	}
 	se = fuse_session_new(&args, &dl_fs_ops, sizeof(dl_fs_ops), &fs);
 	if (!se) {
 		notify(ready_fd, "invalid FUSE options (see the message above)\n");
@@ -187,17 +207,22 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 		/* Logging is lost, the mount still works. */
 	}
 
-	ret = serve(&fs, cfg, o);
+	ret = serve(&fs, o);
 out:
-	/* Parked replies still reference the session: flush them before it goes. */
+	/* Parked replies still reference the session: flush them before it goes.
+	 * The control thread answers nothing more; its job in progress may wait
+	 * on this mount, which the unmount fails, so it is joined after. */
+	dl_ctl_worker_quiesce(fs.ctl_worker);
 	dl_timer_stop(fs.timer);
 	fs.timer = NULL;
+	if (se && mounted)
+		fuse_session_unmount(se);
+	dl_ctl_worker_stop(fs.ctl_worker);
+	fs.ctl_worker = NULL;
 	if (atomic_load(&fs.trace))
 		dl_fs_trace_stop(&fs);
 	fs.se = NULL;
 	if (se) {
-		if (mounted)
-			fuse_session_unmount(se);
 		fuse_remove_signal_handlers(se);
 		fuse_session_destroy(se);
 	}

@@ -3,6 +3,7 @@
 #define DLIOFS_FS_I_H
 
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@ struct dl_backing;
 struct dl_clients;
 struct dl_served;
 struct dl_handle;
+struct dl_ctl_worker;
 
 /* Everything the daemon mutates lives here (no other global state). */
 struct dl_fs {
@@ -37,6 +39,7 @@ struct dl_fs {
 	unsigned nbufs, bufs_cap;
 	struct dl_pacer *pacer;		/* storage model and statistics (NULL with --no-pacer) */
 	struct dl_timer *timer;		/* sends parked replies at their due time */
+	struct dl_ctl_worker *ctl_worker; /* runs control transactions (ctl_worker.c) */
 	struct dl_backing *backing;	/* real directories and sinks (NULL: none) */
 	struct fuse_session *se;	/* for invalidating the kernel's caches */
 	struct dl_clients *clients;	/* requests' threads to processes and jobs */
@@ -56,6 +59,9 @@ struct dl_fs {
 	uint32_t trace_ops;
 	uint64_t trace_dropped_total;
 	char trace_path[4096];
+	char mnt_real[PATH_MAX];	/* the mountpoint, resolved before mounting */
+	dev_t mount_dev;		/* the mount's device, once learnt (trace_hook.c) */
+	int mount_dev_known;
 	char trace_last[4600];		/* how the last trace ended, for .dliofs/trace */
 	pthread_mutex_t trace_lock;
 	/* Open synthetic and control files (ops.c): a close the kernel has
@@ -82,7 +88,12 @@ int dl_fs_direct_io(struct dl_fs *fs);
 /* Invalidate the kernel's pages of every synthetic file served so far;
  * returns how many files were invalidated. */
 uint64_t dl_fs_drop_kernel_cache(struct dl_fs *fs);
-int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask);
+/* Start tracing to path (trace/target.c's checks, and never a file inside
+ * this mount): 0, or -errno and why. live: the mount answers (a start from
+ * the control thread), so a file reached through another name of the mount
+ * is recognised by its device too. */
+int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask, int live, char *why,
+		      size_t wl);
 int dl_fs_trace_stop(struct dl_fs *fs);
 /* Path of an inode relative to the mount root ("unet3d/train/img_1_of_8.npz"). */
 int dl_node_path(struct dl_fs *fs, uint64_t ino, char *buf, size_t len);

@@ -517,6 +517,38 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	dl_reply_submit(fs, r);
 }
 
+/* Commits of control files run on the control thread, which answers the
+ * request (control.h); what needs no commit is answered here. */
+static int commit_job(struct dl_fs *fs, void *arg)
+{
+	struct dl_handle *h = arg;
+
+	return dl_ctl_commit(fs, &h->c);
+}
+
+static void release_job(void *arg)
+{
+	free_handle(arg);
+}
+
+static void ctl_commit(fuse_req_t req, struct dl_handle *h, int release)
+{
+	struct dl_fs *fs = fs_of(req);
+	int ret = dl_ctl_commit_quick(&h->c);
+
+	if (ret == -EAGAIN && fs->ctl_worker &&
+	    dl_ctl_worker_submit(fs->ctl_worker, req, commit_job, release ? release_job : NULL,
+				 h) == 0)
+		return;
+	if (ret == -EAGAIN)
+		ret = dl_ctl_commit(fs, &h->c); /* no thread, no memory: here, then */
+	if (release) {
+		free_handle(h);
+		ret = 0; /* a close has no answer but done */
+	}
+	ctl_err(req, -ret);
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = fs_of(req);
@@ -524,10 +556,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 	SERVE_BACKING(fs, ino, release, req, ino, fi);
 	if (h && h->ctl) {
-		/* A write the kernel split and nobody committed: apply it now. */
-		dl_ctl_commit(fs, &h->c);
-		free_handle(h);
-		ctl_err(req, 0);
+		/* A write nobody committed (no flush came): apply it now. */
+		ctl_commit(req, h, 1);
 		return;
 	}
 	{
@@ -689,7 +719,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	SERVE_BACKING(fs, ino, flush, req, ino, fi);
 	if (h && h->ctl) {
-		ctl_err(req, -dl_ctl_commit(fs, &h->c));
+		ctl_commit(req, h, 0);
 		return;
 	}
 	refuse(req, DL_TOP_FLUSH, ino, 0);
@@ -702,7 +732,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 	SERVE_BACKING(fs, ino, fsync, req, ino, datasync, fi);
 	if (h && h->ctl) {
-		ctl_err(req, -dl_ctl_commit(fs, &h->c));
+		ctl_commit(req, h, 0);
 		return;
 	}
 	refuse(req, DL_TOP_FSYNC, ino, 0); /* nothing synthetic is ever dirty */

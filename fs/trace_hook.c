@@ -1,10 +1,17 @@
 /* The mount's side of tracing: one record per reply, handed to the recorder
  * (which never blocks). Start and stop may race with replies in flight, so
- * recorders are counted and stop waits for them before closing the file. */
+ * recorders are counted and stop waits for them before closing the file.
+ * The target is opened without the trace lock (nothing that reads the
+ * trace's state waits for an open), never inside the mount itself, and a
+ * live start runs on the control thread, not in a FUSE worker. */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dliofs/naming.h"
 #include "clients.h"
@@ -77,31 +84,97 @@ static void trace_failed(void *arg, int err, uint64_t written)
 		(unsigned long long)written);
 }
 
-int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask)
+/* Is path inside this mount, as the kernel resolves it now (links
+ * included)? A new file: its directory. Resolving a name inside the mount
+ * asks the mount: only done off the FUSE workers (control thread) or
+ * before the mount is up. */
+static int inside_mount(const struct dl_fs *fs, const char *path)
+{
+	char buf[PATH_MAX], dir[PATH_MAX], *slash;
+	size_t n = strlen(fs->mnt_real);
+
+	if (!n)
+		return 0;
+	if (!realpath(path, buf)) {
+		snprintf(dir, sizeof(dir), "%s", path);
+		slash = strrchr(dir, '/');
+		if (!slash)
+			return 0;
+		slash[slash == dir ? 1 : 0] = 0;
+		if (!realpath(dir, buf))
+			return 0; /* the open says why */
+	}
+	if (n == 1)
+		return 1; /* mounted on / */
+	return !strncmp(buf, fs->mnt_real, n) && (buf[n] == 0 || buf[n] == '/');
+}
+
+/* Is fd's file on this mount (reached through a bind mount of it, say)?
+ * The mount's device is learnt from a stat of the mountpoint, which the
+ * mount answers: live starts only (the control thread). */
+static int on_mount(struct dl_fs *fs, int fd)
+{
+	struct stat a, m;
+
+	if (fstat(fd, &a))
+		return 0;
+	if (!fs->mount_dev_known && stat(fs->mnt_real, &m) == 0 && m.st_ino == FUSE_ROOT_ID) {
+		fs->mount_dev = m.st_dev;
+		fs->mount_dev_known = 1;
+	}
+	return fs->mount_dev_known && a.st_dev == fs->mount_dev;
+}
+
+int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask, int live, char *why,
+		      size_t wl)
 {
 	struct dl_trace *t;
-	int ret;
+	int ret, fd, created, keep;
 
+	if (atomic_load(&fs->trace)) {
+		snprintf(why, wl, "a trace is running: stop it first");
+		return -EBUSY;
+	}
+	if (inside_mount(fs, path)) {
+		snprintf(why, wl, "inside the mount itself (%s)", fs->mnt_real);
+		return -EINVAL;
+	}
+	ret = dl_trace_open_target(path, &fd, &created, why, wl);
+	if (ret)
+		return ret;
+	if (live && on_mount(fs, fd)) {
+		dl_trace_discard_target(path, fd, created);
+		snprintf(why, wl, "a file of this mount (%s)", fs->mnt_real);
+		return -EINVAL;
+	}
+	keep = dup(fd); /* to remove a file made here if the start fails */
+	ret = dl_trace_start_fd(fd, fs->cfg->path, ops_mask, path_of, fs, &t);
+	if (ret) {
+		dl_trace_discard_target(path, keep, created);
+		snprintf(why, wl, "%s", strerror(-ret));
+		return ret;
+	}
 	pthread_mutex_lock(&fs->trace_lock);
 	if (atomic_load(&fs->trace)) {
-		ret = -EBUSY;
-		goto out;
+		pthread_mutex_unlock(&fs->trace_lock);
+		dl_trace_finish(t, NULL);
+		dl_trace_discard_target(path, keep, created);
+		snprintf(why, wl, "a trace is running: stop it first");
+		return -EBUSY;
 	}
-	ret = dl_trace_start(path, fs->cfg->path, ops_mask, path_of, fs, &t);
-	if (ret)
-		goto out;
 	fs->trace_ops = ops_mask;
 	snprintf(fs->trace_path, sizeof(fs->trace_path), "%s", path);
 	dl_trace_on_error(t, trace_failed, fs);
 	atomic_store(&fs->trace, t);
+	pthread_mutex_unlock(&fs->trace_lock);
+	if (keep >= 0)
+		close(keep);
 	{
 		char ep[4 * sizeof(fs->trace_path)];
 
 		fprintf(stderr, "dliofs: tracing to %s\n", dl_log_esc(path, ep, sizeof(ep)));
 	}
-out:
-	pthread_mutex_unlock(&fs->trace_lock);
-	return ret;
+	return 0;
 }
 
 /* A trace that lost records to a full disk is still a readable file: the

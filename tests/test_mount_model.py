@@ -393,13 +393,16 @@ datasets:
         # write into pieces, none of which may apply.
         good = "read.iops=7\n" * (3 * MiB // 2 // 12)
         fd = os.open(os.path.join(self.mnt, ".dliofs", "pacer"), os.O_RDWR)
-        try:
-            n = os.write(fd, (good + "read.bandwdith=1GB/s\n").encode())
-            self.assertLess(n, len(good) + 21, "the refused write reported complete")
-        except OSError as e:
-            self.assertEqual(e.errno, 22)
+        # Gathered whole (never a short count), judged at fsync.
+        n = os.write(fd, (good + "read.bandwdith=1GB/s\n").encode())
+        self.assertEqual(n, len(good) + 21)
+        with self.assertRaises(OSError) as cm:
+            os.fsync(fd)
+        self.assertEqual(cm.exception.errno, 22)
         reason = os.pread(fd, 4096, 0).decode()
-        os.close(fd)
+        with self.assertRaises(OSError) as cm:  # the refusal sticks to the open file
+            os.close(fd)
+        self.assertEqual(cm.exception.errno, 22)
         self.assertIn("read.bandwdith", reason)
         self.assertEqual(self.pacer(), before, "part of a refused write was applied")
         # The same through the CLI: 65,000 settings (1.2 MB), all or none.

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -404,11 +406,80 @@ static void test_mask_and_empty(const char *dir)
 
 	ret = dl_trace_start("/nonexistent-dir/x.trc", NULL, 0, NULL, NULL, &t);
 	CHECK(ret == -ENOENT && t == NULL, "start in a missing directory: %d", ret);
-	if (access("/dev/full", W_OK) == 0) {
-		ret = dl_trace_start("/dev/full", NULL, 0, NULL, NULL, &t);
-		CHECK(ret == -ENOSPC && t == NULL, "start on /dev/full: %d", ret);
+	/* A device is no trace target, whatever its open would do (and
+	 * nothing is made in its place where it is missing). */
+	{
+		struct stat st;
+
+		if (stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)) {
+			ret = dl_trace_start("/dev/full", NULL, 0, NULL, NULL, &t);
+			CHECK(ret == -EINVAL && t == NULL, "start on /dev/full: %d", ret);
+		}
 	}
 	CHECK(dl_trace_stop(NULL) == 0, "stop(NULL)");
+}
+
+/* ---- trace targets: a regular file on storage, or a new one ---- */
+
+static void target_refused(const char *path, const char *want)
+{
+	char why[256] = "";
+	int fd = 123, created = 7;
+	int ret = dl_trace_open_target(path, &fd, &created, why, sizeof(why));
+
+	CHECK(ret == -EINVAL && fd == -1 && created == 0 && strstr(why, want),
+	      "target %s refused: %d '%s' (want '%s')", path, ret, why, want);
+}
+
+static void test_targets(const char *dir)
+{
+	char fifo[512], link[512], file[512], fresh[512], why[256];
+	struct dl_trace *t;
+	struct stat st;
+	FILE *f;
+	int fd, created, ret, rfd;
+
+	snprintf(fifo, sizeof(fifo), "%s/t.fifo", dir);
+	snprintf(link, sizeof(link), "%s/null.link", dir);
+	snprintf(file, sizeof(file), "%s/old.trace", dir);
+	snprintf(fresh, sizeof(fresh), "%s/sub", dir);
+	CHECK(mkfifo(fifo, 0600) == 0 && symlink("/dev/null", link) == 0, "targets: setup");
+	/* No reader: an open for writing would fail; with one waiting it would
+	 * succeed and the trace would go to the reader. Neither happens. */
+	target_refused(fifo, "not a regular file (a FIFO)");
+	rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	target_refused(fifo, "not a regular file (a FIFO)");
+	if (rfd >= 0)
+		close(rfd);
+	target_refused("/dev/null", "a character device");
+	target_refused(link, "a character device");
+	target_refused(dir, "a directory");
+	target_refused("/proc/sys/kernel/core_pattern", "a file of /proc");
+	target_refused("/proc/self/comm", "a file of /proc");
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0)
+		target_refused("/sys/kernel/mm/transparent_hugepage/enabled", "a file of /sys");
+
+	/* An existing file: opened, not truncated until the trace starts. */
+	f = fopen(file, "w");
+	CHECK(f && fputs("keep me", f) >= 0 && fclose(f) == 0, "targets: old file");
+	ret = dl_trace_open_target(file, &fd, &created, why, sizeof(why));
+	CHECK(ret == 0 && fd >= 0 && !created, "targets: existing file opened: %d %s", ret, why);
+	CHECK(stat(file, &st) == 0 && st.st_size == 7, "targets: not truncated by the open");
+	dl_trace_discard_target(file, fd, created);
+	CHECK(stat(file, &st) == 0, "targets: an existing file is never removed");
+	/* A new one is made, and removed again when the trace does not start. */
+	ret = dl_trace_open_target(fresh, &fd, &created, why, sizeof(why));
+	CHECK(ret == 0 && created, "targets: a new file: %d %s", ret, why);
+	dl_trace_discard_target(fresh, fd, created);
+	CHECK(access(fresh, F_OK) != 0, "targets: a new file discarded");
+	/* And a trace to the old file replaces its content. */
+	ret = dl_trace_start(file, NULL, 0, NULL, NULL, &t);
+	CHECK(ret == 0, "targets: start on a regular file: %d", ret);
+	if (!ret)
+		CHECK(dl_trace_stop(t) == 0 && stat(file, &st) == 0 &&
+			      st.st_size == sizeof(struct dl_trace_header) +
+						     sizeof(struct dl_trace_footer),
+		      "targets: the old content is gone");
 }
 
 /* ---- a write that fails is reported by stop, not swallowed ---- */
@@ -523,6 +594,7 @@ int main(void)
 	test_capacity(dir);
 	test_mask_and_empty(dir);
 	test_write_error(dir);
+	test_targets(dir);
 	bench(dir, 1);
 	bench(dir, 2);
 

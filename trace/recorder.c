@@ -529,9 +529,9 @@ static void trace_free(struct dl_trace *t)
 	free(t);
 }
 
-int dl_trace_start_opts(const char *path, const char *config, uint32_t ops_mask,
-			int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len),
-			void *arg, const struct dl_trace_opts *opts, struct dl_trace **out)
+int dl_trace_start_fd_opts(int fd, const char *config, uint32_t ops_mask,
+			   int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len),
+			   void *arg, const struct dl_trace_opts *opts, struct dl_trace **out)
 {
 	struct dl_trace_opts o = opts ? *opts : (struct dl_trace_opts){0};
 	struct dl_trace *t;
@@ -539,8 +539,10 @@ int dl_trace_start_opts(const char *path, const char *config, uint32_t ops_mask,
 
 	*out = NULL;
 	t = aligned_alloc(64, sizeof(*t));
-	if (!t)
+	if (!t) {
+		close(fd);
 		return -ENOMEM;
+	}
 	memset(t, 0, sizeof(*t));
 	t->fd = -1;
 	uint32_t stripes = pow2_at_least(o.stripes ? o.stripes : TRACE_DEFAULT_STRIPES);
@@ -564,8 +566,10 @@ int dl_trace_start_opts(const char *path, const char *config, uint32_t ops_mask,
 	memset(t->rings, 0, stripes * sizeof(*t->rings));
 	memset(t->slots, 0, (size_t)stripes * t->nslots * sizeof(*t->slots));
 
-	t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (t->fd < 0) {
+	/* Checked by dl_trace_open_target (and the caller): a regular file. */
+	t->fd = fd;
+	fd = -1;
+	if (ftruncate(t->fd, 0)) {
 		ret = -errno;
 		goto fail;
 	}
@@ -611,11 +615,38 @@ int dl_trace_start_opts(const char *path, const char *config, uint32_t ops_mask,
 	return 0;
 
 fail:
-	if (t->fd >= 0) {
+	if (fd >= 0)
+		close(fd);
+	if (t->fd >= 0)
 		close(t->fd);
-		unlink(path);
-	}
 	trace_free(t);
+	return ret;
+}
+
+int dl_trace_start_fd(int fd, const char *config, uint32_t ops_mask,
+		      int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len),
+		      void *arg, struct dl_trace **out)
+{
+	return dl_trace_start_fd_opts(fd, config, ops_mask, path_of, arg, NULL, out);
+}
+
+int dl_trace_start_opts(const char *path, const char *config, uint32_t ops_mask,
+			int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len),
+			void *arg, const struct dl_trace_opts *opts, struct dl_trace **out)
+{
+	int fd, created, ret, keep;
+
+	*out = NULL;
+	ret = dl_trace_open_target(path, &fd, &created, NULL, 0);
+	if (ret)
+		return ret;
+	/* Kept to remove a file this call created if the start fails. */
+	keep = dup(fd);
+	ret = dl_trace_start_fd_opts(fd, config, ops_mask, path_of, arg, opts, out);
+	if (ret)
+		dl_trace_discard_target(path, keep, created);
+	else if (keep >= 0)
+		close(keep);
 	return ret;
 }
 

@@ -27,6 +27,9 @@ struct dl_trace_opts {
 	uint32_t write_delay_us; /* test hook: extra sleep after each pass */
 };
 
+int dl_trace_start_fd_opts(int fd, const char *config, uint32_t ops_mask,
+			   int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len),
+			   void *arg, const struct dl_trace_opts *opts, struct dl_trace **out);
 int dl_trace_start_opts(const char *path, const char *config, uint32_t ops_mask,
 			int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len),
 			void *arg, const struct dl_trace_opts *opts, struct dl_trace **out);

@@ -104,13 +104,32 @@ int dl_trace_op_bit(const char *name, uint32_t *bit);
 /* "read,open" (commas or blanks; NULL or "": all) to a mask. */
 int dl_trace_ops_parse(const char *s, uint32_t *mask, char *err, size_t errlen);
 
+/* ---- trace targets (trace/target.c) ---- */
+/* Open path for a trace: an existing regular file (followed through links)
+ * or a new one made with O_EXCL (mode 0644), on an ordinary filesystem.
+ * Refused with -EINVAL and why: a directory, FIFO, device or socket (looked
+ * at before it is opened, so nothing blocks and no driver is opened), or a
+ * file of /proc, /sys or another kernel interface filesystem. Nothing is
+ * truncated or written. *created: the file is new (for
+ * dl_trace_discard_target). why may be NULL. */
+int dl_trace_open_target(const char *path, int *fd, int *created, char *why, size_t whylen);
+/* Close fd, and remove path first if created and it still names fd's file. */
+void dl_trace_discard_target(const char *path, int fd, int created);
+
 /* ---- the recorder (trace/recorder.c) ---- */
 struct dl_trace;
-/* Start writing to path. path_of(file_id) gives the path for the name table at
- * stop time (called from the writer thread; may return NULL). */
+/* Start writing to path (opened with dl_trace_open_target; a file this call
+ * created is removed again if the start fails). path_of(file_id) gives the
+ * path for the name table at stop time (called from the writer thread; may
+ * return NULL). */
 int dl_trace_start(const char *path, const char *config, uint32_t ops_mask,
 		   int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len), void *arg,
 		   struct dl_trace **out);
+/* The same on a target fd from dl_trace_open_target (and whatever checks the
+ * caller adds): truncated here, then written. Takes fd, closed on failure. */
+int dl_trace_start_fd(int fd, const char *config, uint32_t ops_mask,
+		      int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len),
+		      void *arg, struct dl_trace **out);
 /* Never blocks; a full buffer drops the record and counts it. Thread-safe. */
 void dl_trace_record(struct dl_trace *t, const struct dl_trace_rec *r);
 /* Call fn once, from the writer thread, when writing fails (a full disk):

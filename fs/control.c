@@ -721,13 +721,72 @@ static int write_locked(struct dl_ctl_handle *h, const char *buf, size_t len)
 	return 0;
 }
 
+/* The first piece of a pacer transaction is also checked as it arrives,
+ * its whole lines against a scratch copy of the model, so a bad setting is
+ * refused by the write that carries it: a writer that ignores close's
+ * answer (a shell's `echo ... >`) still sees the error, and since nothing
+ * came before that piece the refusal is never a short count. Nothing is
+ * applied here; the commit at fsync or close checks everything again
+ * against the model then in force. Later pieces are left to the commit
+ * (an error there would be a short count of the pieces before), and so are
+ * lines naming files (empirical tables): the commit opens them off the
+ * FUSE workers. Handle lock held. */
+static int check_first_piece_locked(struct dl_fs *fs, struct dl_ctl_handle *h)
+{
+	char why[1024], msg[512], esc[256], *key, *val;
+	struct dl_pacer_cfg scratch;
+	size_t upto = 0;
+	struct lines l;
+	int n, ret = 0;
+
+	if (h->id != DL_CTL_PACER || !fs->pacer || !h->pending_len)
+		return 0;
+	for (size_t i = h->pending_len; i > 0; i--)
+		if (h->pending[i - 1] == '\n' || h->pending[i - 1] == ';') {
+			upto = i;
+			break;
+		}
+	if (!upto || memchr(h->pending, 0, upto))
+		return 0; /* no whole line yet; a NUL is the commit's to refuse */
+	if (dl_pacer_get_cfg(fs->pacer, &scratch))
+		return 0;
+	n = split_lines(h->pending, upto, "\n;", &l);
+	for (int i = 0; i < n && !ret; i++) {
+		char *line = l.v[i];
+
+		if (strstr(line, "empirical"))
+			continue;
+		dl_log_esc(line, esc, sizeof(esc));
+		if (split_kv(line, &key, &val)) {
+			snprintf(why, sizeof(why), "setting %d: '%s': expected key=value", i + 1, esc);
+			ret = -EINVAL;
+		} else if ((ret = dl_pacer_cfg_set(&scratch, key, val, msg, sizeof(msg)))) {
+			snprintf(why, sizeof(why), "setting %d: %s", i + 1, msg);
+		}
+	}
+	free_lines(&l);
+	dl_pacer_cfg_free(&scratch);
+	if (ret) {
+		char ewhy[4 * sizeof(why)];
+
+		free(h->reason);
+		if (asprintf(&h->reason, "error: %s\n", why) < 0)
+			h->reason = NULL;
+		fprintf(stderr, "dliofs: .dliofs/%s: refused, nothing applied: %s\n",
+			dl_ctl_names[h->id], dl_log_esc(why, ewhy, sizeof(ewhy)));
+		refuse_handle(h, ret);
+	}
+	return ret;
+}
+
 int dl_ctl_write(struct dl_fs *fs, struct dl_ctl_handle *h, const char *buf, size_t len)
 {
 	int ret;
 
-	(void)fs;
 	pthread_mutex_lock(&h->lock);
 	ret = write_locked(h, buf, len);
+	if (!ret && h->pending_len == len)
+		ret = check_first_piece_locked(fs, h);
 	pthread_mutex_unlock(&h->lock);
 	return ret;
 }

@@ -300,6 +300,23 @@ datasets:
                 pass
         self.assertEqual(self.pacer(), before)
 
+    def test_shell_echo_of_a_bad_setting_fails(self):
+        """A shell ignores close's answer: a bad setting in a write's first
+        piece is refused by that write, so `echo` itself says so; a good one
+        is applied at close."""
+        before = self.pacer()
+        for bad in ("read.bandwdth=1", "read.bandwidth=abc", "no equals sign"):
+            r = subprocess.run(["bash", "-c", 'echo "$1" > "$2"', "sh", bad, self.ctl()],
+                               capture_output=True, text=True, timeout=30)
+            self.assertNotEqual(r.returncode, 0, bad)
+            self.assertIn("Invalid argument", r.stderr, bad)
+            self.assertEqual(self.pacer(), before, bad)
+        r = subprocess.run(["bash", "-c", 'echo read.iops=4321 > "$1"', "sh", self.ctl()],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("iops: 4321", self.pacer())
+        dliofs("set", self.mnt, "read.iops=unlimited")
+
     def test_writev_of_601_pieces_whose_last_is_bad(self):
         before = self.pacer()
         pieces = [("read.iops=%d\n" % (500 + i)).encode() for i in range(600)]

@@ -132,14 +132,13 @@ void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	       struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct dl_reply *r = bk_new_reply(req, DL_R_CREATE, DL_OP_META, DL_TOP_CREATE, parent);
 	struct bk_file *f = NULL;
+	struct bk_creds cr;
 	struct bk_root *root;
 	struct bk_node *p;
-	struct stat st;
 	char proc[64];
-	int ret, existed, pfd, depth;
+	int ret, pfd, depth;
 
 	if (!r)
 		return;
@@ -161,21 +160,26 @@ void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 	pthread_mutex_lock(&root->ns_lock);
 	ret = bk_dir_ok(root, p, &depth);
+	if (!ret)
+		ret = bk_creds_enter(req, &cr);
 	if (!ret) {
-		existed = fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-		/* O_NOFOLLOW: a symlink in the way is an error (ELOOP), never a path. */
+		/* As the caller, in one call: the kernel checks the caller's
+		 * rights on whatever is at the name when it runs (another
+		 * user's file that took the name meanwhile is refused), honours
+		 * the caller's O_EXCL, and a new file is born the caller's.
+		 * O_NOFOLLOW: a symlink in the way is an error (ELOOP), never a
+		 * path. */
 		f->fd = openat(p->fd, name, real_flags(fi->flags) | O_CREAT | O_NOFOLLOW |
 			       (fi->flags & O_EXCL), mode);
 		if (f->fd < 0)
 			ret = -errno;
+		bk_creds_leave(&cr);
 	}
 	pthread_mutex_unlock(&root->ns_lock);
 	if (ret) {
 		f->fd = -1;
 		goto fail;
 	}
-	if (!existed)
-		bk_give_to_caller(c, -1, "", f->fd);
 	bk_proc_path(f->fd, proc, sizeof(proc));
 	pfd = open(proc, O_PATH | O_CLOEXEC);
 	if (pfd < 0) {

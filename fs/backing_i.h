@@ -169,8 +169,21 @@ int bk_lookup_at(struct bk_root *r, struct bk_node *p, const char *name,
 		 struct fuse_entry_param *e);
 /* Finish an entry reply; the lookup is given back if the kernel never sees it. */
 void bk_finish_entry(struct dl_fs *fs, struct dl_reply *r, struct bk_root *root, int ret);
-/* A root daemon creating for another user: the new inode is theirs. */
-void bk_give_to_caller(const struct fuse_ctx *c, int dirfd, const char *name, int fd);
+/* ---- acting as the caller (backing_creds.c) ---- */
+#define BK_CREDS_GROUPS 32
+struct bk_creds {
+	int on;
+	uid_t fsuid;		/* the thread's own, to restore */
+	gid_t fsgid;
+	int nown, ncaller;
+	gid_t own[BK_CREDS_GROUPS], caller[BK_CREDS_GROUPS];
+	gid_t *own_heap, *caller_heap;	/* more groups than fit above */
+};
+/* Make the calling thread's file system calls those of req's caller (fsuid,
+ * fsgid, supplementary groups) until bk_creds_leave; 0 or -errno (nothing
+ * changed). A root caller, or a daemon that is not root, stays as it is. */
+int bk_creds_enter(fuse_req_t req, struct bk_creds *s);
+void bk_creds_leave(struct bk_creds *s);
 
 /* Changes of names (backing_names.c). */
 void bk_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);

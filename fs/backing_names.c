@@ -20,11 +20,11 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 		 mode_t mode, const char *target)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	const struct fuse_ctx *c = fuse_req_ctx(req);
 	uint8_t top = kind == MK_SYMLINK ? DL_TOP_OTHER : DL_TOP_CREATE;
 	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, top, parent);
 	struct bk_root *root;
 	struct bk_node *p;
+	struct bk_creds cr;
 	int ret, depth, locked = 0;
 
 	if (!r)
@@ -45,27 +45,34 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 	ret = bk_dir_ok(root, p, &depth);
 	if (ret)
 		goto out;
+	/* Regular files only: no devices, fifos or sockets in a backing store. */
+	if (kind == MK_NODE && !S_ISREG(mode)) {
+		ret = -EPERM;
+		goto out;
+	}
+	if (kind == MK_SYMLINK)
+		ret = bk_link_ok(root, p->fd, depth, target, "symlink", name);
+	if (ret)
+		goto out;
+	/* As the caller: the kernel checks its rights, and the new inode is
+	 * born its own (bk_creds_enter). */
+	ret = bk_creds_enter(req, &cr);
+	if (ret)
+		goto out;
 	switch (kind) {
 	case MK_NODE:
-		/* Regular files only: no devices, fifos or sockets in a backing store. */
-		if (!S_ISREG(mode)) {
-			ret = -EPERM;
-			goto out;
-		}
 		ret = mknodat(p->fd, name, mode, 0) ? -errno : 0;
 		break;
 	case MK_DIR:
 		ret = mkdirat(p->fd, name, mode) ? -errno : 0;
 		break;
 	case MK_SYMLINK:
-		ret = bk_link_ok(root, p->fd, depth, target, "symlink", name);
-		if (!ret)
-			ret = symlinkat(target, p->fd, name) ? -errno : 0;
+		ret = symlinkat(target, p->fd, name) ? -errno : 0;
 		break;
 	}
+	bk_creds_leave(&cr);
 	if (ret)
 		goto out;
-	bk_give_to_caller(c, p->fd, name, -1);
 	ret = bk_lookup_at(root, p, name, &r->e);
 out:
 	if (locked)
@@ -95,6 +102,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct bk_root *root;
 	struct bk_node *p;
+	struct bk_creds cr;
 	int ret, depth;
 
 	if (!r)
@@ -108,8 +116,15 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 		goto out;
 	pthread_mutex_lock(&root->ns_lock);
 	ret = bk_dir_ok(root, p, &depth);
-	if (!ret && unlinkat(p->fd, name, flags))
-		ret = -errno;
+	/* As the caller: the kernel checks the sticky bit and the rights on
+	 * the inode at the name when it removes it. */
+	if (!ret)
+		ret = bk_creds_enter(req, &cr);
+	if (!ret) {
+		if (unlinkat(p->fd, name, flags))
+			ret = -errno;
+		bk_creds_leave(&cr);
+	}
 	pthread_mutex_unlock(&root->ns_lock);
 out:
 	bk_finish(fs, r, ret);
@@ -197,6 +212,7 @@ void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct bk_root *root;
 	struct bk_node *p, *np;
+	struct bk_creds cr;
 	int ret, depth, ndepth;
 
 	if (!r)
@@ -216,8 +232,15 @@ void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	/* An exchange moves the other one too. */
 	if (!ret && (flags & RENAME_EXCHANGE))
 		ret = move_ok(root, np, newname, p, depth, name);
-	if (!ret && renameat2(p->fd, name, np->fd, newname, flags))
-		ret = -errno;
+	/* As the caller: the kernel checks the sticky bit and the rights on
+	 * both inodes at the names when it moves them. */
+	if (!ret)
+		ret = bk_creds_enter(req, &cr);
+	if (!ret) {
+		if (renameat2(p->fd, name, np->fd, newname, flags))
+			ret = -errno;
+		bk_creds_leave(&cr);
+	}
 	pthread_mutex_unlock(&root->ns_lock);
 out:
 	bk_finish(fs, r, ret);
@@ -229,6 +252,7 @@ void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_OTHER, ino);
 	struct bk_root *root = NULL;
 	struct bk_node *n, *np;
+	struct bk_creds cr;
 	char proc[64], target[PATH_MAX];
 	int ret, ndepth, locked = 0;
 	ssize_t len;
@@ -258,11 +282,16 @@ void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 					 newname);
 		}
 	}
+	if (!ret)
+		ret = bk_creds_enter(req, &cr);
 	if (!ret) {
-		/* Links the descriptor's own inode (a symlink stays a symlink). */
+		/* Links the descriptor's own inode (a symlink stays a symlink),
+		 * as the caller: the kernel's rules on linking another user's
+		 * file apply. */
 		bk_proc_path(n->fd, proc, sizeof(proc));
 		if (linkat(AT_FDCWD, proc, np->fd, newname, AT_SYMLINK_FOLLOW))
 			ret = -errno;
+		bk_creds_leave(&cr);
 	}
 	if (!ret)
 		ret = bk_lookup_at(root, np, newname, &r->e);

@@ -141,19 +141,6 @@ void bk_finish_entry(struct dl_fs *fs, struct dl_reply *r, struct bk_root *root,
 	bk_finish(fs, r, ret);
 }
 
-/* A root daemon creating for another user: the new inode is theirs. */
-void bk_give_to_caller(const struct fuse_ctx *c, int dirfd, const char *name, int fd)
-{
-	if (geteuid() != 0 || !c || c->uid == 0)
-		return;
-	/* The file exists either way; ownership is best effort. */
-	if (fd >= 0) {
-		if (fchown(fd, c->uid, c->gid)) {
-		}
-	} else if (name && fchownat(dirfd, name, c->uid, c->gid, AT_SYMLINK_NOFOLLOW)) {
-	}
-}
-
 static void bk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct dl_fs *fs = bk_fs_of(req);

@@ -7,6 +7,7 @@ import errno
 import hashlib
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -536,6 +537,71 @@ while True:
             break
         print("synced", i * block, time.monotonic() - t0, flush=True)
 """
+
+
+class ManyFiles(unittest.TestCase):
+    """Issue #22 item 3: each looked-up inode kept a descriptor until the
+    kernel forgot it, so a backing directory of more files than the
+    descriptor limit failed with EMFILE (and nothing was logged). The daemon
+    now keeps at most min(4096, RLIMIT_NOFILE / 2) of them open (README,
+    Security) and finds the others again by file handle."""
+    FILES = 30000
+    NOFILE = 2048
+
+    def setUp(self):
+        dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
+        self.tmp = tempfile.mkdtemp(prefix="dliofs-many-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.real, self.mnt = os.path.join(self.tmp, "real"), os.path.join(self.tmp, "mnt")
+        os.makedirs(os.path.join(self.real, "d"))
+        os.makedirs(self.mnt)
+        for i in range(self.FILES):
+            with open(os.path.join(self.real, "d", "f%05d" % i), "w") as f:
+                f.write("%d\n" % i)
+        self.config = dltest.write_config(self.tmp, (
+            "datasets: []\nbacking:\n  - {path: %s, at: data}\n" % self.real))
+        log = os.path.join(self.tmp, "daemon.log")
+        self.addCleanup(dltest.check_daemon_log, log)
+        # The daemon inherits the lowered limit, soft and hard (it cannot
+        # raise it back), as from `ulimit -n 2048` before `dliofs mount`.
+        lim = (self.NOFILE, self.NOFILE)
+        r = subprocess.run([dltest.DLIOFS, "mount", self.mnt, self.config, "--log", log],
+                           capture_output=True, text=True, timeout=60,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, lim))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.unmount)
+        self.pid = dltest.daemon_pid(self.mnt)
+
+    def unmount(self):
+        u = subprocess.run([dltest.DLIOFS, "umount", self.mnt], capture_output=True, text=True,
+                           timeout=60)
+        if u.returncode != 0:
+            subprocess.run(["fusermount3", "-u", "-z", self.mnt], capture_output=True)
+        self.assertTrue(dltest.wait_for(lambda: not dltest.pid_alive(self.pid), 60),
+                        "the daemon did not exit")
+        self.assertEqual(u.returncode, 0, u.stderr)
+
+    def test_more_files_than_descriptors(self):
+        bound = min(4096, self.NOFILE // 2) + 64  # the cache, and the daemon's own
+        top = os.path.join(self.mnt, "data", "d")
+        most = 0
+        names = os.listdir(top)
+        self.assertEqual(len(names), self.FILES)
+        names.sort()
+        # All looked up and kept so by the kernel, then all read.
+        for k, name in enumerate(names):
+            self.assertEqual(os.stat(os.path.join(top, name)).st_size, len("%d\n" % k))
+            if k % 1000 == 0:
+                most = max(most, fd_count(self.pid))
+        for k, name in enumerate(names):
+            with open(os.path.join(top, name)) as f:
+                self.assertEqual(f.read(), "%d\n" % k)
+            if k % 1000 == 0:
+                most = max(most, fd_count(self.pid))
+        most = max(most, fd_count(self.pid))
+        print("many files: %d files, the daemon held at most %d descriptors (bound %d)"
+              % (self.FILES, most, bound))
+        self.assertLessEqual(most, bound)
 
 
 class Durability(unittest.TestCase):

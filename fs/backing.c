@@ -213,6 +213,13 @@ struct dl_reply *bk_new_reply(fuse_req_t req, enum dl_reply_kind kind, enum dl_o
 
 void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret)
 {
+	if (ret == -EMFILE || ret == -ENFILE) {
+		/* Wherever it ran out: never silently (said once per burst). */
+		struct bk_root *root = bk_root_of(fs, r->preq.file_id);
+
+		if (root)
+			bk_fd_error(root, -ret, "serving a request");
+	}
 	if (ret < 0) {
 		if (r->buf) {
 			if (r->pooled)

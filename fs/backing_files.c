@@ -117,6 +117,11 @@ void bk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	bk_proc_path(nfd, proc, sizeof(proc));
 	f->fd = open(proc, real_flags(fi->flags));
+	if (f->fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+		/* Give back half of the cache and try once more. */
+		bk_fds_relieve(root);
+		f->fd = open(proc, real_flags(fi->flags));
+	}
 	if (f->fd < 0) {
 		ret = -errno;
 		bk_fd_error(root, -ret, "opening a file");

@@ -539,14 +539,11 @@ while True:
 """
 
 
-class ManyFiles(unittest.TestCase):
-    """Issue #22 item 3: each looked-up inode kept a descriptor until the
-    kernel forgot it, so a backing directory of more files than the
-    descriptor limit failed with EMFILE (and nothing was logged). The daemon
-    now keeps at most min(4096, RLIMIT_NOFILE / 2) of them open (README,
-    Security) and finds the others again by file handle."""
-    FILES = 30000
-    NOFILE = 2048
+class LimitedDaemon(unittest.TestCase):
+    """A backing directory of FILES small files, mounted by a daemon whose
+    descriptor limit is NOFILE."""
+    FILES = 0
+    NOFILE = 0
 
     def setUp(self):
         dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
@@ -560,7 +557,7 @@ class ManyFiles(unittest.TestCase):
                 f.write("%d\n" % i)
         self.config = dltest.write_config(self.tmp, (
             "datasets: []\nbacking:\n  - {path: %s, at: data}\n" % self.real))
-        log = os.path.join(self.tmp, "daemon.log")
+        self.log = log = os.path.join(self.tmp, "daemon.log")
         self.addCleanup(dltest.check_daemon_log, log)
         # The daemon inherits the lowered limit, soft and hard (it cannot
         # raise it back), as from `ulimit -n 2048` before `dliofs mount`.
@@ -580,6 +577,16 @@ class ManyFiles(unittest.TestCase):
         self.assertTrue(dltest.wait_for(lambda: not dltest.pid_alive(self.pid), 60),
                         "the daemon did not exit")
         self.assertEqual(u.returncode, 0, u.stderr)
+
+
+class ManyFiles(LimitedDaemon):
+    """Issue #22 item 3: each looked-up inode kept a descriptor until the
+    kernel forgot it, so a backing directory of more files than the
+    descriptor limit failed with EMFILE (and nothing was logged). The daemon
+    now keeps at most min(4096, RLIMIT_NOFILE / 2) of them open (README,
+    Security) and finds the others again by file handle."""
+    FILES = 30000
+    NOFILE = 2048
 
     def test_more_files_than_descriptors(self):
         bound = min(4096, self.NOFILE // 2) + 64  # the cache, and the daemon's own
@@ -602,6 +609,39 @@ class ManyFiles(unittest.TestCase):
         print("many files: %d files, the daemon held at most %d descriptors (bound %d)"
               % (self.FILES, most, bound))
         self.assertLessEqual(most, bound)
+
+
+class OutOfDescriptors(LimitedDaemon):
+    """Clients holding more files open than the daemon may have descriptors:
+    the next open fails with EMFILE, said once in the log for the burst, and
+    opens work again once files are closed."""
+    FILES = 300
+    NOFILE = 64
+
+    def test_emfile_is_answered_and_logged_once(self):
+        top = os.path.join(self.mnt, "data", "d")
+        held, failures = [], []
+        for k in range(self.FILES):
+            try:
+                held.append(open(os.path.join(top, "f%05d" % k)))
+            except OSError as e:
+                failures.append(e.errno)
+        try:
+            self.assertTrue(held, "no open worked")
+            self.assertTrue(failures, "%d files open under a limit of %d" % (len(held),
+                                                                             self.NOFILE))
+            self.assertEqual(set(failures), {errno.EMFILE}, failures[:10])
+        finally:
+            for f in held:
+                f.close()
+        with open(os.path.join(top, "f00007")) as f:
+            self.assertEqual(f.read(), "7\n")
+        with open(self.log) as f:
+            said = [l for l in f if "out of file descriptors" in l]
+        print("out of descriptors: %d open, %d refused, %d log line(s): %s"
+              % (len(held), len(failures), len(said), said[:1]))
+        self.assertEqual(len(said), 1, said[:5])
+        self.assertIn("EMFILE", said[0])
 
 
 class Durability(unittest.TestCase):

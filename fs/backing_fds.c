@@ -128,31 +128,46 @@ static int dup_fd(int fd)
 
 /* ---- finding an inode again ---- */
 
+/* n's path below the backing directory, as the kernel names fd's inode now
+ * (none when it cannot tell: n is then stale once evicted). */
+static int set_rel(struct bk_root *r, struct bk_node *n, int fd)
+{
+	char proc[64], path[PATH_MAX];
+	ssize_t len;
+
+	bk_proc_path(fd, proc, sizeof(proc));
+	len = readlink(proc, path, sizeof(path) - 1);
+	free(n->rel);
+	n->rel = NULL;
+	if (len <= (ssize_t)r->real_len || len >= (ssize_t)sizeof(path) - 1 ||
+	    strncmp(path, r->real, r->real_len) || (r->real_len > 1 && path[r->real_len] != '/'))
+		return 0;
+	path[len] = 0;
+	n->rel = strdup(path + r->real_len + (r->real_len > 1));
+	return n->rel ? 0 : -ENOMEM;
+}
+
 int bk_fds_adopt(struct bk_root *r, struct bk_node *n, int fd)
 {
 	struct file_handle *fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
-	char proc[64], path[PATH_MAX];
 	int mount_id;
-	ssize_t len;
 
 	if (!fh)
 		return -ENOMEM;
 	fh->handle_bytes = MAX_HANDLE_SZ;
 	if (name_to_handle_at(fd, "", fh, &mount_id, AT_EMPTY_PATH) == 0 &&
 	    mount_id == r->mount_id) {
-		n->fh = fh;
+		/* Most handles are a few bytes: keep only those (millions of
+		 * nodes). */
+		n->fh = realloc(fh, sizeof(*fh) + fh->handle_bytes);
+		if (!n->fh)
+			n->fh = fh;
 	} else {
 		/* No handle (the file system has none, or another file system is
-		 * mounted below): the path, as the kernel names it now. */
+		 * mounted below). */
 		free(fh);
-		bk_proc_path(fd, proc, sizeof(proc));
-		len = readlink(proc, path, sizeof(path) - 1);
-		if (len > (ssize_t)r->real_len && !strncmp(path, r->real, r->real_len)) {
-			path[len] = 0;
-			n->rel = strdup(path + r->real_len + (r->real_len > 1));
-			if (!n->rel)
-				return -ENOMEM;
-		}
+		if (set_rel(r, n, fd))
+			return -ENOMEM;
 	}
 	cache(r, n, fd);
 	return 0;
@@ -174,6 +189,9 @@ void bk_fds_drop(struct bk_root *r, struct bk_node *n)
 
 void bk_fds_refresh(struct bk_root *r, struct bk_node *n, int fd)
 {
+	/* Found by path: where it is now (it may have been renamed). */
+	if (!n->fh)
+		set_rel(r, n, fd);
 	if (n->fd < 0) {
 		cache(r, n, fd);
 		return;

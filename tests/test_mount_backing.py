@@ -550,6 +550,8 @@ class LimitedDaemon(unittest.TestCase):
         self.tmp = tempfile.mkdtemp(prefix="dliofs-many-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.real, self.mnt = os.path.join(self.tmp, "real"), os.path.join(self.tmp, "mnt")
+        os.makedirs(self.real)
+        self.prepare_real()
         os.makedirs(os.path.join(self.real, "d"))
         os.makedirs(self.mnt)
         for i in range(self.FILES):
@@ -568,6 +570,9 @@ class LimitedDaemon(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.addCleanup(self.unmount)
         self.pid = dltest.daemon_pid(self.mnt)
+
+    def prepare_real(self):
+        """What the backing directory is, before its files are made."""
 
     def unmount(self):
         u = subprocess.run([dltest.DLIOFS, "umount", self.mnt], capture_output=True, text=True,
@@ -642,6 +647,49 @@ class OutOfDescriptors(LimitedDaemon):
               % (len(held), len(failures), len(said), said[:1]))
         self.assertEqual(len(said), 1, said[:5])
         self.assertIn("EMFILE", said[0])
+
+
+class NoFileHandles(LimitedDaemon):
+    """On a file system without file handles (ramfs), an evicted inode is
+    found again by its path below the backing directory, and must still be
+    the same inode; the descriptors stay bounded the same way."""
+    FILES = 400
+    NOFILE = 64
+
+    def prepare_real(self):
+        r = subprocess.run(["mount", "-t", "ramfs", "none", self.real], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            self.skipTest("cannot mount ramfs here: %s" % r.stderr.strip())
+        # After the daemon's unmount (cleanups run last in, first out).
+        self.addCleanup(subprocess.run, ["umount", "-l", self.real], capture_output=True)
+
+    def test_reopened_by_path(self):
+        top = os.path.join(self.mnt, "data", "d")
+        most = 0
+        names = sorted(os.listdir(top))
+        self.assertEqual(len(names), self.FILES)
+        for k, name in enumerate(names):
+            self.assertEqual(os.stat(os.path.join(top, name)).st_size, len("%d\n" % k))
+        for k, name in enumerate(names):
+            with open(os.path.join(top, name)) as f:
+                self.assertEqual(f.read(), "%d\n" % k)
+            most = max(most, fd_count(self.pid))
+        # Renamed on the host: the old name is gone, the new one is found
+        # (and is the same file); another file put at the old name is not
+        # taken for the first.
+        os.rename(os.path.join(self.real, "d", names[0]), os.path.join(self.real, "d", "moved"))
+        with open(os.path.join(self.real, "d", names[0]), "w") as f:
+            f.write("impostor\n")
+        time.sleep(1.2)  # entry and attribute timeouts (1 s)
+        with open(os.path.join(top, "moved")) as f:
+            self.assertEqual(f.read(), "0\n")
+        with open(os.path.join(top, names[0])) as f:
+            self.assertEqual(f.read(), "impostor\n")
+        bound = self.NOFILE // 2 + 64
+        print("no file handles: %d files, at most %d descriptors (bound %d)"
+              % (self.FILES, most, bound))
+        self.assertLessEqual(most, bound)
 
 
 class Durability(unittest.TestCase):

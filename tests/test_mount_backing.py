@@ -659,8 +659,7 @@ class NoFileHandles(LimitedDaemon):
     def prepare_real(self):
         r = subprocess.run(["mount", "-t", "ramfs", "none", self.real], capture_output=True,
                            text=True)
-        if r.returncode != 0:
-            self.skipTest("cannot mount ramfs here: %s" % r.stderr.strip())
+        dltest.require(r.returncode == 0, "cannot mount ramfs here: %s" % r.stderr.strip())
         # After the daemon's unmount (cleanups run last in, first out).
         self.addCleanup(subprocess.run, ["umount", "-l", self.real], capture_output=True)
 

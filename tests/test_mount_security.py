@@ -404,8 +404,7 @@ class CreateRace(unittest.TestCase):
 
     def setUp(self):
         dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
-        if os.geteuid() != 0:
-            self.skipTest("needs root (a second user)")
+        dltest.require(os.geteuid() == 0, "needs root (a second user)")
         self.base = tempfile.mkdtemp(prefix="dliofs-race-")
         self.addCleanup(shutil.rmtree, self.base, True)
         os.chmod(self.base, 0o755)

@@ -21,7 +21,17 @@
  *   - the caps of its share rule bound the demand;
  *   - water-filling gives every demand that fits under its weighted share
  *     and splits the rest among the others by weight; what is left when all
- *     are satisfied is spread by weight as head room.
+ *     are satisfied is spread by weight as head room;
+ *   - a request is its job's demand from its arrival: it is counted before
+ *     the share it is timed at is computed, a job with requests waiting and
+ *     none counted (each longer than the window) is a newcomer, the share is
+ *     recomputed at once when it dates from when the job had nothing waiting
+ *     (or would take more than a window for this request), and a request
+ *     that is its job's only one waiting goes at no less than the job's
+ *     weighted share of each limit. Without that, a job that read, paused
+ *     until its reads left the window and read again got a share of 0 (1 B/s)
+ *     and its request a due time in days (issue #22). The floor lets the
+ *     jobs' rates add up to more than the device's by one request each.
  * Requests already admitted keep their due times: after a change of the
  * active set the device can deliver more than its limit for as long as the
  * jobs' admitted requests take (their queue depth times a request's time). */

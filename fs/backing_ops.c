@@ -145,8 +145,6 @@ int bk_lookup_at(struct bk_root *r, struct bk_node *p, const char *name,
 	if (fd < 0)
 		fd = -errno;
 	close(pfd);
-	if (fd == -ENOENT)
-		return fd;
 	return bk_entry_of(r, fd, e);
 }
 

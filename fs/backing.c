@@ -74,7 +74,9 @@ int bk_node_ref(struct bk_root *r, int fd, const struct stat *st, struct bk_node
 	n = find_key(r, st->st_dev, st->st_ino);
 	if (n) {
 		n->nlookup++;
-		close(fd);
+		/* A fresh descriptor: cached if it had none (and its path, by
+		 * which it may be found again, is this one). */
+		bk_fds_refresh(r, n, fd);
 		*out = n;
 		goto out;
 	}
@@ -91,9 +93,14 @@ int bk_node_ref(struct bk_root *r, int fd, const struct stat *st, struct bk_node
 	n->id = r->next_id++;
 	n->dev = st->st_dev;
 	n->ino = st->st_ino;
-	n->fd = fd;
+	n->fd = -1;
 	n->type = st->st_mode & S_IFMT;
 	n->nlookup = 1;
+	ret = bk_fds_adopt(r, n, fd);
+	if (ret) {
+		free(n);
+		goto fail;
+	}
 	dl_htab_add(&r->by_id, &n->by_id, n->id);
 	dl_htab_add(&r->by_key, &n->by_key, key_hash(n->dev, n->ino));
 	*out = n;
@@ -109,7 +116,6 @@ fail:
 void bk_node_forget(struct bk_root *r, uint64_t id, uint64_t nlookup)
 {
 	struct bk_node *n;
-	int fd = -1;
 
 	if (id == 0)
 		return;
@@ -120,13 +126,11 @@ void bk_node_forget(struct bk_root *r, uint64_t id, uint64_t nlookup)
 		if (n->nlookup == 0) {
 			dl_htab_del(&r->by_id, &n->by_id);
 			dl_htab_del(&r->by_key, &n->by_key);
-			fd = n->fd;
+			bk_fds_drop(r, n);
 			free(n);
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
-	if (fd >= 0)
-		close(fd);
 }
 
 void bk_open_add(struct bk_root *r, struct bk_open *o)
@@ -209,6 +213,13 @@ struct dl_reply *bk_new_reply(fuse_req_t req, enum dl_reply_kind kind, enum dl_o
 
 void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret)
 {
+	if (ret == -EMFILE || ret == -ENFILE) {
+		/* Wherever it ran out: never silently (said once per burst). */
+		struct bk_root *root = bk_root_of(fs, r->preq.file_id);
+
+		if (root)
+			bk_fd_error(root, -ret, "serving a request");
+	}
 	if (ret < 0) {
 		if (r->buf) {
 			if (r->pooled)
@@ -299,8 +310,13 @@ int dl_bk_path(struct dl_fs *fs, fuse_ino_t ino, char *buf, size_t len)
 		ret = dl_sink_path(r->sink, bk_id(ino), rel, sizeof(rel));
 	} else {
 		ret = bk_node_get(r, bk_id(ino), &n);
-		if (!ret)
-			ret = rel_path(r, n->fd, rel, sizeof(rel));
+		if (!ret) {
+			int fd = bk_node_fd(r, n);
+
+			ret = fd < 0 ? fd : rel_path(r, fd, rel, sizeof(rel));
+			if (fd >= 0)
+				close(fd);
+		}
 	}
 	if (ret)
 		return ret;
@@ -343,7 +359,7 @@ void dl_bk_stats_reset(struct dl_fs *fs)
 
 /* ---- setup ---- */
 
-/* Every looked-up inode holds a descriptor: allow as many as we may. */
+/* Open files of clients hold descriptors: allow as many as we may. */
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -352,6 +368,27 @@ static void raise_fd_limit(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+/* Can nodes be found again by file handle here? A root daemon on a file
+ * system that has them: the backing directory's own must work. */
+static void find_by_handle(struct bk_root *r)
+{
+	struct file_handle *fh = malloc(sizeof(*fh) + MAX_HANDLE_SZ);
+	int mount_id, fd;
+
+	r->mount_id = -1;
+	if (!fh)
+		return;
+	fh->handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(r->top.fd, "", fh, &mount_id, AT_EMPTY_PATH) == 0) {
+		fd = open_by_handle_at(r->top.fd, fh, O_PATH | O_CLOEXEC);
+		if (fd >= 0) {
+			r->mount_id = mount_id;
+			close(fd);
+		}
+	}
+	free(fh);
 }
 
 static int open_root(struct bk_root *r, const char *mnt_real)
@@ -379,6 +416,7 @@ static int open_root(struct bk_root *r, const char *mnt_real)
 	}
 	r->real[n] = 0;
 	r->real_len = (size_t)n;
+	find_by_handle(r);
 	if (mnt_real && !strncmp(mnt_real, r->real, r->real_len) &&
 	    (r->real_len == 1 || mnt_real[r->real_len] == 0 || mnt_real[r->real_len] == '/')) {
 		fprintf(stderr,
@@ -432,6 +470,7 @@ int dl_backing_new(const struct dl_config *cfg, const char *mountpoint, struct d
 	}
 	if (real_dirs)
 		raise_fd_limit();
+	bk_fds_setup(b, (unsigned)real_dirs);
 	*out = b;
 	return 0;
 }
@@ -441,7 +480,10 @@ static void free_node(struct dl_hlink *l, void *arg)
 	struct bk_node *n = dl_hentry(l, struct bk_node, by_id);
 
 	(void)arg;
-	close(n->fd);
+	if (n->fd >= 0)
+		close(n->fd);
+	free(n->fh);
+	free(n->rel);
 	free(n);
 }
 

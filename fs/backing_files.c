@@ -87,7 +87,7 @@ void bk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct bk_root *root;
 	struct bk_node *n;
 	char proc[64];
-	int ret;
+	int ret, nfd = -1;
 
 	if (!r)
 		return;
@@ -110,10 +110,21 @@ void bk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ret = -ENOMEM;
 		goto out;
 	}
-	bk_proc_path(n->fd, proc, sizeof(proc));
+	nfd = bk_node_fd(root, n);
+	if (nfd < 0) {
+		ret = nfd;
+		goto out;
+	}
+	bk_proc_path(nfd, proc, sizeof(proc));
 	f->fd = open(proc, real_flags(fi->flags));
+	if (f->fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+		/* Give back half of the cache and try once more. */
+		bk_fds_relieve(root);
+		f->fd = open(proc, real_flags(fi->flags));
+	}
 	if (f->fd < 0) {
 		ret = -errno;
+		bk_fd_error(root, -ret, "opening a file");
 		goto out;
 	}
 	set_open_flags(fs, fi);
@@ -124,6 +135,8 @@ void bk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bk_open_add(root, &f->link);
 	f = NULL;
 out:
+	if (nfd >= 0)
+		close(nfd);
 	free_file(f);
 	bk_finish(fs, r, ret);
 }
@@ -132,14 +145,13 @@ void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	       struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	const struct fuse_ctx *c = fuse_req_ctx(req);
 	struct dl_reply *r = bk_new_reply(req, DL_R_CREATE, DL_OP_META, DL_TOP_CREATE, parent);
 	struct bk_file *f = NULL;
+	struct bk_creds cr;
 	struct bk_root *root;
 	struct bk_node *p;
-	struct stat st;
 	char proc[64];
-	int ret, existed, pfd, depth;
+	int ret, pfd, depth, dirfd = -1;
 
 	if (!r)
 		return;
@@ -162,24 +174,36 @@ void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	pthread_mutex_lock(&root->ns_lock);
 	ret = bk_dir_ok(root, p, &depth);
 	if (!ret) {
-		existed = fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-		/* O_NOFOLLOW: a symlink in the way is an error (ELOOP), never a path. */
-		f->fd = openat(p->fd, name, real_flags(fi->flags) | O_CREAT | O_NOFOLLOW |
+		dirfd = bk_node_fd(root, p);
+		ret = dirfd < 0 ? dirfd : 0;
+	}
+	if (!ret)
+		ret = bk_creds_enter(req, &cr);
+	if (!ret) {
+		/* As the caller, in one call: the kernel checks the caller's
+		 * rights on whatever is at the name when it runs (another
+		 * user's file that took the name meanwhile is refused), honours
+		 * the caller's O_EXCL, and a new file is born the caller's.
+		 * O_NOFOLLOW: a symlink in the way is an error (ELOOP), never a
+		 * path. */
+		f->fd = openat(dirfd, name, real_flags(fi->flags) | O_CREAT | O_NOFOLLOW |
 			       (fi->flags & O_EXCL), mode);
 		if (f->fd < 0)
 			ret = -errno;
+		bk_creds_leave(&cr);
 	}
 	pthread_mutex_unlock(&root->ns_lock);
+	if (dirfd >= 0)
+		close(dirfd);
 	if (ret) {
 		f->fd = -1;
 		goto fail;
 	}
-	if (!existed)
-		bk_give_to_caller(c, -1, "", f->fd);
 	bk_proc_path(f->fd, proc, sizeof(proc));
 	pfd = open(proc, O_PATH | O_CLOEXEC);
 	if (pfd < 0) {
 		ret = -errno;
+		bk_fd_error(root, -ret, "creating a file");
 		goto fail;
 	}
 	ret = bk_entry_of(root, pfd, &r->e);
@@ -360,9 +384,19 @@ void bk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_init(&d->lock, NULL);
 	d->link.close = close_dir;
 	d->root = root;
-	fd = openat(n->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = bk_node_fd(root, n);
+	if (fd >= 0) {
+		int nfd = fd;
+
+		fd = openat(nfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			fd = -errno;
+			bk_fd_error(root, -fd, "opening a directory");
+		}
+		close(nfd);
+	}
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
 		goto out;
 	}
 	d->dp = fdopendir(fd);

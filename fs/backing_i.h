@@ -14,14 +14,19 @@
 /* Real directories can change behind our back: the kernel rechecks often. */
 #define BK_TIMEOUT 1.0
 
-/* One looked-up inode of a real directory: the daemon holds an O_PATH fd to
- * it, so every later operation works on that inode, never on a path. Kept
- * while the kernel holds a reference (lookup count), dropped on forget. */
+/* One looked-up inode of a real directory: every later operation works on
+ * that inode (an O_PATH descriptor of it: bk_node_fd), never on a path
+ * text. Kept while the kernel holds a reference (lookup count), dropped on
+ * forget. Its descriptor is cached, a bounded number per backing directory
+ * (backing_fds.c). */
 struct bk_node {
 	uint64_t id;
 	dev_t dev;
 	ino_t ino;
-	int fd;			/* O_PATH | O_NOFOLLOW */
+	int fd;			/* O_PATH | O_NOFOLLOW; -1: not cached (root lock) */
+	struct file_handle *fh;	/* finds the inode again; NULL: by rel */
+	char *rel;		/* its path below the backing directory, without a handle */
+	struct bk_node *lru_prev, *lru_next;	/* cached descriptors, newest first */
 	mode_t type;		/* S_IFMT bits */
 	uint64_t nlookup;
 	atomic_int moved_out;	/* found outside the backing directory (said once) */
@@ -53,6 +58,11 @@ struct bk_root {
 	struct dl_htab by_key;		/* the same by (dev, ino) (lookups) */
 	uint64_t next_id;
 	struct bk_open open;		/* list head of open files and directories (lock) */
+	/* Cached descriptors of nodes (lock): at most fd_cap open. */
+	struct bk_node *lru_head, *lru_tail;
+	unsigned fd_open, fd_cap;
+	int mount_id;			/* of the backing directory; -1: no file handles */
+	_Atomic uint64_t fd_errs, fd_errs_at;	/* times out of descriptors, the last */
 	struct dl_sink *sink;		/* a sink: no directory, no table */
 	_Atomic uint64_t rd_bytes, rd_ops, wr_bytes, wr_ops;
 };
@@ -84,6 +94,27 @@ void bk_node_forget(struct bk_root *r, uint64_t id, uint64_t nlookup);
 void bk_open_add(struct bk_root *r, struct bk_open *o);
 void bk_open_del(struct bk_root *r, struct bk_open *o);
 
+/* ---- descriptors of nodes (backing_fds.c) ---- */
+/* Cached descriptors of looked-up inodes: at most this many per mount, and
+ * never more than half of RLIMIT_NOFILE; split among backing directories. */
+#define BK_FD_CACHE_MAX 4096
+struct dl_backing;
+void bk_fds_setup(struct dl_backing *b, unsigned real_dirs);
+/* An O_PATH descriptor of n's inode for the caller to close (a duplicate of
+ * the cached one, reopened if it was evicted), or -errno: -ESTALE when the
+ * inode is gone, -EMFILE / -ENFILE when out of descriptors (logged). */
+int bk_node_fd(struct bk_root *r, struct bk_node *n);
+/* Root lock held: fd (consumed) is new node n's; how to find it again. */
+int bk_fds_adopt(struct bk_root *r, struct bk_node *n, int fd);
+/* Root lock held: fd (consumed) is a fresh descriptor of known node n. */
+void bk_fds_refresh(struct bk_root *r, struct bk_node *n, int fd);
+/* Root lock held: n is forgotten. */
+void bk_fds_drop(struct bk_root *r, struct bk_node *n);
+/* Out of descriptors: give back half of the cache (root lock not held). */
+void bk_fds_relieve(struct bk_root *r);
+/* Log running out of descriptors (EMFILE, ENFILE), once per burst. */
+void bk_fd_error(struct bk_root *r, int err, const char *what);
+
 /* A name a client may use: not "", ".", "..", nothing with '/'. */
 int bk_name_ok(const char *name);
 void bk_proc_path(int fd, char *buf, size_t len);
@@ -94,10 +125,12 @@ void bk_proc_path(int fd, char *buf, size_t len);
  * found by walking ".." to it: -EACCES when dirfd is not below it (it was
  * moved out). */
 int bk_dir_depth(const struct bk_root *r, int dirfd, int *depth);
-/* For a node that is not a directory: the directory holding it (an O_PATH
- * descriptor in *pfd, to close) and its depth; -EACCES when that is not
+/* For a node that is not a directory (nfd: a descriptor of it): the
+ * directory holding it (an O_PATH descriptor in *pfd, to close) and its
+ * depth; -EACCES when that is not
  * below the backing directory, -ESTALE when the node is not there. */
-int bk_node_parent(const struct bk_root *r, const struct bk_node *n, int *pfd, int *depth);
+int bk_node_parent(const struct bk_root *r, const struct bk_node *n, int nfd, int *pfd,
+		   int *depth);
 
 /* A directory as a rename would leave it: resolving sees it in `to` under
  * to_name and no longer in its old parent under from_name. */
@@ -169,8 +202,21 @@ int bk_lookup_at(struct bk_root *r, struct bk_node *p, const char *name,
 		 struct fuse_entry_param *e);
 /* Finish an entry reply; the lookup is given back if the kernel never sees it. */
 void bk_finish_entry(struct dl_fs *fs, struct dl_reply *r, struct bk_root *root, int ret);
-/* A root daemon creating for another user: the new inode is theirs. */
-void bk_give_to_caller(const struct fuse_ctx *c, int dirfd, const char *name, int fd);
+/* ---- acting as the caller (backing_creds.c) ---- */
+#define BK_CREDS_GROUPS 32
+struct bk_creds {
+	int on;
+	uid_t fsuid;		/* the thread's own, to restore */
+	gid_t fsgid;
+	int nown, ncaller;
+	gid_t own[BK_CREDS_GROUPS], caller[BK_CREDS_GROUPS];
+	gid_t *own_heap, *caller_heap;	/* more groups than fit above */
+};
+/* Make the calling thread's file system calls those of req's caller (fsuid,
+ * fsgid, supplementary groups) until bk_creds_leave; 0 or -errno (nothing
+ * changed). A root caller, or a daemon that is not root, stays as it is. */
+int bk_creds_enter(fuse_req_t req, struct bk_creds *s);
+void bk_creds_leave(struct bk_creds *s);
 
 /* Changes of names (backing_names.c). */
 void bk_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);

@@ -20,12 +20,12 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 		 mode_t mode, const char *target)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	const struct fuse_ctx *c = fuse_req_ctx(req);
 	uint8_t top = kind == MK_SYMLINK ? DL_TOP_OTHER : DL_TOP_CREATE;
 	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, top, parent);
 	struct bk_root *root;
 	struct bk_node *p;
-	int ret, depth, locked = 0;
+	struct bk_creds cr;
+	int ret, depth, locked = 0, pfd = -1;
 
 	if (!r)
 		return;
@@ -45,31 +45,45 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 	ret = bk_dir_ok(root, p, &depth);
 	if (ret)
 		goto out;
-	switch (kind) {
-	case MK_NODE:
-		/* Regular files only: no devices, fifos or sockets in a backing store. */
-		if (!S_ISREG(mode)) {
-			ret = -EPERM;
-			goto out;
-		}
-		ret = mknodat(p->fd, name, mode, 0) ? -errno : 0;
-		break;
-	case MK_DIR:
-		ret = mkdirat(p->fd, name, mode) ? -errno : 0;
-		break;
-	case MK_SYMLINK:
-		ret = bk_link_ok(root, p->fd, depth, target, "symlink", name);
-		if (!ret)
-			ret = symlinkat(target, p->fd, name) ? -errno : 0;
-		break;
+	/* Regular files only: no devices, fifos or sockets in a backing store. */
+	if (kind == MK_NODE && !S_ISREG(mode)) {
+		ret = -EPERM;
+		goto out;
 	}
+	pfd = bk_node_fd(root, p);
+	if (pfd < 0) {
+		ret = pfd;
+		goto out;
+	}
+	if (kind == MK_SYMLINK)
+		ret = bk_link_ok(root, pfd, depth, target, "symlink", name);
 	if (ret)
 		goto out;
-	bk_give_to_caller(c, p->fd, name, -1);
+	/* As the caller: the kernel checks its rights, and the new inode is
+	 * born its own (bk_creds_enter). */
+	ret = bk_creds_enter(req, &cr);
+	if (ret)
+		goto out;
+	switch (kind) {
+	case MK_NODE:
+		ret = mknodat(pfd, name, mode, 0) ? -errno : 0;
+		break;
+	case MK_DIR:
+		ret = mkdirat(pfd, name, mode) ? -errno : 0;
+		break;
+	case MK_SYMLINK:
+		ret = symlinkat(target, pfd, name) ? -errno : 0;
+		break;
+	}
+	bk_creds_leave(&cr);
+	if (ret)
+		goto out;
 	ret = bk_lookup_at(root, p, name, &r->e);
 out:
 	if (locked)
 		pthread_mutex_unlock(&root->ns_lock);
+	if (pfd >= 0)
+		close(pfd);
 	bk_finish_entry(fs, r, root, ret);
 }
 
@@ -95,7 +109,8 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct bk_root *root;
 	struct bk_node *p;
-	int ret, depth;
+	struct bk_creds cr;
+	int ret, depth, pfd = -1;
 
 	if (!r)
 		return;
@@ -108,9 +123,22 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 		goto out;
 	pthread_mutex_lock(&root->ns_lock);
 	ret = bk_dir_ok(root, p, &depth);
-	if (!ret && unlinkat(p->fd, name, flags))
-		ret = -errno;
+	if (!ret) {
+		pfd = bk_node_fd(root, p);
+		ret = pfd < 0 ? pfd : 0;
+	}
+	/* As the caller: the kernel checks the sticky bit and the rights on
+	 * the inode at the name when it removes it. */
+	if (!ret)
+		ret = bk_creds_enter(req, &cr);
+	if (!ret) {
+		if (unlinkat(pfd, name, flags))
+			ret = -errno;
+		bk_creds_leave(&cr);
+	}
 	pthread_mutex_unlock(&root->ns_lock);
+	if (pfd >= 0)
+		close(pfd);
 out:
 	bk_finish(fs, r, ret);
 }
@@ -129,8 +157,8 @@ void bk_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
  * symlinks: a link moved must still stay inside from its new directory; a
  * directory moved to another parent takes its links along, and each must
  * still stay inside from where it ends up. Anything else moves freely. */
-static int move_ok(struct bk_root *root, struct bk_node *p, const char *name, struct bk_node *np,
-		   int ndepth, const char *newname)
+static int move_ok(struct bk_root *root, struct bk_node *p, int pfd, const char *name,
+		   struct bk_node *np, int npfd, int ndepth, const char *newname)
 {
 	char target[PATH_MAX], bad[PATH_MAX], en[DL_LOG_ESC_MAX], eb[DL_LOG_ESC_MAX];
 	struct bk_moved mv;
@@ -138,24 +166,24 @@ static int move_ok(struct bk_root *root, struct bk_node *p, const char *name, st
 	ssize_t len;
 	int ret;
 
-	if (p == np || fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW))
+	if (p == np || fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW))
 		return 0;	/* same place; or nothing there, renameat2 says so */
 	if (S_ISLNK(st.st_mode)) {
-		len = readlinkat(p->fd, name, target, sizeof(target) - 1);
+		len = readlinkat(pfd, name, target, sizeof(target) - 1);
 		if (len < 0)
 			return -errno;
 		target[len] = 0;
-		return bk_link_ok(root, np->fd, ndepth, target, "moving symlink", name);
+		return bk_link_ok(root, npfd, ndepth, target, "moving symlink", name);
 	}
 	if (!S_ISDIR(st.st_mode))
 		return 0;
-	if (fstat(np->fd, &to))
+	if (fstat(npfd, &to))
 		return -errno;
-	mv = (struct bk_moved){ .dev = st.st_dev, .ino = st.st_ino, .to = np->fd,
+	mv = (struct bk_moved){ .dev = st.st_dev, .ino = st.st_ino, .to = npfd,
 				.to_dev = to.st_dev, .to_ino = to.st_ino, .to_depth = ndepth,
 				.to_name = newname, .from_dev = p->dev, .from_ino = p->ino,
 				.from_name = name };
-	mv.fd = openat(p->fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	mv.fd = openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (mv.fd < 0)
 		return -errno;
 	bad[0] = 0;
@@ -197,7 +225,8 @@ void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct bk_root *root;
 	struct bk_node *p, *np;
-	int ret, depth, ndepth;
+	struct bk_creds cr;
+	int ret, depth, ndepth, pfd = -1, npfd = -1;
 
 	if (!r)
 		return;
@@ -211,14 +240,30 @@ void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	ret = bk_dir_ok(root, p, &depth);
 	if (!ret)
 		ret = bk_dir_ok(root, np, &ndepth);
+	if (!ret) {
+		pfd = bk_node_fd(root, p);
+		npfd = pfd < 0 ? -1 : bk_node_fd(root, np);
+		ret = pfd < 0 ? pfd : npfd < 0 ? npfd : 0;
+	}
 	if (!ret)
-		ret = move_ok(root, p, name, np, ndepth, newname);
+		ret = move_ok(root, p, pfd, name, np, npfd, ndepth, newname);
 	/* An exchange moves the other one too. */
 	if (!ret && (flags & RENAME_EXCHANGE))
-		ret = move_ok(root, np, newname, p, depth, name);
-	if (!ret && renameat2(p->fd, name, np->fd, newname, flags))
-		ret = -errno;
+		ret = move_ok(root, np, npfd, newname, p, pfd, depth, name);
+	/* As the caller: the kernel checks the sticky bit and the rights on
+	 * both inodes at the names when it moves them. */
+	if (!ret)
+		ret = bk_creds_enter(req, &cr);
+	if (!ret) {
+		if (renameat2(pfd, name, npfd, newname, flags))
+			ret = -errno;
+		bk_creds_leave(&cr);
+	}
 	pthread_mutex_unlock(&root->ns_lock);
+	if (pfd >= 0)
+		close(pfd);
+	if (npfd >= 0)
+		close(npfd);
 out:
 	bk_finish(fs, r, ret);
 }
@@ -229,8 +274,9 @@ void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_OTHER, ino);
 	struct bk_root *root = NULL;
 	struct bk_node *n, *np;
+	struct bk_creds cr;
 	char proc[64], target[PATH_MAX];
-	int ret, ndepth, locked = 0;
+	int ret, ndepth, locked = 0, nfd = -1, npfd = -1;
 	ssize_t len;
 
 	if (!r)
@@ -249,25 +295,39 @@ void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 	ret = bk_node_ok(root, n);
 	if (!ret)
 		ret = bk_dir_ok(root, np, &ndepth);
+	if (!ret) {
+		nfd = bk_node_fd(root, n);
+		npfd = nfd < 0 ? -1 : bk_node_fd(root, np);
+		ret = nfd < 0 ? nfd : npfd < 0 ? npfd : 0;
+	}
 	if (!ret && S_ISLNK(n->type)) {
-		len = readlinkat(n->fd, "", target, sizeof(target) - 1);
+		len = readlinkat(nfd, "", target, sizeof(target) - 1);
 		ret = len < 0 ? -errno : 0;
 		if (!ret) {
 			target[len] = 0;
-			ret = bk_link_ok(root, np->fd, ndepth, target, "hard link to symlink",
+			ret = bk_link_ok(root, npfd, ndepth, target, "hard link to symlink",
 					 newname);
 		}
 	}
+	if (!ret)
+		ret = bk_creds_enter(req, &cr);
 	if (!ret) {
-		/* Links the descriptor's own inode (a symlink stays a symlink). */
-		bk_proc_path(n->fd, proc, sizeof(proc));
-		if (linkat(AT_FDCWD, proc, np->fd, newname, AT_SYMLINK_FOLLOW))
+		/* Links the descriptor's own inode (a symlink stays a symlink),
+		 * as the caller: the kernel's rules on linking another user's
+		 * file apply. */
+		bk_proc_path(nfd, proc, sizeof(proc));
+		if (linkat(AT_FDCWD, proc, npfd, newname, AT_SYMLINK_FOLLOW))
 			ret = -errno;
+		bk_creds_leave(&cr);
 	}
 	if (!ret)
 		ret = bk_lookup_at(root, np, newname, &r->e);
 out:
 	if (locked)
 		pthread_mutex_unlock(&root->ns_lock);
+	if (nfd >= 0)
+		close(nfd);
+	if (npfd >= 0)
+		close(npfd);
 	bk_finish_entry(fs, r, root, ret);
 }

@@ -47,12 +47,16 @@ void bk_moved_out(struct bk_root *root, struct bk_node *n, const char *what)
 /* Is directory p still below the backing directory? Its depth if so. */
 int bk_dir_ok(struct bk_root *root, struct bk_node *p, int *depth)
 {
-	int ret;
+	int ret, fd;
 
 	*depth = 0;
 	if (p == &root->top)
 		return 0;
-	ret = bk_dir_depth(root, p->fd, depth);
+	fd = bk_node_fd(root, p);
+	if (fd < 0)
+		return fd;
+	ret = bk_dir_depth(root, fd, depth);
+	close(fd);
 	if (ret == -EACCES)
 		bk_moved_out(root, p, "directory");
 	return ret;
@@ -61,11 +65,15 @@ int bk_dir_ok(struct bk_root *root, struct bk_node *p, int *depth)
 /* The same for any node (a file through the directory holding it). */
 int bk_node_ok(struct bk_root *root, struct bk_node *n)
 {
-	int depth, pfd, ret;
+	int depth, pfd, ret, fd;
 
 	if (S_ISDIR(n->type))
 		return bk_dir_ok(root, n, &depth);
-	ret = bk_node_parent(root, n, &pfd, &depth);
+	fd = bk_node_fd(root, n);
+	if (fd < 0)
+		return fd;
+	ret = bk_node_parent(root, n, fd, &pfd, &depth);
+	close(fd);
 	if (ret == -EACCES)
 		bk_moved_out(root, n, "file");
 	if (!ret)
@@ -90,13 +98,18 @@ int bk_link_ok(struct bk_root *root, int dirfd, int depth, const char *target, c
 	return ret;
 }
 
-/* fd (O_PATH, consumed) becomes a referenced node and an entry for it. */
+/* fd (O_PATH, consumed; -errno: passed on) becomes a referenced node and an
+ * entry for it. */
 int bk_entry_of(struct bk_root *r, int fd, struct fuse_entry_param *e)
 {
 	struct bk_node *n;
 	struct stat st;
 	int ret;
 
+	if (fd < 0) {
+		bk_fd_error(r, -fd, "looking up a name");
+		return fd;
+	}
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) {
 		ret = -errno;
 		close(fd);
@@ -119,10 +132,19 @@ int bk_entry_of(struct bk_root *r, int fd, struct fuse_entry_param *e)
 int bk_lookup_at(struct bk_root *r, struct bk_node *p, const char *name,
 		 struct fuse_entry_param *e)
 {
-	int fd = openat(p->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int pfd = bk_node_fd(r, p), fd;
 
+	if (pfd < 0)
+		return pfd;
+	fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+		/* Give back half of the cache and try once more. */
+		bk_fds_relieve(r);
+		fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	}
 	if (fd < 0)
-		return -errno;
+		fd = -errno;
+	close(pfd);
 	return bk_entry_of(r, fd, e);
 }
 
@@ -139,19 +161,6 @@ void bk_finish_entry(struct dl_fs *fs, struct dl_reply *r, struct bk_root *root,
 		r->on_abort = abort_entry;
 	}
 	bk_finish(fs, r, ret);
-}
-
-/* A root daemon creating for another user: the new inode is theirs. */
-void bk_give_to_caller(const struct fuse_ctx *c, int dirfd, const char *name, int fd)
-{
-	if (geteuid() != 0 || !c || c->uid == 0)
-		return;
-	/* The file exists either way; ownership is best effort. */
-	if (fd >= 0) {
-		if (fchown(fd, c->uid, c->gid)) {
-		}
-	} else if (name && fchownat(dirfd, name, c->uid, c->gid, AT_SYMLINK_NOFOLLOW)) {
-	}
 }
 
 static void bk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -178,6 +187,18 @@ static void bk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	bk_finish_entry(fs, r, root, ret);
 }
 
+static int node_stat(struct bk_root *root, struct bk_node *n, struct stat *st)
+{
+	int fd = bk_node_fd(root, n), ret = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 static void bk_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
@@ -190,15 +211,16 @@ static void bk_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (!r)
 		return;
 	ret = bk_node_of(fs, ino, &root, &n);
-	if (!ret && fstatat(n->fd, "", &r->st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
-		ret = -errno;
+	if (!ret)
+		ret = node_stat(root, n, &r->st);
 	if (!ret && n == &root->top)
 		r->st.st_ino = ino;
 	r->attr_timeout = BK_TIMEOUT;
 	bk_finish(fs, r, ret);
 }
 
-static int set_times(struct bk_node *n, struct bk_file *f, const struct stat *a, int to_set)
+static int set_times(int nfd, struct bk_node *n, struct bk_file *f, const struct stat *a,
+		     int to_set)
 {
 	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
 	char proc[64];
@@ -214,20 +236,20 @@ static int set_times(struct bk_node *n, struct bk_file *f, const struct stat *a,
 	if (f)
 		return futimens(f->fd, ts) ? -errno : 0;
 	if (S_ISLNK(n->type))
-		return utimensat(n->fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) ? -errno : 0;
+		return utimensat(nfd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) ? -errno : 0;
 	/* The descriptor's own inode (a magic link, not a symlink walk). */
-	bk_proc_path(n->fd, proc, sizeof(proc));
+	bk_proc_path(nfd, proc, sizeof(proc));
 	return utimensat(AT_FDCWD, proc, ts, 0) ? -errno : 0;
 }
 
-static int do_setattr(struct bk_root *root, struct bk_node *n, struct bk_file *f,
+static int do_setattr(struct bk_root *root, int nfd, struct bk_node *n, struct bk_file *f,
 		      const struct stat *a, int to_set)
 {
 	char proc[64];
 
 	if (!root->writable)
 		return -EROFS;
-	bk_proc_path(n->fd, proc, sizeof(proc));
+	bk_proc_path(nfd, proc, sizeof(proc));
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		if (S_ISLNK(n->type))
 			return -EOPNOTSUPP;
@@ -238,7 +260,7 @@ static int do_setattr(struct bk_root *root, struct bk_node *n, struct bk_file *f
 		uid_t uid = to_set & FUSE_SET_ATTR_UID ? a->st_uid : (uid_t)-1;
 		gid_t gid = to_set & FUSE_SET_ATTR_GID ? a->st_gid : (gid_t)-1;
 
-		if (fchownat(n->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+		if (fchownat(nfd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
 			return -errno;
 	}
 	if (to_set & FUSE_SET_ATTR_SIZE) {
@@ -249,7 +271,7 @@ static int do_setattr(struct bk_root *root, struct bk_node *n, struct bk_file *f
 	}
 	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 		      FUSE_SET_ATTR_MTIME_NOW))
-		return set_times(n, f, a, to_set);
+		return set_times(nfd, n, f, a, to_set);
 	return 0;
 }
 
@@ -274,11 +296,16 @@ static void bk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		 * must still be ours. */
 		if (root->writable && !f)
 			ret = bk_node_ok(root, n);
-		if (!ret)
-			ret = do_setattr(root, n, f, attr, to_set);
+		if (!ret) {
+			int fd = bk_node_fd(root, n);
+
+			ret = fd < 0 ? fd : do_setattr(root, fd, n, f, attr, to_set);
+			if (fd >= 0)
+				close(fd);
+		}
 	}
-	if (!ret && fstatat(n->fd, "", &r->st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
-		ret = -errno;
+	if (!ret)
+		ret = node_stat(root, n, &r->st);
 	if (!ret && n == &root->top)
 		r->st.st_ino = ino;
 	r->attr_timeout = BK_TIMEOUT;
@@ -293,7 +320,7 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 	struct bk_node *n;
 	char where[PATH_MAX], ew[DL_LOG_ESC_MAX], et[DL_LOG_ESC_MAX];
 	ssize_t len;
-	int ret, depth, pfd = -1;
+	int ret, depth, pfd = -1, fd = -1;
 
 	if (!r)
 		return;
@@ -305,7 +332,12 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 		ret = -ENOMEM;
 		goto out;
 	}
-	len = readlinkat(n->fd, "", r->buf, PATH_MAX);
+	fd = bk_node_fd(root, n);
+	if (fd < 0) {
+		ret = fd;
+		goto out;
+	}
+	len = readlinkat(fd, "", r->buf, PATH_MAX);
 	if (len < 0) {
 		ret = -errno;
 		goto out;
@@ -317,7 +349,7 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 	((char *)r->buf)[len] = 0;
 	/* Followed from where it is now, through whatever it passes now. */
 	pthread_mutex_lock(&root->ns_lock);
-	ret = bk_node_parent(root, n, &pfd, &depth);
+	ret = bk_node_parent(root, n, fd, &pfd, &depth);
 	if (ret == -EACCES)
 		bk_moved_out(root, n, "symlink");
 	else if (!ret && bk_target_inside(root, pfd, depth, r->buf, NULL))
@@ -335,6 +367,8 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 		ret = -EACCES;
 	}
 out:
+	if (fd >= 0)
+		close(fd);
 	bk_finish(fs, r, ret);
 }
 

@@ -82,14 +82,15 @@ int bk_dir_depth(const struct bk_root *r, int dirfd, int *depth)
 	return ret;
 }
 
-int bk_node_parent(const struct bk_root *r, const struct bk_node *n, int *pfd, int *depth)
+int bk_node_parent(const struct bk_root *r, const struct bk_node *n, int nfd, int *pfd,
+		   int *depth)
 {
 	char proc[64], path[PATH_MAX], *slash;
 	struct stat st;
 	ssize_t len;
 	int fd, ret;
 
-	bk_proc_path(n->fd, proc, sizeof(proc));
+	bk_proc_path(nfd, proc, sizeof(proc));
 	len = readlink(proc, path, sizeof(path) - 1);
 	if (len < 0)
 		return -errno;

@@ -222,7 +222,7 @@ static uint64_t stretch(uint64_t lat, double g)
  * the class lock. */
 static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
 				    const struct dl_dev_model *m, uint32_t js, uint64_t now,
-				    struct pacer_rates *rt)
+				    uint64_t len, struct pacer_rates *rt)
 {
 	struct pacer_job_cls *jc = &k->jobs[js];
 
@@ -237,9 +237,9 @@ static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
 		if (jc->dev.slots)
 			jc->dev.slots_cap = k->dev.slots_cap;
 	}
-	pacer_share_update(k->jobs, &k->win_start, &k->next_share, m, &p->cfg.share, now,
-			   !jc->active_since);
-	*rt = jc->rates;
+	pacer_share_demand(k->jobs, &k->win_start, &p->cfg.share, js, len, now);
+	pacer_share_update(k->jobs, &k->win_start, &k->next_share, m, &p->cfg.share, now, js, len,
+			   rt);
 	if (rt->queue_depth > jc->dev.slots_cap)
 		rt->queue_depth = jc->dev.slots_cap;
 	return &jc->dev;
@@ -314,7 +314,7 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 			uint64_t miss = r->len - hit;
 			uint64_t lat = pacer_dev_latency(m, k->key, k->draws++, miss);
 			struct pacer_rates rt;
-			struct pacer_dev *d = device_for(p, k, m, js, now_ns, &rt);
+			struct pacer_dev *d = device_for(p, k, m, js, now_ns, miss, &rt);
 			unsigned held;
 
 			/* In service: the requests of the class submitted to the
@@ -324,7 +324,7 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 			if (m->conc.n && k->busy > 1)
 				lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
 			due = pacer_device(d, &rt, now_ns, lat, miss, &start, &held);
-			pacer_share_account(jc, r->len, held);
+			pacer_share_account(jc, held);
 		}
 		if (hit_due > due)
 			due = hit_due;

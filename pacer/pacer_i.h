@@ -152,6 +152,8 @@ struct pacer_job_cls {
 	uint64_t cap_bw, cap_iops;
 	struct pacer_dev dev;
 	struct pacer_rates rates; /* its allocation now */
+	struct pacer_rates fair;  /* its weighted share of each limit: its floor */
+	int rates_idle;		  /* rates computed while it had no request waiting */
 	uint32_t outstanding;
 	/* This half window [0] and the one before [1]: bytes and requests
 	 * asked for, requests held back by each of its limits, and the most
@@ -190,14 +192,22 @@ void pacer_job_cls_fold(struct pacer_job_cls *dst, struct pacer_job_cls *src);
 void pacer_job_cls_reset(struct pacer_job_cls *jc);
 
 /* ---- share.c: fair sharing ---- */
-/* Bring the allocation of every active job up to date (class lock held). */
+/* Bring the allocation of every active job up to date (class lock held);
+ * the allocation of job js, whose request of len bytes arrives now, is
+ * recomputed at once when it cannot serve that request (its rates date from
+ * when it had nothing waiting, or would move len in more than a window).
+ * *rt: the limits the request meets (never under its fair share when it is
+ * the job's only request waiting). */
 void pacer_share_update(struct pacer_job_cls *jobs, uint64_t *win_start, uint64_t *next_update,
 			const struct dl_dev_model *m, const struct dl_share_cfg *sc, uint64_t now,
-			int force);
-/* Bookkeeping of a job's requests (class lock held): arrival, what held it
- * back (PACER_HELD_*), completion. */
+			uint32_t js, uint64_t len, struct pacer_rates *rt);
+/* Bookkeeping of a job's requests (class lock held): arrival, a request
+ * that goes to the device (len bytes: counted as demand before its job's
+ * share is computed), what held it back (PACER_HELD_*), completion. */
 void pacer_share_begin(struct pacer_job_cls *jc, uint64_t now);
-void pacer_share_account(struct pacer_job_cls *jc, uint64_t len, unsigned held);
+void pacer_share_demand(struct pacer_job_cls *jobs, uint64_t *win_start,
+			const struct dl_share_cfg *sc, uint32_t js, uint64_t len, uint64_t now);
+void pacer_share_account(struct pacer_job_cls *jc, unsigned held);
 void pacer_share_end(struct pacer_job_cls *jc);
 
 /* ---- the pacer (pacer.c) ---- */

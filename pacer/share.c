@@ -21,7 +21,17 @@
  *   - the caps of its share rule bound the demand;
  *   - water-filling gives every demand that fits under its weighted share
  *     and splits the rest among the others by weight; what is left when all
- *     are satisfied is spread by weight as head room.
+ *     are satisfied is spread by weight as head room;
+ *   - a request is its job's demand from its arrival: it is counted before
+ *     the share it is timed at is computed, a job with requests waiting and
+ *     none counted (each longer than the window) is a newcomer, the share is
+ *     recomputed at once when it dates from when the job had nothing waiting
+ *     (or would take more than a window for this request), and a request
+ *     that is its job's only one waiting goes at no less than the job's
+ *     weighted share of each limit. Without that, a job that read, paused
+ *     until its reads left the window and read again got a share of 0 (1 B/s)
+ *     and its request a due time in days (issue #22). The floor lets the
+ *     jobs' rates add up to more than the device's by one request each.
  * Requests already admitted keep their due times: after a change of the
  * active set the device can deliver more than its limit for as long as the
  * jobs' admitted requests take (their queue depth times a request's time). */
@@ -40,12 +50,32 @@ void pacer_share_begin(struct pacer_job_cls *jc, uint64_t now)
 	jc->last_ns = now;
 }
 
-void pacer_share_account(struct pacer_job_cls *jc, uint64_t len, unsigned held)
+static uint64_t window_of(const struct dl_share_cfg *sc)
 {
+	return sc->window_ns ? sc->window_ns : PACER_DEFAULT_SHARE_WINDOW;
+}
+
+static void roll(struct pacer_job_cls *jobs, uint64_t *win_start, uint64_t half, uint64_t now);
+
+void pacer_share_demand(struct pacer_job_cls *jobs, uint64_t *win_start,
+			const struct dl_share_cfg *sc, uint32_t js, uint64_t len, uint64_t now)
+{
+	struct pacer_job_cls *jc = &jobs[js];
+	uint64_t half = window_of(sc) / 2 ? window_of(sc) / 2 : 1;
+
+	/* Counted in the half window it arrives in, before the share it is
+	 * timed at is computed: a job with a request waiting never looks
+	 * idle. */
+	if (now >= *win_start)
+		roll(jobs, win_start, half, now);
 	jc->wbytes[0] += len;
 	jc->wops[0]++;
 	if (len > jc->wmaxlen[0])
 		jc->wmaxlen[0] = len;
+}
+
+void pacer_share_account(struct pacer_job_cls *jc, unsigned held)
+{
 	jc->wheld_q[0] += !!(held & PACER_HELD_QUEUE);
 	jc->wheld_iops[0] += !!(held & PACER_HELD_IOPS);
 	jc->wheld_bw[0] += !!(held & PACER_HELD_BW);
@@ -156,26 +186,67 @@ static double demand(int young, uint64_t held, uint64_t ops, double used, double
 	return used * headroom;
 }
 
+/* The allocation of job jc cannot serve its request of len bytes arriving
+ * now: its rates date from when it had nothing waiting (a job that reads,
+ * pauses and reads again), or would move len bytes in more than a window. */
+static int stale(const struct pacer_job_cls *jc, const struct dl_dev_model *m, uint64_t len,
+		 uint64_t window)
+{
+	if (!jc->active_since || jc->rates_idle)
+		return 1;
+	return m->bandwidth && (double)len * 1e9 > (double)jc->rates.bandwidth * (double)window;
+}
+
+/* A request that is its job's only one waiting goes at no less than the
+ * job's weighted share of each limit: what a job that asks for nothing else
+ * is owed, whatever its past use says (a rate below that would time it on a
+ * history that no longer holds). */
+static void floor_rates(struct pacer_rates *rt, const struct pacer_rates *f)
+{
+	if (f->bandwidth && rt->bandwidth && rt->bandwidth < f->bandwidth)
+		rt->bandwidth = f->bandwidth;
+	if (f->iops && rt->iops && rt->iops < f->iops)
+		rt->iops = f->iops;
+	if (f->queue_depth && rt->queue_depth && rt->queue_depth < f->queue_depth)
+		rt->queue_depth = f->queue_depth;
+}
+
+static void allocate(struct pacer_job_cls *jobs, uint64_t win_start, const struct dl_dev_model *m,
+		     uint64_t window, uint64_t now);
+
 void pacer_share_update(struct pacer_job_cls *jobs, uint64_t *win_start, uint64_t *next_update,
 			const struct dl_dev_model *m, const struct dl_share_cfg *sc, uint64_t now,
-			int force)
+			uint32_t js, uint64_t len, struct pacer_rates *rt)
 {
-	uint64_t window = sc->window_ns ? sc->window_ns : PACER_DEFAULT_SHARE_WINDOW;
+	uint64_t window = window_of(sc);
 	uint64_t half = window / 2 ? window / 2 : 1, period = window / 20;
-	double w[PACER_JOB_SLOTS], dbw[PACER_JOB_SLOTS], dio[PACER_JOB_SLOTS], dq[PACER_JOB_SLOTS];
-	double cbw[PACER_JOB_SLOTS], cio[PACER_JOB_SLOTS], none[PACER_JOB_SLOTS];
-	double abw[PACER_JOB_SLOTS], aio[PACER_JOB_SLOTS], aq[PACER_JOB_SLOTS];
-	unsigned idx[PACER_JOB_SLOTS], n = 0;
+	struct pacer_job_cls *jc = &jobs[js];
 
 	if (now < *win_start)
 		now = *win_start;
 	roll(jobs, win_start, half, now);
-	if (!force && now < *next_update)
-		return;
-	*next_update = now + (period > 1000000 ? period : 1000000);
+	if (stale(jc, m, len, window) || now >= *next_update) {
+		*next_update = now + (period > 1000000 ? period : 1000000);
+		allocate(jobs, *win_start, m, window, now);
+	}
+	*rt = jc->rates;
+	if (jc->outstanding == 1)
+		floor_rates(rt, &jc->fair);
+}
+
+/* Every active job's allocation from what it did over the window. */
+static void allocate(struct pacer_job_cls *jobs, uint64_t win_start, const struct dl_dev_model *m,
+		     uint64_t window, uint64_t now)
+{
+	uint64_t half = window / 2 ? window / 2 : 1;
+	double w[PACER_JOB_SLOTS], dbw[PACER_JOB_SLOTS], dio[PACER_JOB_SLOTS], dq[PACER_JOB_SLOTS];
+	double cbw[PACER_JOB_SLOTS], cio[PACER_JOB_SLOTS], none[PACER_JOB_SLOTS];
+	double abw[PACER_JOB_SLOTS], aio[PACER_JOB_SLOTS], aq[PACER_JOB_SLOTS], wsum = 0;
+	unsigned idx[PACER_JOB_SLOTS], n = 0;
+
 	for (unsigned j = 0; j < PACER_JOB_SLOTS; j++) {
 		struct pacer_job_cls *jc = &jobs[j];
-		uint64_t span, ops, from = *win_start > half ? *win_start - half : 0;
+		uint64_t span, ops, from = win_start > half ? win_start - half : 0;
 		int young;
 
 		if (!jc->outstanding && (!jc->last_ns || jc->last_ns + window <= now)) {
@@ -196,6 +267,10 @@ void pacer_share_update(struct pacer_job_cls *jobs, uint64_t *win_start, uint64_
 		young = now - jc->active_since < half;
 		ops = jc->wops[0] + jc->wops[1];
 		w[n] = jc->weight ? (double)jc->weight : 1;
+		wsum += w[n];
+		/* Requests waiting and none counted (each longer than the
+		 * window): what it needs is unknown, as a newcomer's. */
+		young = young || (!ops && jc->outstanding);
 		dbw[n] = demand(young, jc->wheld_bw[0] + jc->wheld_bw[1], ops,
 				(double)(jc->wbytes[0] + jc->wbytes[1]) * 1e9 / (double)span, HEADROOM);
 		dio[n] = demand(young, jc->wheld_iops[0] + jc->wheld_iops[1], ops,
@@ -218,9 +293,10 @@ void pacer_share_update(struct pacer_job_cls *jobs, uint64_t *win_start, uint64_
 		waterfill(n, w, dq, none, (double)m->queue_depth, aq);
 	for (unsigned i = 0; i < n; i++) {
 		struct pacer_job_cls *jc = &jobs[idx[i]];
-		struct pacer_rates *rt = &jc->rates;
+		struct pacer_rates *rt = &jc->rates, *f = &jc->fair;
 		uint64_t burst = m->burst ? m->burst : PACER_DEFAULT_BURST;
 		uint64_t big = 2 * (jc->wmaxlen[0] > jc->wmaxlen[1] ? jc->wmaxlen[0] : jc->wmaxlen[1]);
+		double share = w[i] / wsum;
 
 		/* Unlimited devices leave only the caps. */
 		rt->bandwidth = m->bandwidth ? (uint64_t)(abw[i] > 1 ? abw[i] : 1)
@@ -234,5 +310,11 @@ void pacer_share_update(struct pacer_job_cls *jobs, uint64_t *win_start, uint64_
 		 * device's: by one burst per job, once.) */
 		rt->burst = burst > big ? burst : big;
 		rt->queue_depth = m->queue_depth ? (aq[i] >= 1 ? (uint32_t)aq[i] : 1) : 0;
+		/* Its weighted share, within its caps: the floor of a request
+		 * that is its only one waiting (pacer_share_update). */
+		f->bandwidth = m->bandwidth ? (uint64_t)fmin((double)m->bandwidth * share, cbw[i]) : 0;
+		f->iops = m->iops ? (uint64_t)fmin((double)m->iops * share, cio[i]) : 0;
+		f->queue_depth = m->queue_depth ? (uint32_t)((double)m->queue_depth * share) : 0;
+		jc->rates_idle = !jc->outstanding;
 	}
 }

@@ -7,6 +7,7 @@ import errno
 import hashlib
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -536,6 +537,158 @@ while True:
             break
         print("synced", i * block, time.monotonic() - t0, flush=True)
 """
+
+
+class LimitedDaemon(unittest.TestCase):
+    """A backing directory of FILES small files, mounted by a daemon whose
+    descriptor limit is NOFILE."""
+    FILES = 0
+    NOFILE = 0
+
+    def setUp(self):
+        dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
+        self.tmp = tempfile.mkdtemp(prefix="dliofs-many-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.real, self.mnt = os.path.join(self.tmp, "real"), os.path.join(self.tmp, "mnt")
+        os.makedirs(self.real)
+        self.prepare_real()
+        os.makedirs(os.path.join(self.real, "d"))
+        os.makedirs(self.mnt)
+        for i in range(self.FILES):
+            with open(os.path.join(self.real, "d", "f%05d" % i), "w") as f:
+                f.write("%d\n" % i)
+        self.config = dltest.write_config(self.tmp, (
+            "datasets: []\nbacking:\n  - {path: %s, at: data}\n" % self.real))
+        self.log = log = os.path.join(self.tmp, "daemon.log")
+        self.addCleanup(dltest.check_daemon_log, log)
+        # The daemon inherits the lowered limit, soft and hard (it cannot
+        # raise it back), as from `ulimit -n 2048` before `dliofs mount`.
+        lim = (self.NOFILE, self.NOFILE)
+        r = subprocess.run([dltest.DLIOFS, "mount", self.mnt, self.config, "--log", log],
+                           capture_output=True, text=True, timeout=60,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, lim))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.unmount)
+        self.pid = dltest.daemon_pid(self.mnt)
+
+    def prepare_real(self):
+        """What the backing directory is, before its files are made."""
+
+    def unmount(self):
+        u = subprocess.run([dltest.DLIOFS, "umount", self.mnt], capture_output=True, text=True,
+                           timeout=60)
+        if u.returncode != 0:
+            subprocess.run(["fusermount3", "-u", "-z", self.mnt], capture_output=True)
+        self.assertTrue(dltest.wait_for(lambda: not dltest.pid_alive(self.pid), 60),
+                        "the daemon did not exit")
+        self.assertEqual(u.returncode, 0, u.stderr)
+
+
+class ManyFiles(LimitedDaemon):
+    """Issue #22 item 3: each looked-up inode kept a descriptor until the
+    kernel forgot it, so a backing directory of more files than the
+    descriptor limit failed with EMFILE (and nothing was logged). The daemon
+    now keeps at most min(4096, RLIMIT_NOFILE / 2) of them open (README,
+    Security) and finds the others again by file handle."""
+    FILES = 30000
+    NOFILE = 2048
+
+    def test_more_files_than_descriptors(self):
+        bound = min(4096, self.NOFILE // 2) + 64  # the cache, and the daemon's own
+        top = os.path.join(self.mnt, "data", "d")
+        most = 0
+        names = os.listdir(top)
+        self.assertEqual(len(names), self.FILES)
+        names.sort()
+        # All looked up and kept so by the kernel, then all read.
+        for k, name in enumerate(names):
+            self.assertEqual(os.stat(os.path.join(top, name)).st_size, len("%d\n" % k))
+            if k % 1000 == 0:
+                most = max(most, fd_count(self.pid))
+        for k, name in enumerate(names):
+            with open(os.path.join(top, name)) as f:
+                self.assertEqual(f.read(), "%d\n" % k)
+            if k % 1000 == 0:
+                most = max(most, fd_count(self.pid))
+        most = max(most, fd_count(self.pid))
+        print("many files: %d files, the daemon held at most %d descriptors (bound %d)"
+              % (self.FILES, most, bound))
+        self.assertLessEqual(most, bound)
+
+
+class OutOfDescriptors(LimitedDaemon):
+    """Clients holding more files open than the daemon may have descriptors:
+    the next open fails with EMFILE, said once in the log for the burst, and
+    opens work again once files are closed."""
+    FILES = 300
+    NOFILE = 64
+
+    def test_emfile_is_answered_and_logged_once(self):
+        top = os.path.join(self.mnt, "data", "d")
+        held, failures = [], []
+        for k in range(self.FILES):
+            try:
+                held.append(open(os.path.join(top, "f%05d" % k)))
+            except OSError as e:
+                failures.append(e.errno)
+        try:
+            self.assertTrue(held, "no open worked")
+            self.assertTrue(failures, "%d files open under a limit of %d" % (len(held),
+                                                                             self.NOFILE))
+            self.assertEqual(set(failures), {errno.EMFILE}, failures[:10])
+        finally:
+            for f in held:
+                f.close()
+        with open(os.path.join(top, "f00007")) as f:
+            self.assertEqual(f.read(), "7\n")
+        with open(self.log) as f:
+            said = [l for l in f if "out of file descriptors" in l]
+        print("out of descriptors: %d open, %d refused, %d log line(s): %s"
+              % (len(held), len(failures), len(said), said[:1]))
+        self.assertEqual(len(said), 1, said[:5])
+        self.assertIn("EMFILE", said[0])
+
+
+class NoFileHandles(LimitedDaemon):
+    """On a file system without file handles (ramfs), an evicted inode is
+    found again by its path below the backing directory, and must still be
+    the same inode; the descriptors stay bounded the same way."""
+    FILES = 400
+    NOFILE = 64
+
+    def prepare_real(self):
+        r = subprocess.run(["mount", "-t", "ramfs", "none", self.real], capture_output=True,
+                           text=True)
+        dltest.require(r.returncode == 0, "cannot mount ramfs here: %s" % r.stderr.strip())
+        # After the daemon's unmount (cleanups run last in, first out).
+        self.addCleanup(subprocess.run, ["umount", "-l", self.real], capture_output=True)
+
+    def test_reopened_by_path(self):
+        top = os.path.join(self.mnt, "data", "d")
+        most = 0
+        names = sorted(os.listdir(top))
+        self.assertEqual(len(names), self.FILES)
+        for k, name in enumerate(names):
+            self.assertEqual(os.stat(os.path.join(top, name)).st_size, len("%d\n" % k))
+        for k, name in enumerate(names):
+            with open(os.path.join(top, name)) as f:
+                self.assertEqual(f.read(), "%d\n" % k)
+            most = max(most, fd_count(self.pid))
+        # Renamed on the host: the old name is gone, the new one is found
+        # (and is the same file); another file put at the old name is not
+        # taken for the first.
+        os.rename(os.path.join(self.real, "d", names[0]), os.path.join(self.real, "d", "moved"))
+        with open(os.path.join(self.real, "d", names[0]), "w") as f:
+            f.write("impostor\n")
+        time.sleep(1.2)  # entry and attribute timeouts (1 s)
+        with open(os.path.join(top, "moved")) as f:
+            self.assertEqual(f.read(), "0\n")
+        with open(os.path.join(top, names[0])) as f:
+            self.assertEqual(f.read(), "impostor\n")
+        bound = self.NOFILE // 2 + 64
+        print("no file handles: %d files, at most %d descriptors (bound %d)"
+              % (self.FILES, most, bound))
+        self.assertLessEqual(most, bound)
 
 
 class Durability(unittest.TestCase):

@@ -55,6 +55,12 @@ def dliofs(*args, check=True):
     return r
 
 
+def kill_daemon(mnt):
+    """SIGKILL the daemon of mnt: the kernel then fails the requests it held."""
+    for pid in dltest.daemon_pids(mnt):
+        os.kill(pid, 9)
+
+
 def read_tree(root):
     n = 0
     for f in dltest.walk_files(root):
@@ -562,6 +568,77 @@ pacer: {read: {bandwidth: 40MB/s}, share: {policy: %s}}
         self.assertLess(abs(heavy / light - 1), 0.25, "fair: %.1f vs %.1f MB/s" % (heavy / 1e6,
                                                                                  light / 1e6))
         self.assertLess(abs((heavy + light) / 40e6 - 1), 0.10)
+
+
+class FairPause(dltest.MountedTestCase):
+    """Issue #22: under fair sharing, a job that reads a small file, pauses
+    150 ms and reads again while another job reads without a pause had its
+    second read timed at 1 B/s (30 hours) and hung."""
+    GEN = False
+    CONFIG = """\
+seed: 5
+datasets:
+  - {name: big, format: raw, files: 4, samples_per_file: 64, sample_size: 1MiB}
+  - {name: small, format: raw, files: 40, samples_per_file: 1, sample_size: 110000}
+pacer: {read: {bandwidth: 40MB/s}, share: {policy: fair}}
+"""
+    HEAVY = textwrap.dedent("""\
+        import os, sys, threading, time
+        files, end = sys.argv[1:-1], time.monotonic() + float(sys.argv[-1])
+        def run(path):
+            fd = os.open(path, os.O_RDONLY)
+            off = 0
+            while time.monotonic() < end:
+                off = (off + len(os.pread(fd, 1 << 20, off))) % (64 << 20)
+        ts = [threading.Thread(target=run, args=(f,)) for f in files]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+    """)
+    LIGHT = textwrap.dedent("""\
+        import os, sys, time
+        worst = 0
+        for k, path in enumerate(sys.argv[1:]):
+            t = time.monotonic()
+            with open(path, "rb") as f:
+                n = len(f.read())
+            assert n == 110000, n
+            worst = max(worst, time.monotonic() - t)
+            print("read %d: %.3f s" % (k, time.monotonic() - t), flush=True)
+            # The pause that let its reads roll out of the window, at a
+            # different phase of the half windows each time.
+            time.sleep(0.150 + 0.007 * k)
+        print("worst %.3f" % worst)
+    """)
+
+    def test_second_read_answered(self):
+        big = os.path.join(self.mnt, "big", "train")
+        small = os.path.join(self.mnt, "small", "train")
+        heavy = subprocess.Popen(
+            [PY, "-c", self.HEAVY] + [os.path.join(big, "img_%d_of_4.raw" % i) for i in range(4)]
+            + ["12"], env=dict(os.environ, DLIOFS_JOB="heavy"), start_new_session=True)
+        try:
+            time.sleep(0.5)
+            files = [os.path.join(small, "img_%02d_of_40.raw" % i) for i in range(12)]
+            light = subprocess.Popen([PY, "-c", self.LIGHT] + files, stdout=subprocess.PIPE,
+                                     text=True, env=dict(os.environ, DLIOFS_JOB="light"),
+                                     start_new_session=True)
+            try:
+                out = light.communicate(timeout=60)[0]
+            except subprocess.TimeoutExpired:
+                # Its read never returns: only the daemon's end frees it.
+                kill_daemon(self.mnt)
+                light.kill()
+                out = light.communicate(timeout=30)[0]
+                self.fail("the light job's reads were not answered in 60 s:\n" + out)
+        finally:
+            heavy.kill()
+            heavy.wait(timeout=30)
+        self.assertEqual(light.returncode, 0, out)
+        worst = float(out.split("worst ")[1])
+        print("fair pause: the slowest read of the light job %.3f s" % worst)
+        # At its share (20 MB/s) a read takes 6 ms: 2 s is room for a
+        # loaded machine, and far from the hang.
+        self.assertLess(worst, 2.0, out)
 
 
 if __name__ == "__main__":

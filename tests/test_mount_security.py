@@ -16,6 +16,7 @@ of the backing directory through the mount lands next to the secret.
 import ctypes
 import errno
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -385,6 +386,204 @@ class MountOver(unittest.TestCase):
         except OSError as e:
             return e.errno
         return 0
+
+
+NOBODY = 65534
+ROOT_SECRET = b"root's secret\n"
+
+
+class CreateRace(unittest.TestCase):
+    """Issue #22 item 2: in a world-writable (1777) backing directory, a
+    client creating a name through the mount while root on the host creates
+    the same name with O_EXCL and mode 0600 got root's file open read-write (the daemon opened it as root,
+    without O_EXCL), or had it chowned to itself (the daemon chowned what it
+    found). The creations now run under the caller's credentials: the kernel
+    refuses the other user's file and the new file is born the caller's."""
+    TRIES = 4000
+    SECS = 20
+
+    def setUp(self):
+        dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
+        dltest.require(os.geteuid() == 0, "needs root (a second user)")
+        self.base = tempfile.mkdtemp(prefix="dliofs-race-")
+        self.addCleanup(shutil.rmtree, self.base, True)
+        os.chmod(self.base, 0o755)
+        self.shared, self.mnt = os.path.join(self.base, "shared"), os.path.join(self.base, "mnt")
+        os.mkdir(self.shared)
+        os.chmod(self.shared, 0o1777)
+        os.mkdir(self.mnt)
+        # A little latency on metadata widens the window between a
+        # client's lookup and its create, as a real backing store has.
+        cfg = dltest.write_config(self.base, (
+            "datasets: []\nbacking:\n  - {path: %s, at: shared, writable: true}\n"
+            "pacer: {meta: {latency: 3ms}}\n" % self.shared))
+        log = os.path.join(self.base, "daemon.log")
+        self.addCleanup(dltest.check_daemon_log, log)
+        cm = dltest.mounted(cfg, ("--log", log), mountpoint=self.mnt)
+        cm.__enter__()
+        self.addCleanup(cm.__exit__, None, None, None)
+
+    def nobody_loop(self, path, stop, report):
+        """As nobody: open-or-create path until stop exists; one line per
+        breach into report."""
+        made = 0
+        with open(report, "w") as out, open(report + ".made", "w") as count:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            while not os.path.exists(stop):
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                except OSError:
+                    continue
+                try:
+                    st = os.fstat(fd)
+                    if st.st_uid != NOBODY:
+                        out.write("opened a file of uid %d read-write\n" % st.st_uid)
+                    data = os.read(fd, 100)
+                    if ROOT_SECRET in data:
+                        out.write("read root's content\n")
+                finally:
+                    os.close(fd)
+                if st.st_uid == NOBODY:
+                    made += 1
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass
+                out.flush()
+            # Not a breach: how often nobody's own create won.
+            count.write(str(made))
+
+    def as_nobody(self, fn):
+        """fn() in a child running as nobody: what it returns (a str)."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+                os.write(w, fn().encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            out = f.read().decode()
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, "the child failed")
+        return out
+
+    def test_names_are_the_callers(self):
+        """What nobody makes is nobody's, born so (no chown after the fact);
+        root's names in the sticky directory are not nobody's to remove or
+        replace."""
+        m = os.path.join(self.mnt, "shared")
+        with open(os.path.join(self.shared, "roots"), "wb") as f:
+            f.write(ROOT_SECRET)
+        os.chmod(os.path.join(self.shared, "roots"), 0o644)
+
+        def work():
+            out = []
+            with open(os.path.join(m, "f"), "wb") as f:
+                f.write(b"mine")
+            os.mkdir(os.path.join(m, "d"))
+            os.symlink("f", os.path.join(m, "l"))
+            os.mknod(os.path.join(m, "n"), 0o644 | 0o100000)
+            os.link(os.path.join(m, "f"), os.path.join(m, "h"))
+            for what, fn in (("unlink", lambda: os.unlink(os.path.join(m, "roots"))),
+                             ("rename over", lambda: os.rename(os.path.join(m, "f"),
+                                                               os.path.join(m, "roots"))),
+                             ("rename away", lambda: os.rename(os.path.join(m, "roots"),
+                                                               os.path.join(m, "x"))),
+                             ("link", lambda: os.link(os.path.join(m, "roots"),
+                                                      os.path.join(m, "r2")))):
+                try:
+                    fn()
+                    out.append(what + " worked")
+                except OSError as e:
+                    out.append("%s %s" % (what, errno.errorcode[e.errno]))
+            return "\n".join(out)
+
+        out = self.as_nobody(work).splitlines()
+        for name in ("f", "d", "l", "n", "h"):
+            st = os.lstat(os.path.join(self.shared, name))
+            self.assertEqual((st.st_uid, st.st_gid), (NOBODY, NOBODY), name)
+        # Linking another user's file is the kernel's call (fs.protected_hardlinks).
+        with open("/proc/sys/fs/protected_hardlinks") as f:
+            link = "link EPERM" if f.read().strip() == "1" else "link worked"
+        self.assertEqual(out, ["unlink EPERM", "rename over EPERM", "rename away EPERM", link])
+        with open(os.path.join(self.shared, "roots"), "rb") as f:
+            self.assertEqual(f.read(), ROOT_SECRET)
+        self.assertEqual(os.stat(os.path.join(self.shared, "roots")).st_uid, 0)
+
+    def test_create_race(self):
+        # nobody through the mount; root on the host, in the real directory.
+        path, real = os.path.join(self.mnt, "shared", "victim"), os.path.join(self.shared, "victim")
+        stop, report = os.path.join(self.base, "stop"), os.path.join(self.base, "report")
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                self.nobody_loop(path, stop, report)
+                code = 0
+            finally:
+                os._exit(code)
+        breaches, made = [], 0
+        try:
+            end = time.monotonic() + self.SECS
+            for _ in range(self.TRIES):
+                if time.monotonic() > end:
+                    break
+                # The name absent for a while (nobody's lookup finds nothing),
+                # then created (maybe between that lookup and its create).
+                time.sleep(random.uniform(0, 0.003))
+                try:
+                    fd = os.open(real, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                except FileExistsError:
+                    try:
+                        os.unlink(real)  # nobody's: root may remove it
+                    except OSError:
+                        pass
+                    continue
+                try:
+                    os.write(fd, ROOT_SECRET)
+                    st = os.fstat(fd)
+                finally:
+                    os.close(fd)
+                made += 1
+                if st.st_uid != 0:
+                    breaches.append("root's new file belongs to uid %d" % st.st_uid)
+                # On disk: root's content under another owner is root's file
+                # chowned.
+                try:
+                    with open(real, "rb") as f:
+                        if f.read() == ROOT_SECRET and os.fstat(f.fileno()).st_uid != 0:
+                            breaches.append("root's file chowned to uid %d"
+                                            % os.fstat(f.fileno()).st_uid)
+                except OSError:
+                    pass
+                try:
+                    os.unlink(real)
+                except OSError:
+                    pass
+        finally:
+            with open(stop, "w"):
+                pass
+            _, status = os.waitpid(pid, 0)
+        with open(report) as f:
+            breaches += f.read().splitlines()
+        with open(report + ".made") as f:
+            theirs = int(f.read())
+        print("create race: root created the file %d times, nobody %d times" % (made, theirs))
+        # nobody's creates work, and give nobody's files (checked in its loop).
+        self.assertGreater(theirs, 0, "nobody never created the file")
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, "the nobody loop failed")
+        self.assertGreater(made, 100, "too few creations to race")
+        self.assertEqual(breaches[:5], [], "%d breaches" % len(breaches))
 
 
 class SanitizedDaemon(unittest.TestCase):

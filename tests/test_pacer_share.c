@@ -210,6 +210,79 @@ static void test_nodev(void)
 	dl_pacer_free(p);
 }
 
+/* Issue #22: a job that pauses between reads, while another reads without
+ * a pause, must get its next read at its fair share. Its first read rolls
+ * out of its two half-window counters during the pause while it stays
+ * active: the old allocation gave it 0 (1 B/s) and timed its second read
+ * at that rate, 110 kB in 30 hours. */
+static void test_pause_then_read(void)
+{
+	const char *fair[] = {"read.bandwidth=10MB/s", "share.policy=fair", NULL};
+	const uint64_t len = 110 * 1000, pause = 150 * MS;
+	/* Its weighted share of 10 MB/s with one other job: 5 MB/s. */
+	const double fair_ns = (double)len / 5e6 * 1e9;
+	struct dl_pacer *p = test_pacer(fair, T0, 1);
+	struct dl_pacer_req a[4], b = {.cls = DL_OP_READ, .file_id = 100, .len = len, .job = 2};
+	struct dl_pacer_result ra[4], rb;
+	uint64_t now = T0, b_next = T0 + 50 * MS, worst = 0;
+	unsigned b_reads = 0;
+	int b_pending = 0;
+
+	if (!p) {
+		CHECK(0, "pause then read: pacer");
+		return;
+	}
+	/* Job 1: 4 streams of 1 MiB back to back from T0 for 2 s; job 2: a
+	 * read, a pause of 150 ms after its reply, a read... at several
+	 * phases against the half windows. */
+	for (unsigned i = 0; i < 4; i++) {
+		a[i] = (struct dl_pacer_req){.cls = DL_OP_READ, .file_id = i, .len = MiB, .job = 1};
+		if (dl_pacer_submit(p, &a[i], now, &ra[i]))
+			abort();
+	}
+	while (now < T0 + 2 * SEC) {
+		uint64_t next = b_pending ? rb.due_ns : b_next;
+
+		for (unsigned i = 0; i < 4; i++)
+			if (ra[i].due_ns < next)
+				next = ra[i].due_ns;
+		now = next;
+		for (unsigned i = 0; i < 4; i++) {
+			if (ra[i].due_ns > now)
+				continue;
+			dl_pacer_complete(p, &a[i], &ra[i], now);
+			if (dl_pacer_submit(p, &a[i], now, &ra[i]))
+				abort();
+		}
+		if (b_pending && rb.due_ns <= now) {
+			dl_pacer_complete(p, &b, &rb, now);
+			b_pending = 0;
+			/* 7 ms more each time: the pause ends at a different
+			 * point of the half windows. */
+			b_next = now + pause + 7 * MS * (b_reads % 15);
+		} else if (!b_pending && b_next <= now) {
+			if (dl_pacer_submit(p, &b, now, &rb))
+				abort();
+			if (rb.due_ns - now > worst)
+				worst = rb.due_ns - now;
+			b_pending = 1;
+			b_reads++;
+		}
+	}
+	if (b_pending)
+		dl_pacer_complete(p, &b, &rb, rb.due_ns);
+	for (unsigned i = 0; i < 4; i++)
+		dl_pacer_complete(p, &a[i], &ra[i], ra[i].due_ns);
+	printf("share: pause then read: %u reads of job 2, the slowest %.1f ms (%.1f ms at its share)\n",
+	       b_reads, (double)worst / 1e6, fair_ns / 1e6);
+	CHECK(b_reads >= 8, "job 2 went on reading: %u reads in 2 s", b_reads);
+	/* At its share or better (its token bucket may have room): never
+	 * more than its share's time, with 5% for rounding. */
+	CHECK((double)worst <= 1.05 * fair_ns, "each read of job 2 within its share: %.1f ms > %.1f ms",
+	      (double)worst / 1e6, 1.05 * fair_ns / 1e6);
+	dl_pacer_free(p);
+}
+
 int main(void)
 {
 	test_bandwidth();
@@ -217,5 +290,6 @@ int main(void)
 	test_rules();
 	test_iops_and_queue();
 	test_nodev();
+	test_pause_then_read();
 	return tap_done("pacer_share");
 }

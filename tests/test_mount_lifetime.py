@@ -1,0 +1,147 @@
+"""How long things live on a mount (issue 22): a parked request has an upper
+bound, follows a live change of the model, and its client can be killed; a
+sink's files outlive the daemon; trace start/stop cycles give their memory
+back; no mount on top of a live dliofs mount."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import dltest
+
+RAW = """\
+seed: 3
+datasets:
+  - {name: raw, format: raw, files: 4, samples_per_file: 1, sample_size: 1MiB}
+"""
+
+
+def set_(mnt, *kv):
+    return subprocess.run([dltest.DLIOFS, "set", mnt] + list(kv), capture_output=True,
+                          text=True, timeout=60)
+
+
+def dd(path):
+    """dd of one 1 MiB block, its own process (killable by the test)."""
+    return subprocess.Popen(["dd", "if=" + path, "of=/dev/null", "bs=1M", "count=1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def proc_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+class ParkedRequests(dltest.MountedTestCase):
+    """read.bandwidth 20kB/s: one 1 MiB read is due in 52 s."""
+    GEN = False
+    CONFIG = "pacer: {read: {bandwidth: 20kB/s}}\ncache: {policy: none}\n" + RAW
+
+    def path(self, i):
+        return os.path.join(self.mnt, "raw", "train", "img_%d_of_4.raw" % i)
+
+    def parked(self, i):
+        """A dd whose read is parked (still running half a second in)."""
+        p = dd(self.path(i))
+        time.sleep(0.5)
+        self.assertIsNone(p.poll(), "dd finished at once: not parked")
+        return p
+
+    def test_unbounded_settings_refused(self):
+        for kv, has in (("read.bandwidth=1B/s", "at least 17477B/s"),
+                        ("write.bandwidth=10kB/s", "at least"),
+                        ("read.latency=100000s", "above 60s"),
+                        ("read.latency=exponential(1min)", "99th percentile"),
+                        ("cache.hit_bandwidth=1kB/s", "at least")):
+            with self.subTest(kv=kv):
+                r = set_(self.mnt, kv)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(kv.split("=")[0], r.stderr)
+                self.assertIn(has, r.stderr)
+        with open(os.path.join(self.mnt, ".dliofs", "pacer")) as f:
+            self.assertIn("bandwidth: 20kB/s", f.read())
+        # The same bound in a config: refused at mount, naming the key.
+        bad = dltest.write_config(self.tmp, "pacer: {read: {latency: 100000s}}\n" + RAW,
+                                  "bad.yaml")
+        r = subprocess.run([dltest.DLIOFS, "check", bad], capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("read.latency", r.stderr)
+        self.assertIn("above 60s", r.stderr)
+
+    def test_live_set_frees_parked(self):
+        p = self.parked(0)
+        try:
+            t0 = time.monotonic()
+            r = set_(self.mnt, "read.bandwidth=unlimited")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rc = p.wait(timeout=30)
+            took = time.monotonic() - t0
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            set_(self.mnt, "read.bandwidth=20kB/s")
+        self.assertEqual(rc, 0)
+        self.assertLess(took, 1.0, "dd took %.2f s after the set to unlimited" % took)
+
+    def test_live_set_faster_retimes(self):
+        # 20kB/s -> 10MB/s: due in about 0.1 s instead of 52 s.
+        p = self.parked(1)
+        try:
+            t0 = time.monotonic()
+            r = set_(self.mnt, "read.bandwidth=10MB/s")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rc = p.wait(timeout=30)
+            took = time.monotonic() - t0
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            set_(self.mnt, "read.bandwidth=20kB/s")
+        self.assertEqual(rc, 0)
+        self.assertLess(took, 1.0, "dd took %.2f s after the set to 10MB/s" % took)
+
+    def test_killed_client_goes(self):
+        p = self.parked(2)
+        p.send_signal(signal.SIGKILL)
+        try:
+            p.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            state = proc_state(p.pid)
+            self.fail("dd still there 1 s after SIGKILL (state %s)" % state)
+        self.assertEqual(p.returncode, -signal.SIGKILL)
+        # The daemon is fine and answers at once.
+        with open(os.path.join(self.mnt, ".dliofs", "stats.json")) as f:
+            self.assertIn("read", f.read())
+
+
+class KilledClientUnmounts(unittest.TestCase):
+    """A parked client killed, then the mount goes: umount succeeds (no
+    EBUSY) and the daemon exits (dltest.mounted checks both)."""
+
+    def test_kill_then_umount(self):
+        tmp = tempfile.mkdtemp(prefix="dliofs-test-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        cfg = dltest.write_config(
+            tmp, "pacer: {read: {bandwidth: 20kB/s}}\ncache: {policy: none}\n" + RAW)
+        with dltest.mounted(cfg) as mnt:
+            p = dd(os.path.join(mnt, "raw", "train", "img_3_of_4.raw"))
+            time.sleep(0.5)
+            self.assertIsNone(p.poll(), "dd finished at once: not parked")
+            p.kill()
+            try:
+                p.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                self.fail("dd still there 1 s after SIGKILL (state %s)" % proc_state(p.pid))
+            t0 = time.monotonic()
+        self.assertLess(time.monotonic() - t0, 30)
+
+
+if __name__ == "__main__":
+    dltest.main()

@@ -21,6 +21,7 @@ shares its cores):
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -285,6 +286,44 @@ class Predict(Base):
         r = run(["predict", trace, "--config", self.cfg, "--set", "read.bandwidth=80MB/s"])
         self.ok(r)
         self.assertIn("no job report", r.stdout)
+
+
+class Stopped(Base):
+    """SIGTERM (a scheduler, `timeout`) or SIGINT mid-sweep, and a config
+    that fails to load: nothing is left behind (issue 22)."""
+
+    def env(self):
+        e = dict(os.environ)
+        e["TMPDIR"] = tempfile.mkdtemp(prefix="tmpdir-", dir=self.tmp)
+        return e
+
+    def sweep(self, marker):
+        # Not dlio-drive: the job runs under dlio-stall, so the stop goes
+        # through both tools. It reads the mount, then sleeps.
+        job = ("import os, time; d = '{mount}/npz/train'; "
+               "open(os.path.join(d, sorted(os.listdir(d))[0]), 'rb').read(10); "
+               "time.sleep(120) # " + marker)
+        return [WHATIF, "sweep", self.cfg, "--set", "read.bandwidth=100MB/s,200MB/s", "--",
+                PY, "-c", job]
+
+    def test_sigterm_and_sigint_mid_sweep(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with self.subTest(sig=sig):
+                marker = "whatif-stop-%d-%d" % (sig, os.getpid())
+                err = dltest.stop_midway(self, self.sweep(marker), marker, sig, self.env())
+                self.assertIn("stopped by signal %d" % sig, err)
+
+    def test_config_that_fails_to_load(self):
+        bad = dltest.write_config(self.tmp, "datasets:\n  - {name: x, format: nope, files: 2}\n",
+                                  "bad.yaml")
+        env = self.env()
+        r = subprocess.run([WHATIF, "sweep", bad, "--set", "read.bandwidth=100MB/s", "--",
+                            PY, "-c", "pass"], capture_output=True, text=True, timeout=120,
+                           env=env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("bad.yaml:2", r.stderr)
+        self.assertEqual(os.listdir(env["TMPDIR"]), [])
+        self.assertEqual([m for m in dltest.proc_mounts() if m.startswith(env["TMPDIR"])], [])
 
 
 if __name__ == "__main__":

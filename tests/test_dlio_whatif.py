@@ -121,6 +121,37 @@ class Cli(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("no job", r.stderr)
 
+    def test_target_spellings(self):
+        # A share is a fraction or a percentage, never guessed: au>=1 is
+        # 100%, au>=2 and au>=1.5 mean nothing, au>=101% is impossible.
+        tmp = tempfile.mkdtemp(prefix="dlio-whatif-cli-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        cfg = dltest.write_config(tmp, CONFIG)
+        base = ["search", cfg, "--vary", "read.bandwidth=10MB/s..1GB/s", "--target"]
+        for bad, why in (("au>=2", "a fraction from 0 to 1 (au>=0.02) or a percentage (au>=2%)"),
+                         ("au>=1.5", "is neither"), ("au>=101%", "at most 100%"),
+                         ("wait_share<=30", "a fraction"), ("samples_per_s>=50%", "percentage")):
+            with self.subTest(target=bad):
+                r = run(base + [bad, "--", "true"])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(why, r.stderr)
+        # Accepted spellings get as far as the missing job.
+        for good in ("au>=0.9", "au>=90%", "au>=1", "au>=100%", "wait_share<=10%",
+                     "samples_per_s>=500"):
+            with self.subTest(target=good):
+                r = run(base + [good])
+                self.assertEqual(r.returncode, 2)
+                self.assertIn("no job", r.stderr)
+
+    def test_predict_refuses_a_fifo(self):
+        tmp = tempfile.mkdtemp(prefix="dlio-whatif-cli-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        fifo = os.path.join(tmp, "t.trace")
+        os.mkfifo(fifo)
+        r = run(["predict", fifo], timeout=10)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not a regular file", r.stderr)
+
 
 class Sweep(Base):
     def test_three_points_repeated_cold(self):

@@ -122,6 +122,23 @@ class ParkedRequests(dltest.MountedTestCase):
             self.assertIn("read", f.read())
 
 
+class NoMountInside(dltest.MountedTestCase):
+    """A dliofs mount on a directory of a live dliofs mount is refused."""
+    GEN = False
+    CONFIG = RAW
+
+    def test_refused(self):
+        inner = os.path.join(self.mnt, "raw", "train")
+        self.assertTrue(os.path.isdir(inner))
+        r = subprocess.run([dltest.DLIOFS, "mount", inner, self.config], capture_output=True,
+                           text=True, timeout=60)
+        if r.returncode == 0:
+            subprocess.run(["fusermount3", "-u", "-z", inner], capture_output=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("inside the dliofs mount %s" % self.mnt, r.stderr)
+        self.assertFalse(any(m.startswith(self.mnt + "/") for m in dltest.proc_mounts()))
+
+
 class KilledClientUnmounts(unittest.TestCase):
     """A parked client killed, then the mount goes: umount succeeds (no
     EBUSY) and the daemon exits (dltest.mounted checks both)."""

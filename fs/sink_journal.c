@@ -248,7 +248,10 @@ static int compact(struct dl_sink *s)
 	int fd, dfd, ret;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", s->jpath);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* A new file, never one planted there (a link to another file would
+	 * be truncated): what was there is removed first, then O_EXCL. */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
 	s->jlines = 0;
@@ -444,9 +447,11 @@ int sk_journal_open(struct dl_sink *s, const char *path, const char *mnt_real)
 	{
 		struct stat st;
 
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
 			close(fd);
-			fprintf(stderr, "dliofs: sink %s: journal %s is not a regular file\n",
+			fprintf(stderr,
+				"dliofs: sink %s: journal %s is not a regular file of this daemon's "
+				"user\n",
 				s->at, dl_log_esc(path, esc, sizeof(esc)));
 			return -EINVAL;
 		}

@@ -52,13 +52,15 @@ int main(int argc, char **argv)
 		fputs(usage, cmd ? stdout : stderr);
 		return cmd ? 0 : 2;
 	}
-	tool_stop_install();
+	/* predict mounts and starts nothing: a signal ends it as usual. */
+	if (!strcmp(cmd, "sweep") || !strcmp(cmd, "search"))
+		tool_stop_install();
 	if (!strcmp(cmd, "sweep"))
 		return stopped(wi_sweep(argc - 1, argv + 1));
 	if (!strcmp(cmd, "search"))
 		return stopped(wi_search(argc - 1, argv + 1));
 	if (!strcmp(cmd, "predict"))
-		return stopped(wi_predict(argc - 1, argv + 1));
+		return wi_predict(argc - 1, argv + 1);
 	fprintf(stderr, "dlio-whatif: unknown command '%s'\n%s", cmd, usage);
 	return 2;
 }

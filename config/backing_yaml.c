@@ -13,9 +13,10 @@
 #include "backing_yaml.h"
 #include "dliofs/suggest.h"
 
-enum bk_key { BK_PATH, BK_AT, BK_WRITABLE, BK_SINK, BK_MAX_ENTRIES, BK__COUNT };
+enum bk_key { BK_PATH, BK_AT, BK_WRITABLE, BK_SINK, BK_MAX_ENTRIES, BK_JOURNAL, BK__COUNT };
 
-static const char *const bk_keys[BK__COUNT] = { "path", "at", "writable", "sink", "max_entries" };
+static const char *const bk_keys[BK__COUNT] = { "path", "at", "writable", "sink", "max_entries",
+						"journal" };
 
 /* A sink's memory is bounded by its entries (about 100 bytes each). */
 #define SINK_DEFAULT_ENTRIES (1ULL << 20)
@@ -112,6 +113,47 @@ static int check_path(struct cfg_ctx *c, const yaml_node_t *n, const char *path,
 }
 
 /* Keys of one entry: vals[k] is the value of bk_keys[k]. */
+/* A sink's journal: an absolute path whose directory exists, and a regular
+ * file if it exists (never a device or FIFO). That it lies outside the
+ * mount is checked at mount, when the mountpoint is known. */
+static void check_journal(struct cfg_ctx *c, const yaml_node_t *n, const char *path,
+			  struct dl_backing_cfg *b)
+{
+	const char *s = scalar(n);
+	char q[160], dir[4096], *slash;
+	struct stat st;
+
+	if (!s) {
+		cfg_error(c, cfg_node_loc(n), path, "expected a file path, got %s", cfg_kind_of(n));
+		return;
+	}
+	cfg_quote(s, strlen(s), q, sizeof(q));
+	if (s[0] != '/' || s[strlen(s) - 1] == '/') {
+		cfg_error(c, cfg_node_loc(n), path,
+			  "%s: expected the absolute path of a file (e.g. /var/lib/dliofs/ckpt.journal)",
+			  q);
+		return;
+	}
+	if (strlen(s) >= sizeof(b->journal) - 8) {
+		cfg_error(c, cfg_node_loc(n), path, "too long (at most %zu characters)",
+			  sizeof(b->journal) - 9);
+		return;
+	}
+	memcpy(dir, s, strlen(s) + 1);
+	slash = strrchr(dir, '/');
+	*(slash == dir ? slash + 1 : slash) = '\0';
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		cfg_error(c, cfg_node_loc(n), path, "%s: its directory %s %s", q, dir,
+			  errno == ENOENT ? "does not exist" : "is not a directory");
+		return;
+	}
+	if (lstat(s, &st) == 0 && !S_ISREG(st.st_mode)) {
+		cfg_error(c, cfg_node_loc(n), path, "%s is not a regular file", q);
+		return;
+	}
+	memcpy(b->journal, s, strlen(s) + 1);
+}
+
 static void entry_keys(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *map,
 		       const char *prefix, yaml_node_t **vals, yaml_node_t **keys)
 {
@@ -142,7 +184,7 @@ static void entry_keys(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *map
 			else
 				cfg_error(c, cfg_node_loc(k), path,
 					  "unknown key; expected one of: path, at, writable, sink, "
-					  "max_entries");
+					  "max_entries, journal");
 			continue;
 		}
 		if (vals[i]) {
@@ -209,6 +251,14 @@ static int parse_entry(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *n, 
 				  (unsigned long long)SINK_MAX_ENTRIES);
 		else
 			b->max_entries = v;
+	}
+	if (vals[BK_JOURNAL]) {
+		snprintf(path, sizeof(path), "%s.journal", prefix);
+		if (!b->sink)
+			cfg_error(c, cfg_node_loc(vals[BK_JOURNAL]), path,
+				  "only a sink keeps a journal of its files (add sink: true)");
+		else
+			check_journal(c, vals[BK_JOURNAL], path, b);
 	}
 	snprintf(path, sizeof(path), "%s.at", prefix);
 	if (!vals[BK_AT]) {

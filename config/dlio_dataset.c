@@ -293,6 +293,19 @@ static int tr_dtype(struct dtr *r)
 	return -EINVAL;
 }
 
+/* A number (already read by dtr_number) with no fractional part: 224, 224.0,
+ * 2.24e2; not 1.5. */
+static int whole(const yaml_node_t *d)
+{
+	const char *s = (const char *)d->data.scalar.value;
+	long double x;
+
+	if (!strpbrk(s, ".eE"))
+		return 1;
+	x = strtold(s, NULL);
+	return x == (long double)(uint64_t)x; /* in range: dtr_number said so */
+}
+
 /* record_dims (or hdf5.chunk_dims) read as numbers; returns the count or -1. */
 static int read_dims(struct dtr *r, const yaml_node_t *v, const char *key, uint64_t *dims)
 {
@@ -316,6 +329,11 @@ static int read_dims(struct dtr *r, const yaml_node_t *v, const char *key, uint6
 		snprintf(sub, sizeof(sub), "%s[%d]", key, n);
 		if (!d || dtr_number(r, d, sub, "a dimension like 224", &dims[n]))
 			return -1;
+		if (!whole(d)) {
+			dtr_err(r, d, sub, "%s is not a whole number: a dimension counts elements",
+				(const char *)d->data.scalar.value);
+			return -1;
+		}
 		if (dims[n] == 0) {
 			dtr_err(r, d, sub, "a dimension must be at least 1");
 			return -1;

@@ -207,8 +207,13 @@ int dl_config_dump(const struct dl_config *cfg, FILE *out)
 			fprintf(out, "  - {at: ");
 			put_quoted(out, b->at);
 			if (b->sink) {
-				fprintf(out, ", sink: true, max_entries: %llu}\n",
+				fprintf(out, ", sink: true, max_entries: %llu",
 					(unsigned long long)b->max_entries);
+				if (b->journal[0]) {
+					fprintf(out, ", journal: ");
+					put_quoted(out, b->journal);
+				}
+				fprintf(out, "}\n");
 				continue;
 			}
 			fprintf(out, ", path: ");

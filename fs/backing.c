@@ -458,7 +458,7 @@ int dl_backing_new(const struct dl_config *cfg, const char *mountpoint, struct d
 		pthread_mutex_init(&r->lock, NULL);
 		pthread_mutex_init(&r->ns_lock, NULL);
 		b->n = i + 1;
-		ret = r->cfg->sink ? dl_sink_new(r, &r->sink) : open_root(r, mnt_real);
+		ret = r->cfg->sink ? dl_sink_new(r, mnt_real, &r->sink) : open_root(r, mnt_real);
 		if (ret)
 			break;
 		real_dirs += !r->cfg->sink;

@@ -250,7 +250,9 @@ extern const struct fuse_lowlevel_ops dl_bk_real_ops;
 extern const struct fuse_lowlevel_ops dl_bk_sink_ops;
 
 /* ---- sinks (sink.c) ---- */
-int dl_sink_new(const struct bk_root *r, struct dl_sink **out);
+/* With a journal (r->cfg->journal), its table is restored from it; the
+ * journal must lie outside mnt_real (the mount). */
+int dl_sink_new(const struct bk_root *r, const char *mnt_real, struct dl_sink **out);
 void dl_sink_free(struct dl_sink *s);
 void dl_sink_forget(struct dl_sink *s, uint64_t id, uint64_t nlookup);
 int dl_sink_stat(struct dl_sink *s, uint64_t id, fuse_ino_t ino, struct stat *st);

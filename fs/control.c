@@ -370,6 +370,8 @@ static int tx_pacer(struct dl_fs *fs, struct dl_ctl_handle *h, const char *text,
 	restore(&cr);
 	if (!ret)
 		ret = dl_pacer_set_cfg(fs->pacer, &copy, why, wl);
+	if (!ret)
+		dl_timer_retime(fs->timer); /* waiting requests: the new model's times */
 	if (!ret) {
 		fprintf(stderr, "dliofs: pacer: %d setting%s applied:", n, n == 1 ? "" : "s");
 		for (int i = 0; i < n && i < 8; i++) {

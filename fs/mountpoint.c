@@ -89,11 +89,43 @@ static int detach(const char *mnt)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPERM;
 }
 
+/* The nearest mount above mnt (its parents walked up to /) is a dliofs
+ * mount: mnt is a directory it serves. Mounting there would make the daemon
+ * below answer for the new mountpoint, and every access to the new mount
+ * would pass through it. 0, or -EBUSY (said). */
+static int inside_dliofs(const char *mnt)
+{
+	char up[4096], type[128], *slash;
+
+	if (strlen(mnt) >= sizeof(up))
+		return 0;
+	memcpy(up, mnt, strlen(mnt) + 1);
+	while ((slash = strrchr(up, '/')) && slash != up) {
+		*slash = 0;
+		if (top_fstype(up, type, sizeof(type)))
+			return 0;
+		if (!type[0])
+			continue; /* not a mount point: its parent's mount holds it */
+		if (strcmp(type, DL_FSTYPE))
+			return 0;
+		fprintf(stderr,
+			"dliofs: %s is inside the dliofs mount %s; mount outside it (a dliofs "
+			"mount cannot hold another)\n",
+			mnt, up);
+		return -EBUSY;
+	}
+	return 0;
+}
+
 int dl_fs_mountpoint_check(const char *mnt)
 {
 	char type[128];
 	struct statfs sf;
 	int ret, removed = 0;
+
+	ret = inside_dliofs(mnt);
+	if (ret)
+		return ret;
 
 	for (int i = 0; i < DL_MAX_DEAD; i++) {
 		ret = top_fstype(mnt, type, sizeof(type));

@@ -6,7 +6,9 @@
  * live dliofs mount there, remove dead dliofs mounts there (their daemon
  * was killed: every access says ENOTCONN) and say so, refuse (-ENOTCONN) a
  * dead mount of another FUSE file system and say how to remove it. Other
- * mounts may be mounted over as before. Messages go to stderr. */
+ * mounts may be mounted over as before. A mountpoint inside a dliofs mount
+ * (the nearest mount above it is one) is refused (-EBUSY). Messages go to
+ * stderr. */
 int dl_fs_mountpoint_check(const char *mnt);
 
 #endif

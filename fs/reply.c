@@ -208,6 +208,35 @@ static void tell_job(struct dl_fs *fs, uint32_t job)
 		dl_pacer_job_info(fs->pacer, job, name, procs, threads);
 }
 
+/* A reply takes the kernel fuse_overhead_ns to reach the application
+ * (request delivery plus reply), and a data reply its copy time on top:
+ * send that much early so the job sees the configured latency (a latency
+ * shorter than that: at once, the job's floor). */
+static void set_send_ns(struct dl_fs *fs, struct dl_reply *r)
+{
+	uint64_t early = early_ns(fs, r);
+
+	r->send_ns = r->pres.due_ns > r->submit_ns + early ? r->pres.due_ns - early : r->submit_ns;
+}
+
+void dl_reply_retime(struct dl_fs *fs, struct dl_reply *r)
+{
+	if (r->paced && dl_pacer_retime(fs->pacer, &r->preq, &r->pres, dl_now_ns()) == 1)
+		set_send_ns(fs, r);
+}
+
+void dl_reply_interrupted(struct dl_fs *fs, struct dl_reply *r)
+{
+	/* An open that is not answered never sees its release. */
+	if (r->on_abort) {
+		r->on_abort(r);
+		r->on_abort = NULL;
+	}
+	r->kind = DL_R_ERR;
+	r->err = EINTR;
+	dl_reply_send(fs, r);
+}
+
 void dl_reply_submit(struct dl_fs *fs, struct dl_reply *r)
 {
 	if (!r->ctl && fs->pacer &&
@@ -215,13 +244,7 @@ void dl_reply_submit(struct dl_fs *fs, struct dl_reply *r)
 		r->paced = 1;
 		if ((r->pres.flags & DL_PRES_NEW_JOB) || r->client_new)
 			tell_job(fs, r->preq.job);
-		/* A reply takes the kernel fuse_overhead_ns to reach the application
-		 * (request delivery plus reply), and a data reply its copy time on
-		 * top: send that much early so the job sees the configured latency
-		 * (a latency shorter than that: at once, the job's floor). */
-		uint64_t early = early_ns(fs, r);
-		r->send_ns = r->pres.due_ns > r->submit_ns + early ? r->pres.due_ns - early
-								    : r->submit_ns;
+		set_send_ns(fs, r);
 		if (fs->timer && r->send_ns > dl_now_ns()) {
 			dl_timer_park(fs->timer, r);
 			return;

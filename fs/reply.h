@@ -89,11 +89,22 @@ void dl_reply_submit(struct dl_fs *fs, struct dl_reply *r);
 /* Send r now and free it (used by the timer thread and the fast path). */
 void dl_reply_send(struct dl_fs *fs, struct dl_reply *r);
 
-/* Timer thread: a min-heap of parked replies, each sent at its due time. */
+/* A parked reply whose client was interrupted: answer EINTR now (what it
+ * carried is dropped) and free it. */
+void dl_reply_interrupted(struct dl_fs *fs, struct dl_reply *r);
+/* Ask the pacer when a parked r is due under its new model; sets r->send_ns. */
+void dl_reply_retime(struct dl_fs *fs, struct dl_reply *r);
+
+/* Timer thread: a min-heap of parked replies, each sent at its due time.
+ * A parked request whose client is interrupted (a signal) is answered EINTR
+ * at once. */
 struct dl_timer;
 int dl_timer_start(struct dl_fs *fs, struct dl_timer **out);
 void dl_timer_stop(struct dl_timer *t);	/* sends everything still parked, now */
 void dl_timer_park(struct dl_timer *t, struct dl_reply *r);
+/* After a live change of the storage model: every parked reply is timed
+ * again under it (never later than it was due). */
+void dl_timer_retime(struct dl_timer *t);
 
 uint64_t dl_now_ns(void);
 

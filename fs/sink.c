@@ -255,12 +255,14 @@ int sk_remove_locked(struct dl_sink *s, struct sk_node *d, const char *name, int
 
 /* ---- the glue backing.c calls ---- */
 
-int dl_sink_new(const struct bk_root *r, struct dl_sink **out)
+int dl_sink_new(const struct bk_root *r, const char *mnt_real, struct dl_sink **out)
 {
 	struct dl_sink *s = calloc(1, sizeof(*s));
+	int ret;
 
 	if (!s)
 		return -ENOMEM;
+	s->jfd = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	s->at = r->cfg->at;
 	s->max = r->cfg->max_entries ? (size_t)r->cfg->max_entries : (size_t)1 << 20;
@@ -270,6 +272,15 @@ int dl_sink_new(const struct bk_root *r, struct dl_sink **out)
 	s->root.gid = getgid();
 	sk_now(&s->root.mtime);
 	s->root.atime = s->root.ctime = s->root.mtime;
+	if (r->cfg->journal[0]) {
+		pthread_mutex_lock(&s->lock);
+		ret = sk_journal_open(s, r->cfg->journal, mnt_real);
+		pthread_mutex_unlock(&s->lock);
+		if (ret) {
+			dl_sink_free(s);
+			return ret;
+		}
+	}
 	*out = s;
 	return 0;
 }
@@ -284,6 +295,7 @@ void dl_sink_free(struct dl_sink *s)
 {
 	if (!s)
 		return;
+	sk_journal_close(s);
 	dl_htab_free(&s->by_name);
 	dl_htab_drain(&s->by_id, drain_node, NULL);
 	free(s->root.kids);

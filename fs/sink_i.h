@@ -15,6 +15,7 @@ struct sk_node {
 	uid_t uid;
 	gid_t gid;
 	uint64_t size;
+	int dirty;		/* written since its journal line (sink_journal.c) */
 	struct timespec atime, mtime, ctime;
 	uint64_t nlookup;
 	struct sk_node **kids;	/* directories: children sorted by id */
@@ -32,6 +33,13 @@ struct dl_sink {
 	size_t max;		/* entries at most (the root not counted): ENOSPC beyond */
 	uint64_t next_id;
 	_Atomic uint64_t discarded, read_back;	/* bytes written, bytes read */
+	/* The journal (sink_journal.c; jfd -1: none): the table kept across
+	 * mounts. jlines: lines since it was last rewritten; jerr: the error
+	 * that stopped it (fsync then fails). */
+	int jfd;
+	char *jpath;
+	uint64_t jlines;
+	int jerr;
 };
 
 struct sk_node *sk_find_id(struct dl_sink *s, uint64_t id);
@@ -48,5 +56,19 @@ void sk_fill_stat(const struct sk_node *n, fuse_ino_t ino, struct stat *st);
 /* Path below the sink ("a/b"); -ENOENT once unlinked. */
 int sk_path_locked(struct dl_sink *s, const struct sk_node *n, char *buf, size_t len);
 void sk_now(struct timespec *t);
+
+/* The journal (sink_journal.c): opened and replayed at mount (it must lie
+ * outside mnt_real); a line for each change; sync at fsync. */
+int sk_journal_open(struct dl_sink *s, const char *path, const char *mnt_real);
+void sk_journal_close(struct dl_sink *s);
+void sk_journal_node(struct dl_sink *s, struct sk_node *n); /* clears n->dirty */
+void sk_journal_remove(struct dl_sink *s, const struct sk_node *dir, const char *name);
+void sk_journal_rename(struct dl_sink *s, const struct sk_node *d, const char *name,
+		       const struct sk_node *nd, const char *newname, unsigned flags);
+/* fsync: a descriptor of the journal taken under s->lock (-ENOENT: no
+ * journal), then synced and closed without it (the disk's wait holds
+ * nobody up): 0 or -EIO. */
+int sk_journal_sync_fd(struct dl_sink *s);
+int sk_journal_sync(struct dl_sink *s, int fd);
 
 #endif

@@ -160,6 +160,9 @@ static void sk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int to_se
 	else if (to_set & FUSE_SET_ATTR_MTIME)
 		n->mtime = a->st_mtim;
 	n->ctime = now;
+	if (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID |
+		      FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
+		sk_journal_node(s, n);
 	sk_fill_stat(n, ino, &r->st);
 	r->attr_timeout = BK_TIMEOUT;
 out:
@@ -211,8 +214,10 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		ret = sk_add(s, d, name, mode, c, &n);
 		if (ret)
 			goto out;
+		sk_journal_node(s, n);
 	} else if (fi->flags & O_TRUNC) {
 		n->size = 0;
+		sk_journal_node(s, n);
 	}
 	entry_locked(root, n, &r->e);
 	if (fi) {
@@ -261,6 +266,8 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 	if (ret)
 		goto out;
 	ret = sk_remove_locked(s, d, name, dir);
+	if (!ret)
+		sk_journal_remove(s, d, name);
 out:
 	pthread_mutex_unlock(&s->lock);
 	bk_finish(fs, r, ret);
@@ -301,6 +308,8 @@ static void sk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		ret = dir_of(s, newparent, &nd);
 	if (!ret)
 		ret = sk_rename_locked(s, d, name, nd, newname, flags);
+	if (!ret)
+		sk_journal_rename(s, d, name, nd, newname, flags);
 	pthread_mutex_unlock(&s->lock);
 	bk_finish(fs, r, ret);
 }
@@ -428,6 +437,7 @@ static void sk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 			n->size = (uint64_t)off + size;
 		sk_now(&n->mtime);
 		n->ctime = n->mtime;
+		n->dirty = 1;
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (!ret) {
@@ -439,26 +449,42 @@ static void sk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	bk_finish(fs, r, ret);
 }
 
-/* flush, fsync, fsyncdir: nothing is kept, so everything is durable. */
-static void sk_ok(fuse_req_t req, fuse_ino_t ino, uint8_t top)
+/* flush, fsync, fsyncdir: no data is kept, so every byte is as durable as
+ * it will be; with a journal, the node's line is written (a file: its size
+ * now) and, for fsync, the journal synced. */
+static void sk_ok(fuse_req_t req, fuse_ino_t ino, uint8_t top, int sync)
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, top, ino);
+	struct dl_sink *s;
+	struct sk_node *n;
+	int ret = 0, fd = -ENOENT;
 
-	if (r)
-		bk_finish(fs, r, 0);
+	if (!r)
+		return;
+	s = lock_sink(fs, ino, NULL);
+	if (s) {
+		n = bk_id(ino) ? sk_find_id(s, bk_id(ino)) : NULL;
+		if (n && n->dirty)
+			sk_journal_node(s, n);
+		if (sync)
+			fd = sk_journal_sync_fd(s);
+		pthread_mutex_unlock(&s->lock);
+		ret = sk_journal_sync(s, fd);
+	}
+	bk_finish(fs, r, ret);
 }
 
 static void sk_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)fi;
-	sk_ok(req, ino, DL_TOP_OTHER);
+	sk_ok(req, ino, DL_TOP_OTHER, 0);
 }
 
 static void sk_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)datasync, (void)fi;
-	sk_ok(req, ino, DL_TOP_FSYNC);
+	sk_ok(req, ino, DL_TOP_FSYNC, 1);
 }
 
 static void sk_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -575,7 +601,7 @@ static void sk_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 static void sk_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)datasync, (void)fi;
-	sk_ok(req, ino, DL_TOP_FSYNC);
+	sk_ok(req, ino, DL_TOP_FSYNC, 1);
 }
 
 static void sk_statfs(fuse_req_t req, fuse_ino_t ino)

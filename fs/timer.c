@@ -44,12 +44,8 @@ static void heap_up(struct dl_timer *t, size_t i)
 	}
 }
 
-static struct dl_reply *heap_pop(struct dl_timer *t)
+static void heap_down(struct dl_timer *t, size_t i)
 {
-	struct dl_reply *top = t->heap[0];
-	size_t i = 0;
-
-	t->heap[0] = t->heap[--t->n];
 	for (;;) {
 		size_t l = 2 * i + 1, r = l + 1, m = i;
 		if (l < t->n && earlier(t->heap[l], t->heap[m]))
@@ -63,7 +59,24 @@ static struct dl_reply *heap_pop(struct dl_timer *t)
 		t->heap[m] = x;
 		i = m;
 	}
-	return top;
+}
+
+/* Take entry i out of the heap. */
+static struct dl_reply *heap_take(struct dl_timer *t, size_t i)
+{
+	struct dl_reply *r = t->heap[i];
+
+	t->heap[i] = t->heap[--t->n];
+	if (i < t->n) {
+		heap_down(t, i);
+		heap_up(t, i);
+	}
+	return r;
+}
+
+static struct dl_reply *heap_pop(struct dl_timer *t)
+{
+	return heap_take(t, 0);
 }
 
 static void *timer_main(void *arg)
@@ -152,9 +165,41 @@ void dl_timer_stop(struct dl_timer *t)
 	free(t);
 }
 
+/* The client of a parked request was interrupted (a signal: kill -9, ^C):
+ * answer EINTR now instead of at its due time, which may be far away. Called
+ * by libfuse with the request's own lock held and the request alive, on a
+ * FUSE worker. The timer thread may be sending the same request: whichever
+ * takes it out of the heap under t->lock answers it, so the heap is searched
+ * by the request itself (alive here) and r is never touched unless found. */
+static void on_interrupt(fuse_req_t req, void *data)
+{
+	struct dl_timer *t = data;
+	struct dl_reply *r = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->heap[i]->req == req) {
+			r = heap_take(t, i);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (r)
+		dl_reply_interrupted(t->fs, r);
+}
+
 void dl_timer_park(struct dl_timer *t, struct dl_reply *r)
 {
+	/* Registered before r is in the heap (the timer could send and free
+	 * it at once after); an interrupt that came earlier is seen below. */
+	fuse_req_interrupt_func(r->req, on_interrupt, t);
 	pthread_mutex_lock(&t->lock);
+	/* Under t->lock: an interrupt after this finds r in the heap. */
+	if (fuse_req_interrupted(r->req)) {
+		pthread_mutex_unlock(&t->lock);
+		dl_reply_interrupted(t->fs, r);
+		return;
+	}
 	if (t->n == t->cap) {
 		struct dl_reply **h = realloc(t->heap, 2 * t->cap * sizeof(*h));
 		if (!h) {
@@ -172,4 +217,32 @@ void dl_timer_park(struct dl_timer *t, struct dl_reply *r)
 	if (t->heap[0] == r)
 		pthread_cond_signal(&t->cond);
 	pthread_mutex_unlock(&t->lock);
+}
+
+void dl_timer_retime(struct dl_timer *t)
+{
+	struct dl_reply **v;
+	size_t n;
+
+	if (!t || !t->fs->pacer)
+		return;
+	pthread_mutex_lock(&t->lock);
+	n = t->n;
+	v = malloc((n ? n : 1) * sizeof(*v));
+	if (!v) {
+		/* They stay as they were: due no later than before. */
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
+	/* In order of due time, so they queue again in the order they had. */
+	for (size_t i = 0; i < n; i++)
+		v[i] = heap_pop(t);
+	for (size_t i = 0; i < n; i++) {
+		dl_reply_retime(t->fs, v[i]);
+		t->heap[t->n++] = v[i];
+		heap_up(t, t->n - 1);
+	}
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	free(v);
 }

@@ -337,7 +337,7 @@ static uint64_t round_ns(double x)
 	return (uint64_t)(x + 0.5);
 }
 
-uint64_t pacer_dev_latency(const struct dl_dev_model *m, uint64_t key, uint64_t i, uint64_t len)
+static uint64_t dev_latency(const struct dl_dev_model *m, uint64_t key, uint64_t i, uint64_t len)
 {
 	const struct dl_lat_sizes *t = &m->lat_size;
 	const struct dl_size_lat *a, *b;
@@ -412,4 +412,13 @@ double pacer_conc_factor(const struct dl_conc_table *t, uint64_t len, uint32_t k
 	f = (log2((double)len) - log2((double)a->size)) /
 	    (log2((double)b->size) - log2((double)a->size));
 	return ga + f * (gb - ga);
+}
+
+uint64_t pacer_dev_latency(const struct dl_dev_model *m, uint64_t key, uint64_t i, uint64_t len)
+{
+	uint64_t lat = dev_latency(m, key, i, len);
+
+	/* A long tail (lognormal, exponential, an extrapolated size) is cut
+	 * where no request may wait longer. */
+	return lat > DL_PACER_MAX_WAIT_NS ? DL_PACER_MAX_WAIT_NS : lat;
 }

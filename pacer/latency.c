@@ -357,11 +357,28 @@ int pacer_lat_check(const struct dl_lat_model *m, char *why, size_t whylen)
 {
 	const struct lat_dist *d = dist_of(m->kind);
 	const char *w = d->check ? d->check(m) : NULL;
+	char a[32], b[32];
+	uint64_t p99;
 
-	if (!w)
-		return 0;
-	snprintf(why, whylen, "%s", w);
-	return -EINVAL;
+	if (w) {
+		snprintf(why, whylen, "%s", w);
+		return -EINVAL;
+	}
+	p99 = m->kind == DL_LAT_NONE ? 0 : pacer_lat_quantile(m, 0.99);
+	if (p99 > DL_PACER_MAX_WAIT_NS) {
+		pacer_fmt_time(p99, a, sizeof(a));
+		pacer_fmt_time(DL_PACER_MAX_WAIT_NS, b, sizeof(b));
+		if (m->kind == DL_LAT_CONST)
+			snprintf(why, whylen, "%s is above %s, the longest one request may wait",
+				 a, b);
+		else
+			snprintf(why, whylen,
+				 "its 99th percentile (%s) is above %s, the longest one request "
+				 "may wait (draws are capped there)",
+				 a, b);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 void pacer_lat_format(const struct dl_lat_model *m, char *buf, size_t len)

@@ -193,8 +193,48 @@ bad:
 	return -EINVAL;
 }
 
+/* -EINVAL, and why, when one request of the largest size would wait longer
+ * than any request may at bandwidth bw (0: unlimited). */
+static int rate_bound(uint64_t bw, char *why, size_t whylen)
+{
+	char have[32], least[32], wait[32], most[32], req[32];
+
+	if (!bw || bw >= DL_PACER_MIN_BANDWIDTH)
+		return 0;
+	pacer_fmt_size(bw, have, sizeof(have), "/s");
+	pacer_fmt_size(DL_PACER_MIN_BANDWIDTH, least, sizeof(least), "/s");
+	pacer_fmt_size(DL_PACER_MAX_REQ, req, sizeof(req), "");
+	pacer_fmt_time(DL_PACER_MAX_REQ * PACER_NS / bw, wait, sizeof(wait));
+	pacer_fmt_time(DL_PACER_MAX_WAIT_NS, most, sizeof(most));
+	snprintf(why, whylen,
+		 "%s would keep one %s request waiting %s; at least %s is allowed (no request "
+		 "waits more than %s for its own transfer)",
+		 have, req, wait, least, most);
+	return -EINVAL;
+}
+
+static int parse_val_raw(const struct opt *o, const char *sub, const char *s, struct val *v,
+			 char *why, size_t whylen);
+
+/* A value, refused when one request would wait past the bound under it. */
 static int parse_val(const struct opt *o, const char *sub, const char *s, struct val *v,
 		     char *why, size_t whylen)
+{
+	int ret = parse_val_raw(o, sub, s, v, why, whylen);
+
+	if (ret)
+		return ret;
+	if (o->type == T_RATE)
+		ret = rate_bound(v->u, why, whylen);
+	else if (o->type == T_LAT || (o->type == T_LATSIZE && v->op == TBL_PUT))
+		ret = pacer_lat_check(&v->lat, why, whylen);
+	if (ret)
+		val_free(v);
+	return ret;
+}
+
+static int parse_val_raw(const struct opt *o, const char *sub, const char *s, struct val *v,
+			 char *why, size_t whylen)
 {
 	const char *w = NULL;
 	int ret = 0;
@@ -777,6 +817,18 @@ uint64_t pacer_cache_blocks(const struct dl_cache_cfg *c)
 	return c->size / c->block;
 }
 
+/* A bandwidth (0: unlimited) at which one request of the largest size
+ * waits no longer than any request may. */
+static int check_rate(uint64_t bw, const char *prefix, const char *what, char *err, size_t errlen)
+{
+	char why[256];
+
+	if (!rate_bound(bw, why, sizeof(why)))
+		return 0;
+	snprintf(err, errlen, "%s%s.bandwidth: %s", prefix, what, why);
+	return -EINVAL;
+}
+
 static int check_models(const struct dl_dev_model *m, const char *prefix, char *err, size_t errlen)
 {
 	char why[256];
@@ -797,6 +849,8 @@ static int check_models(const struct dl_dev_model *m, const char *prefix, char *
 				 pacer_class_names[c], why);
 			return -EINVAL;
 		}
+		if (check_rate(m[c].bandwidth, prefix, pacer_class_names[c], err, errlen))
+			return -EINVAL;
 		if (m[c].queue_depth > PACER_MAX_QUEUE_DEPTH) {
 			snprintf(err, errlen, "%s%s.queue_depth: at most %u", prefix,
 				 pacer_class_names[c], PACER_MAX_QUEUE_DEPTH);
@@ -890,6 +944,9 @@ int dl_pacer_cfg_check(const struct dl_pacer_cfg *cfg, char *err, size_t errlen)
 			snprintf(err, errlen, "share.jobs.%u.weight: expected 1 to 1000000", r);
 			return -EINVAL;
 		}
+		snprintf(prefix, sizeof(prefix), "share.jobs.%u", r);
+		if (check_rate(ru->bandwidth, "", prefix, err, errlen))
+			return -EINVAL;
 	}
 	return 0;
 }

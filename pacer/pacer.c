@@ -16,7 +16,10 @@
  *      finishes at max(r, X). Busy, it is a pipe moving bytes one request
  *      after another at exactly `bandwidth`; after idle time it lets up to
  *      `burst` bytes through at once. It starts empty (no free burst at mount
- *      or after a change of bandwidth, burst or iops).
+ *      or after a change of the class's model).
+ * A live change of a class's model starts its device afresh (bucket, IOPS
+ * spacing, queue slots): the requests still waiting are re-timed by the
+ * caller (dl_pacer_retime), never to later than they were due.
  *   due = finish; the slot is held until due; queue = start - arrival,
  *   service = due - start. A read first goes through the emulated cache: hit
  *   bytes take hit_bytes / hit_bandwidth from arrival; only miss bytes go
@@ -160,10 +163,12 @@ uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_
 		d->restart = 0;
 		d->iops_next = 0;
 		d->iops_frac = 0;
-		if (d->pipe_x < t) {
-			d->pipe_x = t;
-			d->pipe_frac = 0;
-		}
+		/* What the old model still owed is forgotten with it: the
+		 * requests it was owed for are re-timed (dl_pacer_retime) and
+		 * take their places again under the new one. */
+		d->pipe_x = t;
+		d->pipe_frac = 0;
+		d->nslots = 0;
 	}
 	if (rt->queue_depth) {
 		pacer_slots_resize(d, rt->queue_depth);
@@ -215,7 +220,7 @@ static uint64_t stretch(uint64_t lat, double g)
 {
 	double x = (double)lat * g;
 
-	return x >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)(x + 0.5);
+	return x >= (double)DL_PACER_MAX_WAIT_NS ? DL_PACER_MAX_WAIT_NS : (uint64_t)(x + 0.5);
 }
 
 /* The device a request of job slot js goes through, and its limits. Under
@@ -321,6 +326,7 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 			 * device and not yet completed, this one included. */
 			k->busy++;
 			res->flags |= DL_PRES_BUSY;
+			res->gen = k->gen;
 			if (m->conc.n && k->busy > 1)
 				lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
 			due = pacer_device(d, &rt, now_ns, lat, miss, &start, &held);
@@ -383,6 +389,50 @@ void dl_pacer_complete(struct dl_pacer *p, const struct dl_pacer_req *r,
 	pacer_job_put(p, res->slot);
 }
 
+int dl_pacer_retime(struct dl_pacer *p, const struct dl_pacer_req *r,
+		    struct dl_pacer_result *res, uint64_t now_ns)
+{
+	uint64_t arrival, ready, due = now_ns, start;
+	struct pacer_class *k;
+	int moved = 0;
+
+	if (!p || !r || !res || (unsigned)r->cls >= DL_OP__COUNT || (r->flags & DL_PREQ_NODEV))
+		return 0;
+	k = &p->cls[r->cls];
+	pthread_mutex_lock(&k->lock);
+	if (!(res->flags & DL_PRES_BUSY) || res->gen == k->gen)
+		goto out;
+	res->gen = k->gen;
+	arrival = res->due_ns - res->queue_ns - res->service_ns;
+	if (p->cfg.enabled) {
+		const struct dl_dev_model *m = model_at(p, r->cls, now_ns);
+		uint64_t lat = pacer_dev_latency(m, k->key, k->draws++, res->miss_bytes);
+		struct pacer_rates rt;
+		struct pacer_dev *d;
+		unsigned held;
+
+		if (m->conc.n && k->busy > 1)
+			lat = stretch(lat, pacer_conc_factor(&m->conc, res->miss_bytes, k->busy));
+		/* Its latency runs from its arrival, not from the change. */
+		ready = sat_add(arrival, lat);
+		d = device_for(p, k, m, res->slot, now_ns, &rt);
+		due = pacer_device(d, &rt, now_ns, ready > now_ns ? ready - now_ns : 0,
+				   res->miss_bytes, &start, &held);
+	}
+	if (due < res->due_ns) {
+		if (due < arrival)
+			due = arrival;
+		if (res->queue_ns > due - arrival)
+			res->queue_ns = due - arrival;
+		res->service_ns = due - arrival - res->queue_ns;
+		res->due_ns = due;
+		moved = 1;
+	}
+out:
+	pthread_mutex_unlock(&k->lock);
+	return moved;
+}
+
 /* ---- life cycle and configuration ---- */
 
 /* What a configuration change allocates, prepared before any lock. */
@@ -434,7 +484,10 @@ static int swap_prepare(struct dl_pacer *p, struct swap *s, int first)
 
 static int model_changed(const struct dl_dev_model *a, const struct dl_dev_model *b)
 {
-	return a->bandwidth != b->bandwidth || a->burst != b->burst || a->iops != b->iops;
+	return a->bandwidth != b->bandwidth || a->burst != b->burst || a->iops != b->iops ||
+	       a->queue_depth != b->queue_depth || !pacer_lat_equal(&a->latency, &b->latency) ||
+	       !pacer_sizes_equal(&a->lat_size, &b->lat_size) ||
+	       !pacer_conc_equal(&a->conc, &b->conc);
 }
 
 static int share_changed(const struct dl_share_cfg *a, const struct dl_share_cfg *b)
@@ -488,11 +541,13 @@ static void swap_apply(struct dl_pacer *p, struct swap *s, int first)
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		struct pacer_class *k = &p->cls[c];
 		int changed = first || model_changed(&old.m[c], &p->cfg.m[c]) ||
-			      old.nphases != p->cfg.nphases || shared;
+			      old.nphases != p->cfg.nphases || old.enabled != p->cfg.enabled ||
+			      shared;
 
 		for (unsigned ph = 0; !changed && ph < p->cfg.nphases; ph++)
 			changed = model_changed(&old.phases[ph].m[c], &p->cfg.phases[ph].m[c]);
 		if (changed && !first) {
+			k->gen++;
 			k->dev.restart = 1;
 			for (unsigned j = 0; j < PACER_JOB_SLOTS; j++)
 				k->jobs[j].dev.restart = 1;

@@ -220,6 +220,7 @@ struct pacer_class {
 	 * not of due times: a reply sent ahead of its due time (to cover the
 	 * kernel's share) has ended its request for the client. */
 	uint32_t busy;
+	uint32_t gen;	      /* bumped by every change of the class's model */
 	struct pacer_dev dev; /* fcfs: the one device every job queues for */
 	struct pacer_cls_stats st;
 	struct pacer_job_cls *jobs; /* PACER_JOB_SLOTS */

@@ -10,6 +10,7 @@ import errno
 import os
 import pty
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -216,6 +217,71 @@ def daemon_pids(mnt):
         if want.intersection(argv) and _pid_alive(pid):
             pids.append(pid)
     return pids
+
+
+def pids_naming(text):
+    """Live processes (zombies excluded) with TEXT in an argument."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if any(text.encode() in a for a in argv) and _pid_alive(int(name)):
+            pids.append(int(name))
+    return pids
+
+
+def stop_midway(test, cmd, marker, sig, env, timeout=60):
+    """Start CMD, wait until a process naming MARKER (its job) runs, send it
+    SIG, and check that it stopped cleanly: it exits 128 + SIG within 15 s,
+    with no process naming MARKER or env's TMPDIR (the job, a dliofs daemon
+    of a mount under it) left, no mount under TMPDIR and TMPDIR empty.
+    Whatever it left is cleaned up. Returns its stderr."""
+    tmpdir = env["TMPDIR"]
+    with tempfile.TemporaryFile("w+") as errf:
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=errf, text=True)
+        exited, took = False, None
+        try:
+            started = wait_for(lambda: pids_naming(marker) or p.poll() is not None,
+                               timeout, 0.05)
+            running = started and p.poll() is None
+            if running:
+                time.sleep(0.3)
+                t0 = time.monotonic()
+                p.send_signal(sig)
+                try:
+                    p.wait(timeout=15)
+                    exited, took = True, time.monotonic() - t0
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            # What it should have stopped is gone by the time it exits.
+            left = pids_naming(marker) + pids_naming(tmpdir)
+            mounts = [m for m in proc_mounts() if m.startswith(tmpdir)]
+            files = os.listdir(tmpdir)
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            for m in mounts:
+                subprocess.run(["fusermount3", "-u", "-z", m], capture_output=True)
+            errf.seek(0)
+            err = errf.read()
+    test.assertTrue(running, "the job never started: %s" % err[-2000:])
+    test.assertTrue(exited, "still running 15 s after signal %d" % sig)
+    test.assertEqual(p.returncode, 128 + sig, "exit status after signal %d: %s" % (sig, err[-2000:]))
+    test.assertEqual(left, [], "processes left after signal %d: %r" % (sig, left))
+    test.assertEqual(mounts, [], "mounts left after signal %d" % sig)
+    test.assertEqual(files, [], "temporary files left in %s after signal %d" % (tmpdir, sig))
+    return err
 
 
 def daemon_pid(mnt):

@@ -514,6 +514,9 @@ class DlioWorkloads(unittest.TestCase, Check):
              "dataset.record_length_bytes: expected a number of bytes", "record_length_bytes"),
             (DEFAULT.replace("num_files_eval: 8", "files: 8"),
              "dataset.files: a dliofs key in a DLIO workload", "files"),
+            # A dimension counts elements: 1.5 is refused, not floored.
+            (DEFAULT.replace("record_length_bytes: 4096", "record_dims: [1.5, 10]"),
+             "dataset.record_dims[0]: 1.5 is not a whole number", "record_dims"),
         ]
         for i, (text, msg, key) in enumerate(cases):
             with self.subTest(msg):

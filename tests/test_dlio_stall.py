@@ -19,6 +19,7 @@ import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -547,6 +548,24 @@ cache: {policy: none}
             self.assertLess(got / ceiling, 1.25, r.stdout)
             f[bw] = d["F"]
         self.assertAlmostEqual(f["30MB/s"] / f["15MB/s"], 2.0, delta=0.1)
+
+
+class StoppedTest(Base):
+    """SIGTERM to dlio-stall mid-run: the job's process group is stopped,
+    its records removed, the exit status 143 (issue 22)."""
+
+    def test_sigterm_mid_run(self):
+        tmp = tempfile.mkdtemp(prefix="dlio-stall-test-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        env = dict(os.environ, TMPDIR=tmp)
+        marker = "stall-stop-%d" % os.getpid()
+        # The job starts a child of its own: the whole group must go.
+        job = ("import subprocess, sys, time; "
+               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', '%s']); "
+               "time.sleep(120) # %s" % (marker, marker))
+        err = dltest.stop_midway(self, [STALL, "run", "--", PY, "-c", job], marker,
+                                    signal.SIGTERM, env)
+        self.assertIn("stopped by signal 15", err)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ shares its cores):
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -119,6 +120,37 @@ class Cli(unittest.TestCase):
         r = run(["sweep", cfg, "--set", "read.bandwidth=10MB/s"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("no job", r.stderr)
+
+    def test_target_spellings(self):
+        # A share is a fraction or a percentage, never guessed: au>=1 is
+        # 100%, au>=2 and au>=1.5 mean nothing, au>=101% is impossible.
+        tmp = tempfile.mkdtemp(prefix="dlio-whatif-cli-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        cfg = dltest.write_config(tmp, CONFIG)
+        base = ["search", cfg, "--vary", "read.bandwidth=10MB/s..1GB/s", "--target"]
+        for bad, why in (("au>=2", "a fraction from 0 to 1 (au>=0.02) or a percentage (au>=2%)"),
+                         ("au>=1.5", "is neither"), ("au>=101%", "at most 100%"),
+                         ("wait_share<=30", "a fraction"), ("samples_per_s>=50%", "percentage")):
+            with self.subTest(target=bad):
+                r = run(base + [bad, "--", "true"])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(why, r.stderr)
+        # Accepted spellings get as far as the missing job.
+        for good in ("au>=0.9", "au>=90%", "au>=1", "au>=100%", "wait_share<=10%",
+                     "samples_per_s>=500"):
+            with self.subTest(target=good):
+                r = run(base + [good])
+                self.assertEqual(r.returncode, 2)
+                self.assertIn("no job", r.stderr)
+
+    def test_predict_refuses_a_fifo(self):
+        tmp = tempfile.mkdtemp(prefix="dlio-whatif-cli-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        fifo = os.path.join(tmp, "t.trace")
+        os.mkfifo(fifo)
+        r = run(["predict", fifo], timeout=10)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not a regular file", r.stderr)
 
 
 class Sweep(Base):
@@ -285,6 +317,44 @@ class Predict(Base):
         r = run(["predict", trace, "--config", self.cfg, "--set", "read.bandwidth=80MB/s"])
         self.ok(r)
         self.assertIn("no job report", r.stdout)
+
+
+class Stopped(Base):
+    """SIGTERM (a scheduler, `timeout`) or SIGINT mid-sweep, and a config
+    that fails to load: nothing is left behind (issue 22)."""
+
+    def env(self):
+        e = dict(os.environ)
+        e["TMPDIR"] = tempfile.mkdtemp(prefix="tmpdir-", dir=self.tmp)
+        return e
+
+    def sweep(self, marker):
+        # Not dlio-drive: the job runs under dlio-stall, so the stop goes
+        # through both tools. It reads the mount, then sleeps.
+        job = ("import os, time; d = '{mount}/npz/train'; "
+               "open(os.path.join(d, sorted(os.listdir(d))[0]), 'rb').read(10); "
+               "time.sleep(120) # " + marker)
+        return [WHATIF, "sweep", self.cfg, "--set", "read.bandwidth=100MB/s,200MB/s", "--",
+                PY, "-c", job]
+
+    def test_sigterm_and_sigint_mid_sweep(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with self.subTest(sig=sig):
+                marker = "whatif-stop-%d-%d" % (sig, os.getpid())
+                err = dltest.stop_midway(self, self.sweep(marker), marker, sig, self.env())
+                self.assertIn("stopped by signal %d" % sig, err)
+
+    def test_config_that_fails_to_load(self):
+        bad = dltest.write_config(self.tmp, "datasets:\n  - {name: x, format: nope, files: 2}\n",
+                                  "bad.yaml")
+        env = self.env()
+        r = subprocess.run([WHATIF, "sweep", bad, "--set", "read.bandwidth=100MB/s", "--",
+                            PY, "-c", "pass"], capture_output=True, text=True, timeout=120,
+                           env=env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("bad.yaml:2", r.stderr)
+        self.assertEqual(os.listdir(env["TMPDIR"]), [])
+        self.assertEqual([m for m in dltest.proc_mounts() if m.startswith(env["TMPDIR"])], [])
 
 
 if __name__ == "__main__":

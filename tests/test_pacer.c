@@ -1232,6 +1232,98 @@ static void test_threads(void)
 	dl_pacer_free(p);
 }
 
+/* ---- no request waits without bound (issue 22, item 6) ---- */
+
+static void test_bounds_and_retime(void)
+{
+	const char *kv[] = {"read.bandwidth=20kB/s", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_cfg cfg;
+	struct dl_pacer_req r = {.cls = DL_OP_READ, .file_id = 1, .len = 1 << 20, .job = 1};
+	struct dl_pacer_result a, b, c;
+	char err[512];
+	uint64_t t;
+
+	/* Settings under which one request alone would wait past the bound. */
+	dl_pacer_cfg_init(&cfg);
+	test_pacer_expect_err(&cfg, "read.bandwidth", "1B/s", "at least 17477B/s");
+	test_pacer_expect_err(&cfg, "write.bandwidth", "17476B/s", "60s");
+	test_pacer_expect_err(&cfg, "read.latency", "100000s", "above 60s");
+	test_pacer_expect_err(&cfg, "meta.latency", "lognormal(1s, 2min)", "99th percentile");
+	test_pacer_expect_err(&cfg, "read.latency", "exponential(30s)", "99th percentile");
+	test_pacer_expect_err(&cfg, "phases.0.read.latency", "61s", "above 60s");
+	test_pacer_expect_err(&cfg, "read.latency_by_size.4KiB", "2min", "above 60s");
+	CHECK(dl_pacer_cfg_set(&cfg, "share.policy", "fair", err, sizeof(err)) == 0, "%s", err);
+	CHECK(dl_pacer_cfg_set(&cfg, "share.jobs.0.match", "x", err, sizeof(err)) == 0, "%s", err);
+	test_pacer_expect_err(&cfg, "share.jobs.0.bandwidth", "100B/s", "at least");
+	/* At the bound itself: accepted. */
+	CHECK(dl_pacer_cfg_set(&cfg, "read.bandwidth", "17477B/s", err, sizeof(err)) == 0 &&
+		  dl_pacer_cfg_set(&cfg, "read.latency", "60s", err, sizeof(err)) == 0 &&
+		  dl_pacer_cfg_check(&cfg, err, sizeof(err)) == 0,
+	      "the bound itself: %s", err);
+	dl_pacer_cfg_free(&cfg);
+
+	/* A long tail is cut at the bound: no draw of exponential(10s) above it. */
+	{
+		const char *ke[] = {"read.latency=exponential(10s)", NULL};
+		struct dl_pacer *q = test_pacer(ke, T0, 7);
+		struct dl_pacer_req rq = {.cls = DL_OP_READ, .file_id = 1, .len = 4096, .job = 1};
+		uint64_t most = 0;
+
+		for (int i = 0; q && i < 20000; i++) {
+			dl_pacer_submit(q, &rq, T0, &a);
+			dl_pacer_complete(q, &rq, &a, a.due_ns);
+			if (a.due_ns - T0 > most)
+				most = a.due_ns - T0;
+		}
+		CHECK(q && most == DL_PACER_MAX_WAIT_NS, "longest exponential(10s) draw %llu ns",
+		      (unsigned long long)most);
+		dl_pacer_free(q);
+	}
+
+	/* Two 1 MiB requests parked at 20kB/s (52 s each): a live change to
+	 * unlimited re-times both to now; a request submitted after the change
+	 * is not held by the old model's debt. */
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	dl_pacer_submit(p, &r, T0, &a);
+	dl_pacer_submit(p, &r, T0, &b);
+	CHECK(a.due_ns - T0 > 50 * SEC && b.due_ns - T0 > 100 * SEC, "parked %llu %llu",
+	      (unsigned long long)(a.due_ns - T0), (unsigned long long)(b.due_ns - T0));
+	CHECK(dl_pacer_retime(p, &r, &a, T0 + SEC) == 0, "no change: not re-timed");
+	t = T0 + SEC;
+	CHECK(dl_pacer_set(p, "read.bandwidth", "10MB/s", err, sizeof(err)) == 0, "%s", err);
+	CHECK(dl_pacer_retime(p, &r, &a, t) == 1 && dl_pacer_retime(p, &r, &b, t) == 1,
+	      "re-timed");
+	/* In order, at 10 MB/s from the change: 105 ms apart. */
+	CHECK(a.due_ns > t && a.due_ns <= t + 106 * MS && b.due_ns > a.due_ns + 100 * MS &&
+		  b.due_ns <= t + 211 * MS,
+	      "10MB/s: due +%llu +%llu ms", (unsigned long long)((a.due_ns - t) / MS),
+	      (unsigned long long)((b.due_ns - t) / MS));
+	CHECK(a.due_ns == T0 + a.queue_ns + a.service_ns, "invariant kept");
+	CHECK(dl_pacer_retime(p, &r, &a, t) == 0, "once per change");
+	dl_pacer_submit(p, &r, t, &c);
+	CHECK(c.due_ns <= t + 320 * MS, "a new request queues behind them only: +%llu ms",
+	      (unsigned long long)((c.due_ns - t) / MS));
+	/* Slower: never later than it was due. */
+	CHECK(dl_pacer_set(p, "read.bandwidth", "20kB/s", err, sizeof(err)) == 0, "%s", err);
+	t += MS;
+	{
+		uint64_t was = b.due_ns;
+
+		CHECK(dl_pacer_retime(p, &r, &b, t) == 0 && b.due_ns == was,
+		      "a slower model leaves it as due");
+	}
+	CHECK(dl_pacer_set(p, "read.bandwidth", "unlimited", err, sizeof(err)) == 0, "%s", err);
+	CHECK(dl_pacer_retime(p, &r, &c, t) == 1 && c.due_ns == t, "unlimited: due now (+%lld)",
+	      (long long)(c.due_ns - t));
+	dl_pacer_complete(p, &r, &a, a.due_ns);
+	dl_pacer_complete(p, &r, &b, b.due_ns);
+	dl_pacer_complete(p, &r, &c, c.due_ns);
+	dl_pacer_free(p);
+}
+
 int main(void)
 {
 	test_options();
@@ -1244,6 +1336,7 @@ int main(void)
 	test_classes();
 	test_determinism();
 	test_live_set();
+	test_bounds_and_retime();
 	test_stats();
 	test_threads();
 	return tap_done("pacer");

@@ -23,6 +23,7 @@
 
 #include "stall/stall_i.h"
 #include "tool_path_i.h"
+#include "tool_stop_i.h"
 
 struct opts {
 	const char *cmd;
@@ -414,6 +415,7 @@ int main(int argc, char **argv)
 	memset(runs, 0, sizeof(runs));
 	if (parse_opts(argc, argv, &o))
 		return 2;
+	tool_stop_install();
 	snprintf(workdir, sizeof(workdir), "%s/dlio-stall-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(workdir)) {
 		fprintf(stderr, "dlio-stall: mkdtemp %s: %s\n", workdir, strerror(errno));
@@ -464,14 +466,22 @@ int main(int argc, char **argv)
 		nruns = 3;
 		ret = do_diff(&o, &l, runs);
 	}
-	if (ret) {
+	if (ret && !tool_stop_requested()) {
 		fprintf(stderr, "dlio-stall: %s\n", strerror(-ret));
 		goto out;
 	}
-	rc = report(&o, &ctx, runs, nruns, workdir);
+	if (!tool_stop_requested())
+		rc = report(&o, &ctx, runs, nruns, workdir);
 out:
 	for (size_t i = 0; i < 3; i++)
 		st_run_free(&runs[i]);
+	if (tool_stop_requested()) {
+		int sig = tool_stop_requested();
+
+		fprintf(stderr, "dlio-stall: stopped by signal %d (%s): the job was stopped%s\n",
+			sig, strsignal(sig), o.keep ? "" : ", its records removed");
+		rc = 128 + sig;
+	}
 	if (o.keep)
 		fprintf(stderr, "dlio-stall: records kept in %s\n", workdir);
 	else

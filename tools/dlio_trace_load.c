@@ -229,9 +229,14 @@ int dt_load(const char *path, struct dt_trace *t)
 
 	memset(t, 0, sizeof(*t));
 	t->path = path;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking: a FIFO's open would wait for a writer that never comes. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st)) {
 		ret = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		why = "not a regular file (a trace is one: not a FIFO, a device or a directory)";
 		goto out;
 	}
 	len = (size_t)st.st_size;

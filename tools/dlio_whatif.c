@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dlio_whatif_i.h"
+#include "tool_stop_i.h"
 
 static const char usage[] =
     "usage: dlio-whatif COMMAND [ARGS]\n"
@@ -29,6 +30,20 @@ static const char usage[] =
     "data. KEYs are the pacer's (`dliofs --help`): read.bandwidth, read.latency,\n"
     "read.iops, read.queue_depth, meta.latency, cache.size, ...\n";
 
+/* Stopped by a signal: the verb has stopped its jobs, unmounted and removed
+ * its files on the way out; the exit status says why it ended. */
+static int stopped(int rc)
+{
+	int sig = tool_stop_requested();
+
+	if (!sig)
+		return rc;
+	fprintf(stderr, "dlio-whatif: stopped by signal %d (%s): jobs stopped, mount and "
+			"working files removed\n",
+		sig, strsignal(sig));
+	return 128 + sig;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
@@ -37,10 +52,13 @@ int main(int argc, char **argv)
 		fputs(usage, cmd ? stdout : stderr);
 		return cmd ? 0 : 2;
 	}
+	/* predict mounts and starts nothing: a signal ends it as usual. */
+	if (!strcmp(cmd, "sweep") || !strcmp(cmd, "search"))
+		tool_stop_install();
 	if (!strcmp(cmd, "sweep"))
-		return wi_sweep(argc - 1, argv + 1);
+		return stopped(wi_sweep(argc - 1, argv + 1));
 	if (!strcmp(cmd, "search"))
-		return wi_search(argc - 1, argv + 1);
+		return stopped(wi_search(argc - 1, argv + 1));
 	if (!strcmp(cmd, "predict"))
 		return wi_predict(argc - 1, argv + 1);
 	fprintf(stderr, "dlio-whatif: unknown command '%s'\n%s", cmd, usage);

@@ -371,11 +371,31 @@ int wi_target_parse(const char *s, const char *workload, struct wi_target *t)
 		fprintf(stderr, "dlio-whatif: --target '%s': '%s' is not a number\n", s, op + 2);
 		return -EINVAL;
 	}
-	/* A share may be written as a percentage: au>=90% or au>=90. */
-	if ((t->metric == WI_M_AU || t->metric == WI_M_WAIT) && (*end == '%' || t->value > 1))
+	/* A share is a fraction (au>=0.9) or a percentage (au>=90%), never
+	 * guessed from the number: au>=1 is 100%, and au>=2 has no meaning. */
+	if (t->metric != WI_M_AU && t->metric != WI_M_WAIT) {
+		if (*end == '%') {
+			fprintf(stderr,
+				"dlio-whatif: --target '%s': a percentage is for a share (au, "
+				"wait_share); %s is not one\n",
+				s, name);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (*end == '%') {
+		if (t->value > 100) {
+			fprintf(stderr,
+				"dlio-whatif: --target '%s': a share is at most 100%%\n", s);
+			return -EINVAL;
+		}
 		t->value /= 100;
-	if ((t->metric == WI_M_AU || t->metric == WI_M_WAIT) && t->value > 1) {
-		fprintf(stderr, "dlio-whatif: --target '%s': a share is at most 100%%\n", s);
+	} else if (t->value > 1) {
+		fprintf(stderr,
+			"dlio-whatif: --target '%s': %s is a share: a fraction from 0 to 1 "
+			"(%s%s%g) or a percentage (%s%s%g%%); %g is neither\n",
+			s, name, name, t->ge ? ">=" : "<=", t->value / 100, name, t->ge ? ">=" : "<=",
+			t->value, t->value);
 		return -EINVAL;
 	}
 	return 0;

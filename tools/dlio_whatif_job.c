@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dlio_whatif_i.h"
+#include "tool_stop_i.h"
 #include "dliofs/clock.h"
 #include "dliofs/json.h"
 
@@ -120,25 +122,33 @@ static pid_t start_copy(const struct wi_env *e, unsigned c, struct copy *cp)
 	return pid < 0 ? -errno : pid;
 }
 
+/* Wait for the copies; stopped (a signal to the tool), each copy still
+ * running is stopped with its process group (a dlio-stall copy stops its
+ * own job's group first: it is given the longer grace). */
 static void wait_copies(struct copy *cp, unsigned n)
 {
-	unsigned left = n;
+	unsigned left = 0;
 
+	for (unsigned i = 0; i < n; i++)
+		left += cp[i].pid > 0;
 	while (left) {
-		int st;
-		pid_t pid = waitpid(-1, &st, 0);
-
-		if (pid < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
 		for (unsigned i = 0; i < n; i++) {
-			if (cp[i].pid == pid) {
-				cp[i].status = st;
-				cp[i].t_end = dl_mono_ns();
-				left--;
-			}
+			int st;
+
+			if (cp[i].pid <= 0 || cp[i].t_end)
+				continue;
+			if (tool_stop_requested())
+				st = tool_stop_group(cp[i].pid, 5000);
+			else if (tool_try_wait(cp[i].pid, &st) == 0)
+				continue;
+			cp[i].status = st;
+			cp[i].t_end = dl_mono_ns();
+			left--;
+		}
+		if (left) {
+			struct timespec ts = {0, 20 * 1000000L};
+
+			nanosleep(&ts, NULL);
 		}
 	}
 }
@@ -212,6 +222,8 @@ static void run_copies(struct wi_env *e, const char *tag, struct copy *cp,
 		}
 	}
 	wait_copies(cp, e->copies);
+	if (tool_stop_requested())
+		return; /* stopped: no figures, nothing to say about the copies */
 	for (unsigned c = 0; c < e->copies; c++) {
 		int st = cp[c].status;
 		int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -257,6 +269,10 @@ int wi_run_once(struct wi_env *e, const struct wi_kv *kv, unsigned n, const char
 	memset(cp, 0, sizeof(cp));
 	if (!models)
 		return -ENOMEM;
+	if (tool_stop_requested()) {
+		free(models);
+		return -EINTR;
+	}
 	snprintf(log, sizeof(log), "%s/daemon-%s.log", e->workdir, tag);
 	ret = wi_mount(e, log);
 	if (ret)
@@ -267,8 +283,10 @@ int wi_run_once(struct wi_env *e, const struct wi_kv *kv, unsigned n, const char
 		ret = wi_trace_start(e, out->trace);
 		traced = !ret;
 	}
-	if (!ret)
+	if (!ret && !tool_stop_requested())
 		run_copies(e, tag, cp, models, out);
+	if (!ret && tool_stop_requested())
+		ret = -EINTR;
 	if (traced) {
 		int r2 = wi_trace_stop(e);
 

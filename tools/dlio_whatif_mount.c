@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "dlio_whatif_i.h"
+#include "tool_stop_i.h"
 #include "dliofs/clock.h"
 #include "dliofs/ctl_client.h"
 #include "dliofs/exepath.h"
@@ -117,7 +118,7 @@ void wi_env_fini(struct wi_env *e)
 {
 	if (!e->workdir[0])
 		return;
-	if (e->keep) {
+	if (e->keep && !tool_stop_requested()) {
 		fprintf(stderr, "dlio-whatif: the runs' files are kept in %s\n", e->workdir);
 		return;
 	}
@@ -146,8 +147,11 @@ static int run_cmd(char *const argv[], const char *out)
 		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	if (waitpid(pid, &st, 0) < 0)
-		return -errno;
+	/* A mount or unmount is short and is let finish when the tool is
+	 * stopped meanwhile (what it mounted is then unmounted). */
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -196,8 +200,14 @@ int wi_umount(struct wi_env *e)
 	snprintf(out, sizeof(out), "%s/umount.out", e->workdir);
 	rc = run_cmd(argv, out);
 	if (rc) {
+		char *lazy[] = {"fusermount3", "-u", "-z", "--", e->mnt, NULL};
+
 		fprintf(stderr, "dlio-whatif: %s umount %s failed (%d)\n", e->dliofs, e->mnt, rc);
 		show_file(out, "its output");
+		/* Still busy (a job's process that outlived it): detached now, the
+		 * daemon exits when the last file on it closes. */
+		if (run_cmd(lazy, out) == 0)
+			fprintf(stderr, "dlio-whatif: %s unmounted lazily\n", e->mnt);
 		return -EIO;
 	}
 	return 0;

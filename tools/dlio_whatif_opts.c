@@ -252,11 +252,18 @@ int wi_measure(struct wi_env *e, const struct wi_kv *kv, unsigned n, const char 
 	if (!e->quiet)
 		wi_progress(e, done, total, what);
 	ret = wi_run_once(e, kv, n, tag, run);
+	if (ret == -EINTR) {
+		wi_progress_end();
+		return ret;
+	}
 	if (ret || !run->ok) {
 		wi_progress_end();
 		fprintf(stderr, "dlio-whatif: run %s (%s) failed%s%s\n", tag, what,
 			run->note[0] ? ": " : "", run->note);
-		e->keep = 1; /* the note points into the runs' files */
+		/* A job that failed: its log, which the note points into, is kept.
+		 * A mount that failed has said all it had to say above. */
+		if (ret != -EIO)
+			e->keep = 1;
 	}
 	return ret;
 }

@@ -7,11 +7,14 @@
  * sweep --trace). The first row is always the recorded setting itself,
  * predicted, beside what was measured: the check of the prediction. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dlio_trace_i.h"
 #include "dlio_whatif_i.h"
@@ -153,6 +156,28 @@ static int parse(int argc, char **argv, struct popts *o)
 	return 0;
 }
 
+
+/* A regular file for reading, or NULL with errno (EINVAL: not a regular
+ * file); opened without blocking, so a FIFO never holds us up. */
+static FILE *open_regular(const char *path)
+{
+	struct stat st;
+	FILE *f;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 /* TRACE.json (or --job): absent is fine (I/O only), unreadable is not. */
 static int read_side(const struct popts *o, struct recorded *r)
 {
@@ -167,10 +192,11 @@ static int read_side(const struct popts *o, struct recorded *r)
 	snprintf(path, sizeof(path), "%s.json", o->trace);
 	if (o->side)
 		snprintf(path, sizeof(path), "%s", o->side);
-	f = fopen(path, "r");
+	f = open_regular(path);
 	if (!f) {
 		if (o->side || errno != ENOENT) {
-			fprintf(stderr, "dlio-whatif predict: %s: %s\n", path, strerror(errno));
+			fprintf(stderr, "dlio-whatif predict: %s: %s\n", path,
+				errno == EINVAL ? "not a regular file" : strerror(errno));
 			return -errno;
 		}
 		return 0;

@@ -113,7 +113,7 @@ static int measure(struct ctx *c, struct search *s, double v)
 			 r < c->o->warmup ? r + 1 : r - c->o->warmup + 1);
 		ret = wi_measure(c->e, p->kv, c->o->grid.nax, tag, c->done++, c->total, label,
 				 &p->runs[r]);
-		if (ret == -EIO)
+		if (ret == -EIO || ret == -EINTR)
 			return ret;
 		s->failed |= ret || !p->runs[r].ok;
 	}

@@ -227,8 +227,8 @@ static int run_grid(const struct wi_opts *o, struct wi_env *e, struct wi_run *ru
 			snprintf(tag, sizeof(tag), "p%zu-r%u", p, r);
 			ret = wi_measure(e, kv, o->grid.nax, tag, p * nr + r, np * nr, label,
 					 &runs[p * nr + r]);
-			if (ret == -EIO)
-				return ret; /* the mount itself fails: every run would */
+			if (ret == -EIO || ret == -EINTR)
+				return ret; /* the mount itself fails (every run would), or stopped */
 			failed |= ret || !runs[p * nr + r].ok;
 		}
 	}

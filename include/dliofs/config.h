@@ -32,6 +32,7 @@ struct dl_backing_cfg {
 	int writable;		/* modifications reach the real directory (default: read-only) */
 	int sink;		/* writes accepted, shaped, counted and discarded; no path */
 	uint64_t max_entries;	/* sink: files and directories it holds at most (ENOSPC beyond) */
+	char journal[4096];	/* sink: its table is kept in this file across mounts ("": none) */
 	struct dl_loc loc;	/* the entry's mapping in the YAML */
 };
 

@@ -57,6 +57,17 @@ struct dl_conc_table {
 	struct dl_conc_row *row; /* owned */
 };
 
+/* The longest one request may wait for its own service: a latency draw is
+ * capped here, and a setting is refused whose latency has its 99th
+ * percentile above it, or whose bandwidth (a class's, or a share rule's cap)
+ * moves one request of DL_PACER_MAX_REQ bytes (FUSE's largest) slower
+ * (below DL_PACER_MIN_BANDWIDTH). Queueing behind other requests comes on
+ * top: that wait ends when theirs do. */
+#define DL_PACER_MAX_WAIT_NS (60ULL * 1000000000ULL)
+#define DL_PACER_MAX_REQ (1ULL << 20)
+#define DL_PACER_MIN_BANDWIDTH \
+	((DL_PACER_MAX_REQ * 1000000000ULL + DL_PACER_MAX_WAIT_NS - 1) / DL_PACER_MAX_WAIT_NS)
+
 /* One operation class of a device. 0 means "no limit" for every limit. */
 struct dl_dev_model {
 	uint64_t bandwidth;	/* bytes/s shared by all requests of the class */
@@ -195,6 +206,7 @@ struct dl_pacer_result {
 	uint64_t miss_bytes;	/* went through the device model */
 	uint32_t slot;		/* the job's accounting slot (for dl_pacer_complete) */
 	uint32_t flags;		/* DL_PRES_* */
+	uint32_t gen;		/* the class's model generation it was timed under */
 };
 
 int dl_pacer_new(const struct dl_pacer_cfg *cfg, uint64_t now_ns, uint64_t seed,
@@ -207,6 +219,15 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
  * timer-lateness statistics, queue depth bookkeeping). */
 void dl_pacer_complete(struct dl_pacer *p, const struct dl_pacer_req *r,
 		       const struct dl_pacer_result *res, uint64_t replied_ns);
+/* Thread-safe. After a live change, a request still waiting for its reply
+ * (submitted, due later than now) is timed again under the new model: the
+ * caller re-times every waiting request in order of due time, which puts
+ * them back in the new model's queue, bucket and IOPS spacing (a change
+ * empties those). res->due_ns only ever moves earlier (a request is never
+ * answered later than it was once due); returns 1 when it moved, 0 when the
+ * request's class has not changed since it was timed. */
+int dl_pacer_retime(struct dl_pacer *p, const struct dl_pacer_req *r,
+		    struct dl_pacer_result *res, uint64_t now_ns);
 /* Live change (same keys as dl_pacer_cfg_set); all-or-nothing. */
 int dl_pacer_set(struct dl_pacer *p, const char *key, const char *value, char *err,
 		 size_t errlen);

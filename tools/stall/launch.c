@@ -11,8 +11,37 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../tool_stop_i.h"
 #include "dliofs/clock.h"
 #include "stall_i.h"
+
+/* The job runs in its own process group, so that stopping it reaches every
+ * process it started. On our terminal, that group is made the foreground
+ * one, as a shell does: Ctrl-C goes to the job alone (it ends, and we
+ * report), and it may read the terminal. Returns whether it was handed the
+ * terminal (to be taken back). */
+static int give_terminal(pid_t pgid)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+	int given = 0;
+
+	if (!isatty(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) != getpgrp())
+		return 0;
+	/* A background group changing the foreground would be stopped. */
+	sigaction(SIGTTOU, &ign, &old);
+	given = tcsetpgrp(STDIN_FILENO, pgid) == 0;
+	sigaction(SIGTTOU, &old, NULL);
+	return given;
+}
+
+static void take_terminal(void)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+
+	sigaction(SIGTTOU, &ign, &old);
+	tcsetpgrp(STDIN_FILENO, getpgrp());
+	sigaction(SIGTTOU, &old, NULL);
+}
 
 static int copy_file(const char *src, const char *dst)
 {
@@ -100,12 +129,11 @@ static void child_env(const struct st_launch *l, const char *hookdir, const stru
 
 int st_launch(const struct st_launch *l, struct st_run *run)
 {
-	struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
 	char hookdir[4200];
 	const char *inj = getenv("CUDA_INJECTION64_PATH");
 	int64_t last_sample = 0;
 	pid_t pid;
-	int ret, st = 0;
+	int ret, st = 0, tty = 0;
 
 	snprintf(run->steps_path, sizeof(run->steps_path), "%s/%s.steps", l->workdir, l->tag);
 	snprintf(run->gpu_path, sizeof(run->gpu_path), "%s/%s.gpu", l->workdir, l->tag);
@@ -132,30 +160,41 @@ int st_launch(const struct st_launch *l, struct st_run *run)
 		st_mount_pacer_desc(l->mount, run->io.pacer, sizeof(run->io.pacer));
 	}
 
-	sigaction(SIGINT, &ign, &old_int);
-	sigaction(SIGQUIT, &ign, &old_quit);
+	if (tool_stop_requested())
+		return -EINTR;
 	run->t_start = (int64_t)dl_mono_ns();
 	pid = fork();
-	if (pid < 0) {
-		ret = -errno;
-		goto restore;
-	}
+	if (pid < 0)
+		return -errno;
 	if (pid == 0) {
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGQUIT, &old_quit, NULL);
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+
+		setpgid(0, 0);
+		/* The job gets the signals as they were, not our handlers. */
+		sigaction(SIGINT, &dfl, NULL);
+		sigaction(SIGTERM, &dfl, NULL);
+		sigaction(SIGHUP, &dfl, NULL);
 		child_env(l, hookdir, run);
 		execvp(l->argv[0], l->argv);
 		fprintf(stderr, "dlio-stall: cannot run %s: %s\n", l->argv[0], strerror(errno));
 		_exit(127);
 	}
+	setpgid(pid, pid); /* both sides: whichever runs first */
+	tty = give_terminal(pid);
 	for (;;) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
+		pid_t w = tool_try_wait(pid, &st);
 		int64_t now = (int64_t)dl_mono_ns();
 
 		if (w == pid)
 			break;
-		if (w < 0 && errno != EINTR) {
+		if (w < 0) {
 			ret = -errno;
+			goto restore;
+		}
+		if (tool_stop_requested()) {
+			/* The job's group: SIGTERM, then SIGKILL after 2 s. */
+			run->status = tool_stop_group(pid, 2000);
+			ret = -EINTR;
 			goto restore;
 		}
 		if (l->mount && now - last_sample >= (int64_t)l->interval_ms * 1000000) {
@@ -183,8 +222,8 @@ int st_launch(const struct st_launch *l, struct st_run *run)
 		fprintf(stderr, "dlio-stall: cannot read %s: %s\n", run->gpu_path, strerror(-ret));
 	ret = 0;
 restore:
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGQUIT, &old_quit, NULL);
+	if (tty)
+		take_terminal();
 	return ret;
 }
 

@@ -182,6 +182,9 @@ struct st_run {
 	struct st_proc *main;
 };
 
+/* Run the job once, in its own process group (the terminal's foreground
+ * one when we have it). -EINTR when the tool was asked to stop (a signal,
+ * tool_stop_i.h): the job's group has then been stopped. */
 int st_launch(const struct st_launch *l, struct st_run *run);
 void st_run_free(struct st_run *run);
 

@@ -223,11 +223,12 @@ static uint64_t stretch(uint64_t lat, double g)
 	return x >= (double)DL_PACER_MAX_WAIT_NS ? DL_PACER_MAX_WAIT_NS : (uint64_t)(x + 0.5);
 }
 
-/* The device a request of job slot js goes through, and its limits. Under
- * the class lock. */
+/* The device a request of job slot js goes through, and its limits. An
+ * arriving request counts as its job's demand; one re-timed after a live
+ * change was counted when it arrived. Under the class lock. */
 static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
 				    const struct dl_dev_model *m, uint32_t js, uint64_t now,
-				    uint64_t len, struct pacer_rates *rt)
+				    uint64_t len, int arriving, struct pacer_rates *rt)
 {
 	struct pacer_job_cls *jc = &k->jobs[js];
 
@@ -242,7 +243,8 @@ static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
 		if (jc->dev.slots)
 			jc->dev.slots_cap = k->dev.slots_cap;
 	}
-	pacer_share_demand(k->jobs, &k->win_start, &p->cfg.share, js, len, now);
+	if (arriving)
+		pacer_share_demand(k->jobs, &k->win_start, &p->cfg.share, js, len, now);
 	pacer_share_update(k->jobs, &k->win_start, &k->next_share, m, &p->cfg.share, now, js, len,
 			   rt);
 	if (rt->queue_depth > jc->dev.slots_cap)
@@ -319,7 +321,7 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 			uint64_t miss = r->len - hit;
 			uint64_t lat = pacer_dev_latency(m, k->key, k->draws++, miss);
 			struct pacer_rates rt;
-			struct pacer_dev *d = device_for(p, k, m, js, now_ns, miss, &rt);
+			struct pacer_dev *d = device_for(p, k, m, js, now_ns, miss, 1, &rt);
 			unsigned held;
 
 			/* In service: the requests of the class submitted to the
@@ -415,7 +417,7 @@ int dl_pacer_retime(struct dl_pacer *p, const struct dl_pacer_req *r,
 			lat = stretch(lat, pacer_conc_factor(&m->conc, res->miss_bytes, k->busy));
 		/* Its latency runs from its arrival, not from the change. */
 		ready = sat_add(arrival, lat);
-		d = device_for(p, k, m, res->slot, now_ns, &rt);
+		d = device_for(p, k, m, res->slot, now_ns, res->miss_bytes, 0, &rt);
 		due = pacer_device(d, &rt, now_ns, ready > now_ns ? ready - now_ns : 0,
 				   res->miss_bytes, &start, &held);
 	}

@@ -764,6 +764,42 @@ class MpiRanks(unittest.TestCase):
                 # with 4 ranks on 2 loaded cores AU sits near 0.5.
                 self.assertGreater(j["au_mean"], 0.3, "2 ms of compute per step")
 
+    def test_ranks_are_one_job_on_a_mount(self):
+        """The ranks of one mpirun are one job in the mount's accounting
+        (fs/clients.c: PMIX_NAMESPACE / OMPI_MCA_ess_base_jobid in the ranks'
+        environment), though each rank leads its own process group: one row
+        in stats.json with both processes, and under share.policy fair one
+        job that gets the whole device."""
+        dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
+        cfg = dltest.write_config(self.tmp, CONFIG + (
+            "pacer: {read: {bandwidth: 400MB/s}, share: {policy: fair}}\n"
+            "cache: {policy: none}\n"), name="fair.yaml")
+        mnt = tempfile.mkdtemp(prefix="mnt-", dir=self.tmp)
+        out = os.path.join(self.tmp, "job.json")
+        with dltest.mounted(cfg, mountpoint=mnt):
+            env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+            cmd = [self.mpirun, "--oversubscribe", "-np", "2"]
+            if os.geteuid() == 0:
+                cmd.append("--allow-run-as-root")
+            r = subprocess.run(cmd + [DRIVE, "--config", cfg, mnt, "--dataset", "npz",
+                                      "--epochs", "1", "--quiet", "--json", out],
+                               capture_output=True, text=True, timeout=120, env=env,
+                               start_new_session=True)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            with open(os.path.join(mnt, ".dliofs", "stats.json")) as f:
+                s = json.load(f)
+        with open(out) as f:
+            j = json.load(f)
+        jobs = [x for x in s["jobs"] if x["classes"]["read"]["bytes"]]
+        self.assertEqual(len(jobs), 1, json.dumps(s["jobs"], indent=1))
+        job = jobs[0]
+        self.assertTrue(job["name"].startswith("mpi ") and "dlio-drive" in job["name"], job)
+        self.assertEqual(job["processes"], 2, job)
+        self.assertEqual(job["classes"]["read"]["bytes"],
+                         sum(e["bytes"] for e in j["epochs"]), "every rank's reads in it")
+        self.assertEqual(job["classes"]["read"]["share"]["bandwidth_Bps"], 400000000,
+                         "alone on the device under fair sharing")
+
     def test_npz_files_with_file_shuffle(self):
         """Whole files, file shuffle on: the file list is shuffled the same on
         every rank (one seed), so the shares stay disjoint and change per epoch."""

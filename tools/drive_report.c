@@ -212,9 +212,10 @@ static const char *amp_name(const struct drv_params *p)
 	if (p->amp != DRV_AMP_DLIO)
 		return p->from_dlio ? "efficient (--read-amplification efficient)" : "efficient";
 	if (p->iterative)
-		return p->from_dlio ? "as DLIO's tensorflow loader (a file per reader; DLIO workload "
-				      "file, --read-amplification efficient for fewer)"
-				    : "as DLIO's tensorflow loader (a file per reader)";
+		return p->from_dlio
+			   ? "as DLIO's tensorflow loader (a file per reader; DLIO workload "
+			     "file, --read-amplification efficient for fewer)"
+			   : "as DLIO's tensorflow loader (a file per reader)";
 	return p->from_dlio ? "as DLIO's pytorch loader (a file per sample; DLIO workload file, "
 			      "--read-amplification efficient for fewer)"
 			    : "as DLIO's pytorch loader (a file per sample)";
@@ -241,8 +242,7 @@ static void table_head(FILE *out, const struct drv_ctx *c, const struct drv_resu
 		(unsigned long long)p->batch, t, p->prefetch, depth, ct);
 	if (p->workload[0] && p->accel_type[0])
 		fprintf(out, "  MLPerf Storage figures for %s on %s\n", p->workload, p->accel_type);
-	fprintf(out,
-		"  shuffle: files %s, samples %s (seed %llu%s); accelerator %s%s%s\n",
+	fprintf(out, "  shuffle: files %s, samples %s (seed %llu%s); accelerator %s%s%s\n",
 		shuffle_name[p->file_shuffle], shuffle_name[p->sample_shuffle],
 		(unsigned long long)p->seed, p->seed_change_epoch ? " + epoch" : "",
 		p->accel == DRV_ACCEL_CUDA ? "cuda" : "sleep", r->cuda_device ? ": " : "",

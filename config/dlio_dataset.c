@@ -457,6 +457,10 @@ static void tr_sizes(struct dtr *r, unsigned dsets)
 		dtr_alias(r, "datasets[0].width", "dataset.", dk_name[rk]);
 		dtr_alias(r, "datasets[0].height", "dataset.", dk_name[rk]);
 		dtr_npair(r, r->map, "color", dtr_ntext(r, "L", r->dv[DK_FORMAT]));
+		/* DLIO 2.0.0 writes PIL's JPEG of noise: its sizes (formats/jpeg.c). */
+		if (dl_format_param(r->ops, "size_model"))
+			dtr_npair(r, r->map, "size_model",
+				  dtr_ntext(r, "pil_noise", r->dv[DK_FORMAT]));
 		return;
 	}
 	if (d > UINT32_MAX || d * d > UINT64_MAX / esize) {

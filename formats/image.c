@@ -11,6 +11,12 @@ static const char *const color_names[] = {
 	[DL_COLOR_RGB420] = "RGB420",
 };
 
+static const char *const size_model_names[] = {
+	[DL_IMG_SIZE_BLOCKS] = "blocks",
+	[DL_IMG_SIZE_PIL_NOISE] = "pil_noise",
+};
+
+/* width, height, color for both formats; size_model last, JPEG's only. */
 const struct dl_param dl_img_param_table[] = {
 	{.key = "width",
 	 .kind = DL_PK_PIXELS,
@@ -26,6 +32,12 @@ const struct dl_param dl_img_param_table[] = {
 	 .def = DL_COLOR_RGB,
 	 .names = color_names,
 	 .nnames = 3},
+	{.key = "size_model",
+	 .kind = DL_PK_CHOICE,
+	 .off = offsetof(struct dl_img_params, size_model),
+	 .def = DL_IMG_SIZE_BLOCKS,
+	 .names = size_model_names,
+	 .nnames = 2},
 };
 const unsigned dl_img_nparams = sizeof(dl_img_param_table) / sizeof(dl_img_param_table[0]);
 

@@ -18,9 +18,16 @@ enum dl_color {
 
 /* An image dataset's own parameters (the keys width, height, color):
  * per-file dimensions; sample_size, when given, is the exact file size. */
+/* JPEG file sizes where no sample_size is given (formats/jpeg.c). */
+enum dl_img_size_model {
+	DL_IMG_SIZE_BLOCKS,	/* 9 bytes per 8x8 block */
+	DL_IMG_SIZE_PIL_NOISE,	/* PIL's, quality 75, of uniform noise: DLIO's generator */
+};
+
 struct dl_img_params {
 	struct dl_dist width, height;
 	unsigned color;		/* enum dl_color */
+	unsigned size_model;	/* enum dl_img_size_model (JPEG only) */
 };
 DL_DS_PARAMS_FIT(struct dl_img_params);
 

@@ -1,7 +1,16 @@
 /* Clients to jobs, from /proc: /proc/<tid>/status gives the thread group and
- * process group, /proc/<pid>/environ a DLIOFS_JOB=, /proc/<pgid>/cmdline the
- * job's name. Each is read once per thread or process (and again after a
- * few seconds, since ids are reused), so a request costs a cache probe.
+ * process group, /proc/<pid>/environ a DLIOFS_JOB= or an MPI launcher's
+ * variables, /proc/<pgid>/cmdline the job's name. Each is read once per
+ * thread or process (and again after a few seconds, since ids are reused),
+ * so a request costs a cache probe.
+ *
+ * The ranks of one mpirun are one job, though each rank leads its own
+ * process group: a rank's environment names its launch (PMIX_NAMESPACE,
+ * set by Open MPI 4/5 and PMIx launchers, or OMPI_MCA_ess_base_jobid), or,
+ * where it names none (MPICH's hydra: PMI_RANK, PMI_SIZE, PMI_FD only), the
+ * ranks share the first ancestor that is not a rank (hydra_pmi_proxy,
+ * orted, mpirun). A rank's DataLoader workers inherit its variables and so
+ * join it. DLIOFS_JOB still wins.
  * The tables are bounded: past them, counts of processes and threads are
  * lower bounds and the oldest jobs are forgotten (their ids are never given
  * again). */
@@ -22,6 +31,9 @@
 #define NMEMBERS 65536	/* (job, pid) and (job, tid) pairs counted */
 #define JOB_NAME 160
 #define ENV_KEY "DLIOFS_JOB="
+#define ANCESTORS_MAX 32 /* how far up a rank's launcher is looked for */
+
+enum job_kind { JOB_PGID, JOB_ENV, JOB_MPI };
 
 struct thread_e {
 	uint32_t tid, pid, job;
@@ -35,9 +47,10 @@ struct proc_e {
 
 struct job_e {
 	uint32_t id;		/* 0: free */
-	int by_env;		/* keyed by DLIOFS_JOB, else by process group */
+	int kind;		/* enum job_kind: keyed by process group, DLIOFS_JOB or MPI launch */
 	uint32_t pgid;
 	uint64_t env_hash;
+	char key[JOB_NAME];	/* JOB_ENV: DLIOFS_JOB's value; JOB_MPI: the launch */
 	char name[JOB_NAME];
 	uint32_t procs, threads;
 	uint64_t stamp;
@@ -131,27 +144,107 @@ static int read_ids(uint32_t tid, uint32_t *pid, uint32_t *pgid)
 	return *pid ? 0 : -ESRCH;
 }
 
-/* The value of DLIOFS_JOB in pid's environment, or "" (environ is the
+/* What a process's environment says of its job (environ is the
  * environment the process was started with). */
-static void env_job(uint32_t pid, char *out, size_t len)
+struct env_info {
+	char job[JOB_NAME];	/* DLIOFS_JOB's value, or "" */
+	char launch[JOB_NAME];	/* an MPI launch's id, or "" */
+	int rank;		/* an MPI rank's variables are set */
+};
+
+static int starts(const char *s, const char *prefix)
 {
-	char path[64];
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+static void env_scan(uint32_t pid, struct env_info *e)
+{
+	static const char *const ns_keys[] = {"PMIX_NAMESPACE=", "OMPI_MCA_ess_base_jobid="};
+	static const char *const rank_keys[] = {"OMPI_COMM_WORLD_RANK=", "PMIX_RANK=",
+						"PMI_RANK="};
 	static const size_t cap = 256 * 1024;
-	char *buf = malloc(cap);
+	char path[64], *buf = malloc(cap);
+	int ns_rank = 2; /* which ns key gave launch: the first wins */
 	ssize_t n;
 
-	out[0] = 0;
+	memset(e, 0, sizeof(*e));
 	if (!buf)
 		return;
 	snprintf(path, sizeof(path), "/proc/%u/environ", pid);
 	n = read_proc(path, buf, cap);
 	for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
-		if (!strncmp(buf + i, ENV_KEY, strlen(ENV_KEY))) {
-			snprintf(out, len, "%s", buf + i + strlen(ENV_KEY));
-			break;
-		}
+		const char *v = buf + i;
+
+		if (starts(v, ENV_KEY))
+			snprintf(e->job, sizeof(e->job), "%s", v + strlen(ENV_KEY));
+		for (int k = 0; k < 2; k++)
+			if (k < ns_rank && starts(v, ns_keys[k]) && v[strlen(ns_keys[k])]) {
+				snprintf(e->launch, sizeof(e->launch), "%s", v + strlen(ns_keys[k]));
+				ns_rank = k;
+			}
+		for (int k = 0; k < 3; k++)
+			if (starts(v, rank_keys[k]))
+				e->rank = 1;
 	}
 	free(buf);
+}
+
+static uint32_t parent_of(uint32_t pid)
+{
+	char path[64], buf[4096];
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	if (read_proc(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	return status_field(buf, "\nPPid:");
+}
+
+/* The first ancestor of rank pid that is not itself a rank (or a rank's
+ * worker): the launcher's process on this node, which all its ranks share.
+ * 0 when none is found. */
+static uint32_t launcher_of(uint32_t pid)
+{
+	struct env_info *e = malloc(sizeof(*e));
+	uint32_t p = pid, found = 0;
+
+	for (int depth = 0; e && depth < ANCESTORS_MAX && !found; depth++) {
+		uint32_t pp = parent_of(p);
+
+		if (pp <= 1)
+			break;
+		env_scan(pp, e);
+		if (!e->rank)
+			found = pp;
+		p = pp;
+	}
+	free(e);
+	return found;
+}
+
+/* The job key of process pid: its kind, and key (DLIOFS_JOB's value, the
+ * MPI launch) for all but JOB_PGID. */
+static int job_key(uint32_t pid, char *key, size_t len)
+{
+	struct env_info *e = malloc(sizeof(*e));
+	int kind = JOB_PGID;
+	uint32_t l;
+
+	key[0] = 0;
+	if (!e)
+		return JOB_PGID;
+	env_scan(pid, e);
+	if (e->job[0]) {
+		snprintf(key, len, "%s", e->job);
+		kind = JOB_ENV;
+	} else if (e->rank && e->launch[0]) {
+		snprintf(key, len, "%s", e->launch);
+		kind = JOB_MPI;
+	} else if (e->rank && (l = launcher_of(pid))) {
+		snprintf(key, len, "launcher pid %u", l);
+		kind = JOB_MPI;
+	}
+	free(e);
+	return kind;
 }
 
 /* A command line, arguments joined by spaces, control characters as '?'. */
@@ -200,20 +293,21 @@ static struct job_e *job_slot(struct dl_clients *c, uint32_t id)
 	return NULL;
 }
 
-/* The job of process pid in group pgid; lock held. */
-static uint32_t job_of(struct dl_clients *c, uint32_t pid, uint32_t pgid, const char *env,
-		       uint64_t now)
+/* The job of process pid in group pgid, of `kind` with `key`; lock held. */
+static uint32_t job_of(struct dl_clients *c, uint32_t pid, uint32_t pgid, int kind,
+		       const char *key, uint64_t now)
 {
 	struct job_e *j = NULL, *victim = &c->jobs[0];
-	uint64_t eh = 1469598103934665603ULL; /* FNV-1a of the DLIOFS_JOB value */
+	uint64_t eh = 1469598103934665603ULL; /* FNV-1a of the key */
 
-	for (const char *s = env; *s; s++)
+	for (const char *s = key; *s; s++)
 		eh = (eh ^ (unsigned char)*s) * 1099511628211ULL;
 	for (unsigned i = 0; i < NJOBS; i++) {
 		struct job_e *e = &c->jobs[i];
 
-		if (e->id && (env[0] ? e->by_env && e->env_hash == eh && !strcmp(e->name, env)
-				     : !e->by_env && e->pgid == pgid)) {
+		if (e->id && e->kind == kind &&
+		    (kind == JOB_PGID ? e->pgid == pgid
+				      : e->env_hash == eh && !strcmp(e->key, key))) {
 			j = e;
 			break;
 		}
@@ -221,19 +315,28 @@ static uint32_t job_of(struct dl_clients *c, uint32_t pid, uint32_t pgid, const 
 			victim = e;
 	}
 	if (!j) {
+		char cmd[JOB_NAME];
+
 		j = victim;
 		memset(j, 0, sizeof(*j));
 		j->id = c->next_id++;
 		if (!c->next_id)
 			c->next_id = 1;
-		j->by_env = env[0] != 0;
+		j->kind = kind;
 		j->env_hash = eh;
 		j->pgid = pgid;
-		if (env[0])
-			snprintf(j->name, sizeof(j->name), "%s", env);
-		else if (cmdline_of(pgid, j->name, sizeof(j->name)) &&
-			 cmdline_of(pid, j->name, sizeof(j->name)))
+		snprintf(j->key, sizeof(j->key), "%s", key);
+		if (kind == JOB_ENV) {
+			snprintf(j->name, sizeof(j->name), "%s", key);
+		} else if (kind == JOB_MPI) {
+			/* The first rank seen names it: "mpi 247857153: dlio-drive ..." */
+			if (cmdline_of(pid, cmd, sizeof(cmd)))
+				snprintf(cmd, sizeof(cmd), "pid %u", pid);
+			snprintf(j->name, sizeof(j->name), "mpi %.60s: %.90s", key, cmd);
+		} else if (cmdline_of(pgid, j->name, sizeof(j->name)) &&
+			   cmdline_of(pid, j->name, sizeof(j->name))) {
 			snprintf(j->name, sizeof(j->name), "pgid %u", pgid);
+		}
 	}
 	j->stamp = now;
 	return j->id;
@@ -244,8 +347,9 @@ int dl_clients_resolve(struct dl_clients *c, uint32_t tid, uint64_t now, struct 
 	struct thread_e *te;
 	struct proc_e *pe;
 	uint32_t pid = 0, pgid = 0, job = 0;
-	char env[JOB_NAME];
+	char key[JOB_NAME];
 	struct job_e *j;
+	int kind;
 
 	out->tid = tid;
 	out->pid = 0;
@@ -272,9 +376,9 @@ int dl_clients_resolve(struct dl_clients *c, uint32_t tid, uint64_t now, struct 
 		job = pe->job;
 	} else {
 		pthread_mutex_unlock(&c->lock);
-		env_job(pid, env, sizeof(env));
+		kind = job_key(pid, key, sizeof(key));
 		pthread_mutex_lock(&c->lock);
-		job = job_of(c, pid, pgid, env, now);
+		job = job_of(c, pid, pgid, kind, key, now);
 		pe = &c->procs[hash64(pid) & (NPROCS - 1)];
 		pe->pid = pid;
 		pe->job = job;

@@ -1,9 +1,10 @@
 /* Who sent a request. The kernel gives the calling thread's id; a training
  * job is many processes (DataLoader workers, MPI ranks, tf.data threads).
  * Requests are grouped into jobs: the processes that share DLIOFS_JOB=NAME in
- * their environment, else those of one process group (what a shell makes of
- * one command line). A job is named by DLIOFS_JOB or by its group leader's
- * command line. */
+ * their environment, else the ranks of one MPI launch (and their workers),
+ * else those of one process group (what a shell makes of one command line).
+ * A job is named by DLIOFS_JOB, "mpi <launch>: <a rank's command line>", or
+ * its group leader's command line. */
 #ifndef DLIOFS_FS_CLIENTS_H
 #define DLIOFS_FS_CLIENTS_H
 

@@ -164,5 +164,102 @@ class CheckpointWorkload(unittest.TestCase):
                       r.stderr)
 
 
+TRAIN = """model: tiny
+framework: pytorch
+workflow: {generate_data: False, train: True, checkpoint: True}
+dataset: {data_folder: data/tiny/, format: npz, num_files_train: 4, num_samples_per_file: 1,
+          record_length: 4096}
+reader: {data_loader: pytorch, batch_size: 2, read_threads: 1}
+train: {epochs: 2, computation_time: 0.001}
+checkpoint:
+  checkpoint_folder: checkpoints/tiny
+  checkpoint_after_epoch: 1
+  epochs_between_checkpoints: 1
+%s
+"""
+
+
+class TrainingCheckpoints(unittest.TestCase):
+    """A DLIO workload file's training checkpoints are DLIO 2.0.0's: the model
+    of checkpoint.model_size bytes (DLIO 2.0.0's key, utils/config.py), the
+    layer files of its defaults or the file's layer_parameters, by rank 0."""
+
+    def setUp(self):
+        dltest.require(os.access(DRIVE, os.X_OK), "no dlio-drive binary at " + DRIVE)
+        self.tmp = tempfile.mkdtemp(prefix="dlio-drive-trainck-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def train(self, extra_ck, args=()):
+        wl = dltest.write_config(self.tmp, TRAIN % extra_ck, name="tiny.yaml")
+        root = os.path.join(self.tmp, "data")
+        if not os.path.isdir(root):
+            dltest.gen(wl, root)
+        ck = os.path.join(self.tmp, "ck")
+        shutil.rmtree(ck, True)
+        os.mkdir(ck)
+        out = os.path.join(self.tmp, "r.json")
+        r = subprocess.run([DRIVE, "--config", wl, root, "--checkpoint-dir", ck, "--quiet",
+                            "--json", out] + list(args), capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            j = json.load(f)
+        return j, {f: os.path.getsize(os.path.join(ck, f)) for f in os.listdir(ck)}
+
+    def test_model_size_and_layers(self):
+        j, have = self.train("  model_size: 200000\n  layer_parameters: [1000, 2000]")
+        self.assertEqual(j["config"]["checkpoint_model_bytes"], 200000)
+        steps = [k["step"] for k in j["checkpoints"]]
+        self.assertEqual([k["epoch"] for k in j["checkpoints"]], [1, 2])
+        want = {}
+        for e, s in zip((1, 2), steps):
+            want["model-%d-%d-0.pt" % (e, s)] = 200000
+            want["layer-0-%d-%d-0.pt" % (e, s)] = 3000
+        self.assertEqual(have, want)
+        self.assertEqual([k["bytes"] for k in j["checkpoints"]], [203000, 203000])
+
+    def test_dlio_defaults(self):
+        """No model_size: DLIO's 10,240 bytes, and its default layer file
+        (layer_parameters [17371, 24740228], one layer)."""
+        j, have = self.train("  epochs_between_checkpoints: 2", ("--epochs", "1"))
+        self.assertEqual(j["config"]["checkpoint_model_bytes"], 10240)
+        s = j["checkpoints"][0]["step"]
+        self.assertEqual(have, {"model-1-%d-0.pt" % s: 10240,
+                                "layer-0-1-%d-0.pt" % s: 17371 + 24740228})
+
+    def test_command_line_wins(self):
+        j, have = self.train("  model_size: 200000\n  layer_parameters: [1000]",
+                             ("--checkpoint-size", "5000", "--epochs", "1"))
+        self.assertEqual(sorted(have.values()), [1000, 5000])
+
+    def test_shipped_unet3d(self):
+        """DLIO's own unet3d_a100.yaml: 499,153,191 model bytes (only the
+        size is checked: its first checkpoint is after epoch 5)."""
+        shipped = os.path.join(os.path.dirname(dltest.VENV_PY), "..", "lib")
+        found = [os.path.join(d, "unet3d_a100.yaml") for d, _, fs in os.walk(shipped)
+                 if "unet3d_a100.yaml" in fs and d.endswith(os.path.join("configs", "workload"))]
+        dltest.require(found, "DLIO's shipped workloads not in the venv")
+        with open(found[0]) as f:
+            text = f.read()
+        self.assertIn("model_size: 499153191", text)
+        for a, b in (("num_files_train: 168", "num_files_train: 14"),
+                     ("record_length: 146600628", "record_length: 4096"),
+                     ("record_length_stdev: 68341808", "record_length_stdev: 0")):
+            self.assertIn(a, text)
+            text = text.replace(a, b)
+        wl = dltest.write_config(self.tmp, text, name="unet3d_a100.yaml")
+        root = dltest.gen(wl, os.path.join(self.tmp, "u"))
+        ck = os.path.join(self.tmp, "ck")
+        os.mkdir(ck)
+        out = os.path.join(self.tmp, "u.json")
+        r = subprocess.run([DRIVE, "--config", wl, root, "--checkpoint-dir", ck, "--quiet",
+                            "--json", out, "--epochs", "1", "--computation-time", "1ms"],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            self.assertEqual(json.load(f)["config"]["checkpoint_model_bytes"], 499153191)
+        self.assertEqual(os.listdir(ck), [], "no checkpoint before epoch 5")
+
+
 if __name__ == "__main__":
     dltest.main()

@@ -178,8 +178,9 @@ class DriveVsDlio(unittest.TestCase):
 
     # --- pieces ---------------------------------------------------------------
 
-    def workload(self, name, dataset, reader, epochs):
-        """A DLIO workload that is also the mount's config (io: direct)."""
+    def workload(self, name, dataset, reader, epochs, **top):
+        """A DLIO workload that is also the mount's config (io: direct);
+        `top` replaces or adds top-level sections (framework, train, pacer)."""
         doc = {
             "model": name,
             "framework": "tensorflow",
@@ -190,6 +191,7 @@ class DriveVsDlio(unittest.TestCase):
             "train": {"epochs": epochs, "computation_time": 0.001},
             "checkpoint": {"checkpoint_folder": os.path.join(self.tmp, "ckpt")},
         }
+        doc.update(top)
         path = os.path.join(self.confdir, "workload", name + ".yaml")
         with open(path, "w") as f:
             f.write(yaml_block(doc) + "\n")
@@ -264,19 +266,22 @@ class DriveVsDlio(unittest.TestCase):
             sizes = self.sizes(name)
             blk = os.stat(os.path.join(self.mnt, sorted(sizes)[0])).st_blksize
             a, _ = self.traced("dlio", lambda: self.run_dlio(name))
-            b, jb = self.traced("dlio-mode", lambda: self.run_drive(
-                cfg, "b", "--read-amplification", "dlio"))
-            c, jc = self.traced("efficient", lambda: self.run_drive(cfg, "c"))
+            # A DLIO workload file: DLIO's reads without asking.
+            b, jb = self.traced("dlio-mode", lambda: self.run_drive(cfg, "b"))
+            c, jc = self.traced("efficient", lambda: self.run_drive(
+                cfg, "c", "--read-amplification", "efficient"))
         ra, rb, rc = requests(a), requests(b), requests(c)
         self.assertEqual(sorted(ra), sorted(sizes), "DLIO opened the train files")
         self.assertEqual(jb["config"]["data_loader"], "tensorflow", "from the workload")
+        self.assertEqual(jb["config"]["read_amplification"], "dlio", "the default for DLIO's file")
+        self.assertEqual(jc["config"]["read_amplification"], "efficient")
         # dlio mode: request for request.
         self.check_same_calls(ra, rb, "npz, dlio mode")
         for f, n in sizes.items():
             self.assertEqual(len(ra[f]), epochs, "DLIO opens a file once an epoch")
             if n < blk:
                 self.assertEqual(read_bytes(ra[f]) // epochs // n, 2, "np.load reads it twice")
-        s = self.compare(a, b, "npz / --read-amplification dlio")
+        s = self.compare(a, b, "npz / default (dlio)")
         self.check_scores(s, SAME_CALLS, "npz dlio mode")
         # The tool counts what the mount served.
         self.assertEqual(sum(e["bytes"] for e in jb["epochs"]),
@@ -295,6 +300,46 @@ class DriveVsDlio(unittest.TestCase):
             sum(read_bytes(v) for v in ra.values()) // epochs,
             sum(read_bytes(v) for v in rb.values()) // epochs, jc["epochs"][0]["bytes"],
             sum(sizes.values())))
+
+    def test_npz_defaults_throttled(self):
+        """The issue's done-when: DLIO 2.0.0 and dlio-drive with no flags on
+        the same npz workload file (pytorch loader, as unet3d) and the same
+        mount throttled to 16 MB/s, so storage sets the pace: AU within 3
+        points, bytes read within 2%. Files of 256 KiB are under the 1 MiB
+        st_blksize, so np.load reads each twice per open: efficient reads
+        (the default before) move half the bytes and lift AU far above
+        DLIO's. 12 steps an epoch: with 6, DLIO's own run-to-run spread on
+        a loaded machine was about 3 points."""
+        name, files, epochs = "npz_au", 48, 2
+        cfg = self.workload(
+            name, {"format": "npz", "num_files_train": files, "num_samples_per_file": 1,
+                   "record_length": 262144},
+            {"data_loader": "pytorch", "batch_size": 4, "read_threads": 2}, epochs,
+            framework="pytorch", train={"epochs": epochs, "computation_time": 0.06},
+            pacer={"read": {"bandwidth": "16MB/s"}}, cache={"policy": "none"})
+        with dltest.mounted(cfg, mountpoint=self.mnt):
+            sizes = self.sizes(name)
+            a, log = self.traced("dlio", lambda: self.run_dlio(name))
+            b, jb = self.traced("drive", lambda: self.run_drive(cfg, "b"))
+        with open(os.path.join(self.tmp, "out-" + name, "summary.json")) as f:
+            m = json.load(f)["metric"]
+        au_dlio = m["train_au_mean_percentage"]
+        au_drive = 100.0 * jb["au_mean"]
+        print("\nAU per epoch: DLIO %s, dlio-drive %s" % (
+            ["%.1f" % x for x in m["train_au_percentage"]],
+            ["%.1f" % (100 * e["au"]) for e in jb["epochs"]]))
+        ra, rb = requests(a), requests(b)
+        bytes_dlio = sum(read_bytes(v) for v in ra.values())
+        bytes_drive = sum(read_bytes(v) for v in rb.values())
+        print("\nnpz, pytorch loader, 16 MB/s, no flags: AU DLIO %.1f%%, dlio-drive %.1f%%; "
+              "bytes read DLIO %d, dlio-drive %d (files %d per epoch)" % (
+                  au_dlio, au_drive, bytes_dlio, bytes_drive, sum(sizes.values())))
+        self.assertEqual(jb["config"]["read_amplification"], "dlio")
+        self.assertEqual(jb["config"]["data_loader"], "pytorch")
+        self.assertGreater(bytes_dlio, 1.5 * epochs * sum(sizes.values()),
+                           "np.load reads these files twice per open")
+        self.assertLessEqual(abs(bytes_drive - bytes_dlio), 0.02 * bytes_dlio, "bytes read")
+        self.assertLessEqual(abs(au_drive - au_dlio), 3.0, "AU points")
 
     def test_npz_larger_than_st_blksize(self):
         """Files of 1.5-3.5 MB (record_length stdev), one sample each: np.load's

@@ -362,5 +362,84 @@ print(json.dumps(out))
         self.assertEqual(len(rows), 10)
 
 
+DLIO_JPEG = """
+model: resnet_jpeg
+framework: pytorch
+workflow: {generate_data: False, train: True}
+dataset:
+  data_folder: data/%(name)s/
+  format: jpeg
+  num_files_train: %(files)d
+  num_samples_per_file: 1
+  record_length: 115600
+  record_length_stdev: %(stdev)d
+reader: {data_loader: pytorch, batch_size: 2}
+"""
+
+
+def pil_jpeg_size(np, h, w, seed):
+    """What DLIO 2.0.0's jpeg generator writes for an h x w image: PIL,
+    format JPEG (quality 75), np.random.randint(255) grayscale pixels."""
+    from PIL import Image
+    rng = np.random.RandomState(seed)
+    b = io.BytesIO()
+    Image.fromarray(rng.randint(255, size=(h, w)).astype(np.uint8)).save(b, format="JPEG",
+                                                                       bits=8)
+    return len(b.getvalue())
+
+
+class DlioJpegSizes(unittest.TestCase):
+    """JPEG files of a DLIO workload file are the size DLIO's own generator
+    writes for the same dimensions (PIL's, of noise), not 9 bytes a block:
+    record_length 115600 (340 x 340) gave 16,800 bytes where DLIO writes about
+    65,860. Still deterministic and decodable by PIL."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="dliofs-dliojpeg-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def gen(self, name, files, stdev, out=None):
+        wl = dltest.write_config(self.tmp, DLIO_JPEG % {"name": name, "files": files,
+                                                        "stdev": stdev}, name=name + ".yaml")
+        out = os.path.join(self.tmp, out or name)
+        return [os.path.join(out, rel) for rel in dltest.walk_files(dltest.gen(wl, out))]
+
+    def check(self, paths, per_file):
+        import numpy as np
+        from PIL import Image
+        ours = theirs = 0
+        for i, p in enumerate(paths):
+            with open(p, "rb") as f:
+                data = f.read()
+            w, h, c = jpeg_dims(data)
+            with Image.open(p) as im:
+                im.load()
+                self.assertEqual((im.size, im.mode), ((w, h), "L"), p)
+            pil = pil_jpeg_size(np, h, w, i)
+            self.assertLessEqual(abs(len(data) - pil), per_file * pil,
+                                 "%s: %d x %d: %d bytes, PIL %d" % (p, w, h, len(data), pil))
+            ours += len(data)
+            theirs += pil
+        return ours, theirs
+
+    def test_fixed_dims(self):
+        paths = self.gen("fixed", 4, 0)
+        ours, theirs = self.check(paths, 0.005)
+        print("\nDLIO jpeg 340 x 340: %d bytes a file, PIL %d" % (ours // 4, theirs // 4))
+        self.assertGreater(ours // 4, 60000, "PIL's size, not 9 bytes a block (16,800)")
+
+    def test_drawn_dims(self):
+        paths = self.gen("drawn", 12, 40000)
+        ours, theirs = self.check(paths, 0.015)
+        self.assertLessEqual(abs(ours - theirs), 0.005 * theirs, (ours, theirs))
+        sizes = {os.path.getsize(p) for p in paths}
+        self.assertGreater(len(sizes), 6, "dimensions drawn per file")
+        # Deterministic: the same bytes again.
+        again = self.gen("drawn", 12, 40000, out="again")
+        for a, b in zip(sorted(paths), sorted(again)):
+            with open(a, "rb") as f, open(b, "rb") as g:
+                self.assertEqual(f.read(), g.read(), a)
+
+
 if __name__ == "__main__":
     dltest.main()

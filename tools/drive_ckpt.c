@@ -105,7 +105,7 @@ static int list_u64(const char *path, yaml_document_t *d, const char *key, yaml_
 }
 
 /* DLIO 2.0.0's defaults (utils/config.py), then the file's keys. */
-static int load_plan(const char *path, struct ck_plan *pl, FILE *err)
+static int load_plan(const char *path, struct ck_plan *pl, int need_section, FILE *err)
 {
 	FILE *f = fopen(path, "rb");
 	yaml_parser_t parser;
@@ -139,6 +139,10 @@ static int load_plan(const char *path, struct ck_plan *pl, FILE *err)
 	if (map_get(&doc, root, "workload"))
 		root = map_get(&doc, root, "workload");
 	ck = map_get(&doc, root, "checkpoint");
+	if (!ck && !need_section) {
+		ret = 0;
+		goto out;
+	}
 	if (!ck || ck->type != YAML_MAPPING_NODE) {
 		fprintf(err, "dlio-drive: %s: no checkpoint section: --checkpoint-workload runs a "
 			     "workload file's checkpoint keys (model_size, optimization_groups, "
@@ -442,7 +446,7 @@ int drv_ckpt_main(const struct drv_cli *cl, const struct drv_comm *comm)
 	uint64_t n = cl->checkpoints ? cl->checkpoints : 1;
 	int ret, status = 1;
 
-	ret = load_plan(cl->config, &pl, stderr);
+	ret = load_plan(cl->config, &pl, 1, stderr);
 	/* Every rank read the same file: all stop together on a bad one. */
 	if (drv_comm_sync(comm, ret))
 		return 2;
@@ -479,4 +483,68 @@ out:
 	free(all);
 	free(buf);
 	return status;
+}
+
+/* ---- a training run's checkpoints (DLIO workload files) ---- */
+
+struct drv_ck_plan {
+	struct ck_plan pl;
+	uint8_t *buf;
+};
+
+int drv_ck_plan_load(const char *path, uint64_t seed, struct drv_ck_plan **out, FILE *err)
+{
+	struct drv_ck_plan *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	if ((ret = load_plan(path, &c->pl, 0, err))) {
+		free(c);
+		return ret;
+	}
+	c->buf = malloc(CK_IO);
+	if (!c->buf) {
+		free(c);
+		return -ENOMEM;
+	}
+	dl_prng_fill(dl_key2(seed, KEY_CKPT_DATA), 0, c->buf, CK_IO);
+	*out = c;
+	return 0;
+}
+
+void drv_ck_plan_free(struct drv_ck_plan *c)
+{
+	if (!c)
+		return;
+	free(c->buf);
+	free(c);
+}
+
+int drv_ck_write_rank(struct drv_ck_plan *c, uint64_t model, const char *dir, unsigned rank,
+		      uint64_t epoch, uint64_t step, uint64_t seed, uint64_t *files,
+		      uint64_t *bytes, FILE *err)
+{
+	struct ck_file f[CK_MAX_LIST + 8];
+	struct ck_plan pl = c->pl;
+	char path[4096 + 128];
+	size_t n;
+	int ret = 0;
+
+	pl.model = model;
+	n = rank_files(&pl, rank, epoch, step, f, CK_MAX_LIST + 8);
+	*files = *bytes = 0;
+	for (size_t i = 0; i < n && !ret; i++) {
+		snprintf(path, sizeof(path), "%.4000s/%.95s", dir, f[i].name);
+		ret = write_file(path, f[i].bytes, c->buf,
+				 dl_key3(seed, KEY_CKPT_DATA,
+					 dl_key3(dl_key2(epoch, step), (uint64_t)rank, i)));
+		if (ret)
+			fprintf(err, "dlio-drive: checkpoint %s: %s\n", path, strerror(-ret));
+		(*files)++;
+		*bytes += f[i].bytes;
+	}
+	if (!ret && n && (ret = drv_fsync_dir(dir)))
+		fprintf(err, "dlio-drive: checkpoint %s: %s\n", dir, strerror(-ret));
+	return ret;
 }

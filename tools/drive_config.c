@@ -414,8 +414,11 @@ int drv_params_from_yaml(const char *path, struct drv_params *p, struct drv_opts
 	const struct drv_opt *o = drv_opts(&nopts);
 	for (size_t i = 0; i < nopts; i++, o++) {
 		yaml_node_t *n = o->key ? ykey(&y, root, o->key) : NULL;
-		/* A fallback key counts only where the one before it gave nothing. */
-		if (!n || ((o->flags & DRV_OF_FALLBACK) && used)) {
+		/* A fallback key counts only where none before it in its chain
+		 * gave something; a skipped one keeps the chain's answer. */
+		if ((o->flags & DRV_OF_FALLBACK) && used)
+			continue;
+		if (!n) {
 			used = 0;
 			continue;
 		}

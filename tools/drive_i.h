@@ -227,6 +227,7 @@ struct drv_params {
 	int checkpoint;
 	char checkpoint_dir[4096];
 	uint64_t checkpoint_size;
+	uint64_t record_length; /* DLIO's dataset.record_length(_bytes), 0: not given */
 	uint64_t ckpt_every_steps; /* 0: epoch schedule */
 	uint64_t ckpt_after_epoch, ckpt_every_epochs;
 	/* metrics */
@@ -288,7 +289,7 @@ struct drv_name {
 #define DRV_OF_YMAX 0x08u     /* above max is an error (else there is no maximum) */
 #define DRV_OF_YNULL 0x10u    /* null means not given */
 #define DRV_OF_YLAX 0x20u     /* a name not in names[] is ignored (not an error) */
-#define DRV_OF_FALLBACK 0x40u /* read only when the entry before it gave nothing */
+#define DRV_OF_FALLBACK 0x40u /* read only when no entry before it in its chain gave something */
 #define DRV_OF_CKPT 0x80u     /* a checkpoint option: checkpoints on, --checkpoint-dir needed */
 
 /* Where a field is: the table's offsets are into struct drv_cli, whose
@@ -634,6 +635,21 @@ struct drv_cli {
 /* --checkpoint-workload (drive_ckpt.c): the workload file's checkpoint
  * section alone, written under cl->dir and read back; the exit status. */
 int drv_ckpt_main(const struct drv_cli *cl, const struct drv_comm *comm);
+
+/* Bytes per sample in DLIO's nominal MB/s: the workload's record_length,
+ * else the dataset's mean sample size (drive_report.c). */
+uint64_t drv_nominal_sample(const struct drv_ctx *c);
+
+/* A training run's checkpoints as DLIO 2.0.0 writes them (drive_ckpt.c):
+ * the workload file's checkpoint section with DLIO's defaults (no section:
+ * all defaults), then per checkpoint the files a rank writes, `model`
+ * bytes of model (the run's checkpoint size), fsynced. */
+struct drv_ck_plan;
+int drv_ck_plan_load(const char *path, uint64_t seed, struct drv_ck_plan **out, FILE *err);
+void drv_ck_plan_free(struct drv_ck_plan *c);
+int drv_ck_write_rank(struct drv_ck_plan *c, uint64_t model, const char *dir, unsigned rank,
+		      uint64_t epoch, uint64_t step, uint64_t seed, uint64_t *files,
+		      uint64_t *bytes, FILE *err);
 
 /* dlio-drive --help. */
 void drv_usage(FILE *f);

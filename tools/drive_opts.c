@@ -99,15 +99,20 @@ static const struct drv_opt opts[] = {
     {.key = "workflow.checkpoint", .type = DRV_T_BOOL, FIELD(checkpoint), .value = 1},
     {.flag = "checkpoint-dir", .type = DRV_T_DIR, FIELD(checkpoint_dir), .flags = DRV_OF_CKPT,
      .arg = "DIR", .help = "write checkpoints there (fsynced)"},
-    {.flag = "checkpoint-size", .key = "model.model_size_bytes", .type = DRV_T_SIZE,
+    /* DLIO 2.0.0 reads checkpoint.model_size (utils/config.py; its shipped
+     * unet3d: 499153191); later DLIO model.model_size_bytes. */
+    {.flag = "checkpoint-size", .key = "checkpoint.model_size", .type = DRV_T_SIZE,
      FIELD(checkpoint_size), .flags = DRV_OF_CKPT, .def = "10240", .arg = "SIZE",
-     .help = "bytes per checkpoint"},
-    /* DLIO reads only model_size_bytes, so the shipped unet3d configs write
-     * 10 KiB checkpoints (docs/dlio.md 4.7); the size they meant is this one. */
+     .help = "model bytes per checkpoint; a DLIO workload file's checkpoint writes DLIO "
+	     "2.0.0's files (model, optimizer, layers)"},
+    {.key = "model.model_size_bytes", .type = DRV_T_SIZE, FIELD(checkpoint_size),
+     .flags = DRV_OF_FALLBACK},
+    /* Neither DLIO reads model.model_size (docs/dlio.md 4.7); a file that
+     * has only it meant this size. */
     {.key = "model.model_size", .type = DRV_T_SIZE, FIELD(checkpoint_size),
      .flags = DRV_OF_FALLBACK,
-     .ynote = "model.model_size read as the checkpoint size (%llu bytes); DLIO ignores that "
-	      "key and writes 10 KiB"},
+     .ynote = "model.model_size read as the checkpoint size (%llu bytes); DLIO 2.0.0 reads "
+	      "checkpoint.model_size and would write 10 KiB"},
     {.flag = "checkpoint-every-steps", .key = "checkpoint.steps_between_checkpoints",
      .type = DRV_T_COUNT, FIELD(ckpt_every_steps), .min = 1, .max = UINT64_MAX,
      .flags = DRV_OF_YOFF | DRV_OF_CKPT, .arg = "N", .help = "checkpoint every N steps"},
@@ -118,6 +123,10 @@ static const struct drv_opt opts[] = {
     {.flag = "checkpoint-after-epoch", .key = "checkpoint.checkpoint_after_epoch",
      .type = DRV_T_COUNT, FIELD(ckpt_after_epoch), .max = 1000000, .flags = DRV_OF_CKPT,
      .def = "1", .arg = "N", .help = "first checkpoint after epoch N"},
+    /* DLIO's MB/s counts samples x record_length, whatever was read. */
+    {.key = "dataset.record_length_bytes", .type = DRV_T_SIZE, FIELD(record_length)},
+    {.key = "dataset.record_length", .type = DRV_T_SIZE, FIELD(record_length),
+     .flags = DRV_OF_FALLBACK},
     /* DLIO's older `model: unet3d`, or model.name. */
     {.key = "model", .type = DRV_T_STRING, FIELD(model)},
     {.key = "model.name", .type = DRV_T_STRING, FIELD(model)},
@@ -125,10 +134,10 @@ static const struct drv_opt opts[] = {
      .def = "efficient",
      .help = "dlio: read as DLIO's Python readers do: whole-file formats and hdf5 opened per "
 	     "sample (pytorch loader) or per file (tensorflow), npz through np.load's buffered "
-	     "reads"},
+	     "reads; the default for a DLIO workload file, efficient for a dliofs config"},
     {.flag = "data-loader", .key = "reader.data_loader", .type = DRV_T_ENUM, FIELD(iterative),
      .names = loaders, .flags = DRV_OF_YLAX, .def = "pytorch",
-     .help = "how often --read-amplification dlio opens a file"},
+     .help = "which DLIO loader's reads --read-amplification dlio copies"},
     {.flag = "check-crc", .type = DRV_T_BOOL, FIELD(check_crc), .value = 1,
      .help = "verify record checksums: TFRecord's CRC-32C"},
     {.flag = "decode", .type = DRV_T_BOOL, FIELD(decode), .value = 1,

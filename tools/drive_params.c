@@ -196,6 +196,11 @@ int drv_build_params(const struct drv_cli *cl, const struct dl_config *cfg,
 		return ret;
 	if (w)
 		apply_workload(w, p, &set);
+	/* A DLIO workload file asks for DLIO's run: its loader's reads are
+	 * what DLIO's storage sees, so they are the default; efficient reads
+	 * are asked for by name. */
+	if (is_dlio)
+		p->amp = DRV_AMP_DLIO;
 	apply_cli(cl, w, p);
 	drv_optset_or(&set, &cl->given);
 	if ((ret = check_batches(ds, spf, &set, p)) || (ret = check_checkpoints(cl, p)))

@@ -7,18 +7,21 @@
  *           batch_size eval_batch_size read_threads prefetch read_ahead_batches
  *           epochs steps_per_epoch total_training_steps computation_time
  *           computation_time_mean_s eval_time file_shuffle sample_shuffle seed
- *           read_unit read_amplification data_loader check_crc decode odirect accelerator
- *           accelerator_type workload warmup_steps_excluded end_steps_excluded
+ *           read_unit read_amplification checkpoint_model_bytes nominal_sample_bytes
+ *           data_loader check_crc decode odirect accelerator accelerator_type workload
+ *           warmup_steps_excluded end_steps_excluded
  *   epochs[]: epoch steps samples bytes index_bytes files_opened read_calls
  *           decoded_bytes wall_s compute_s stall_s barrier_s stall_share au
- *           au_min samples_per_s mb_per_s step_time_s{p50,p90,p99}
+ *           au_min samples_per_s mb_per_s nominal_mib_per_s step_time_s{p50,p90,p99}
  *           stall_time_s{p50,p90,p99}
  *           [gpu{kernels kernel_s idle_s h2d_s h2d_bytes gpu_stall_share}]
  *           [eval{steps samples bytes wall_s compute_s stall_s stall_share au
  *                 samples_per_s mb_per_s}]
  *   summary: au samples_per_s mb_per_s stall_share stall_s wall_s bytes, each
- *           {mean,min,max,stdev} across epochs; step_time_s and stall_time_s
- *           {p50,p90,p99} over every measured step of the run
+ *           {mean,min,max,stdev} across epochs; nominal_mib_per_s; step_time_s and
+ *           stall_time_s {p50,p90,p99} over every measured step of the run
+ *   mb_per_s is the bytes actually read, in 10^6; nominal_mib_per_s DLIO's figure,
+ *   samples/s x nominal_sample_bytes (record_length) in MiB, whatever was read.
  *   checkpoints[]: epoch step bytes seconds gb_per_s
  *   cuda: {device} or null
  *   per_rank[]: rank host au_mean samples_per_s_mean bytes
@@ -202,6 +205,22 @@ static void row(FILE *out, const char *label, uint64_t steps, uint64_t samples, 
 		c2, q[0], q[1], q[2]);
 }
 
+/* The read mode, with where it came from: a DLIO workload file reads as
+ * DLIO by default, so say so where a user looks first. */
+static const char *amp_name(const struct drv_params *p)
+{
+	if (p->amp != DRV_AMP_DLIO)
+		return p->from_dlio ? "efficient (--read-amplification efficient)" : "efficient";
+	if (p->iterative)
+		return p->from_dlio
+			   ? "as DLIO's tensorflow loader (a file per reader; DLIO workload "
+			     "file, --read-amplification efficient for fewer)"
+			   : "as DLIO's tensorflow loader (a file per reader)";
+	return p->from_dlio ? "as DLIO's pytorch loader (a file per sample; DLIO workload file, "
+			      "--read-amplification efficient for fewer)"
+			    : "as DLIO's pytorch loader (a file per sample)";
+}
+
 /* What was run: the dataset, the loader's settings, the notes. */
 static void table_head(FILE *out, const struct drv_ctx *c, const struct drv_result *r)
 {
@@ -211,23 +230,21 @@ static void table_head(FILE *out, const struct drv_ctx *c, const struct drv_resu
 	unsigned depth = t * (p->prefetch > t ? (p->prefetch + t - 1) / t : 1);
 
 	drv_dist_describe(&p->compute, ct, sizeof(ct));
-	fprintf(out, "dlio-drive: %s (%s) in %s: %llu train files x %llu samples, read by %s\n",
+	fprintf(out,
+		"dlio-drive: %s (%s) in %s: %llu train files x %llu samples, read by %s; "
+		"reads %s\n",
 		c->ds->name, dl_ds_ops(c->ds)->name, c->root,
 		(unsigned long long)c->ds->files[DL_SPLIT_TRAIN], (unsigned long long)c->spf,
-		unit_name[c->kind]);
+		unit_name[c->kind], amp_name(p));
 	fprintf(out,
 		"  batch %llu, %u reader threads, prefetch %u (%u batches ahead), "
 		"computation %s per step\n",
 		(unsigned long long)p->batch, t, p->prefetch, depth, ct);
 	if (p->workload[0] && p->accel_type[0])
 		fprintf(out, "  MLPerf Storage figures for %s on %s\n", p->workload, p->accel_type);
-	fprintf(out,
-		"  shuffle: files %s, samples %s (seed %llu%s); reads %s; accelerator %s%s%s\n",
+	fprintf(out, "  shuffle: files %s, samples %s (seed %llu%s); accelerator %s%s%s\n",
 		shuffle_name[p->file_shuffle], shuffle_name[p->sample_shuffle],
 		(unsigned long long)p->seed, p->seed_change_epoch ? " + epoch" : "",
-		p->amp != DRV_AMP_DLIO ? "efficient"
-		: p->iterative	       ? "as DLIO's tensorflow loader (a file per reader)"
-				       : "as DLIO's pytorch loader (a file per sample)",
 		p->accel == DRV_ACCEL_CUDA ? "cuda" : "sleep", r->cuda_device ? ": " : "",
 		r->cuda_device ? r->cuda_device : "");
 	for (const char *n = p->notes; *n;) {
@@ -315,10 +332,23 @@ static void table_gpu(FILE *out, const struct drv_result *r)
 	}
 }
 
+uint64_t drv_nominal_sample(const struct drv_ctx *c)
+{
+	return c->p->record_length ? c->p->record_length : c->ds->sample_size.mean;
+}
+
+/* DLIO's MB/s: samples/s x record_length in MiB (statscounter.py), what a
+ * DLIO log says, not what storage moved. */
+static double nominal_mib(const struct drv_ctx *c, double samples_per_s)
+{
+	return samples_per_s * (double)drv_nominal_sample(c) / (1024.0 * 1024.0);
+}
+
 /* The verdict, the stalls per step, the checkpoints. */
-static void table_tail(FILE *out, const struct drv_params *p, const struct drv_result *r,
+static void table_tail(FILE *out, const struct drv_ctx *c, const struct drv_result *r,
 		       const struct drv_summary *s)
 {
+	const struct drv_params *p = c->p;
 	char au[16], thr[16];
 
 	fmt_pct(au, sizeof(au), s->au_mean);
@@ -330,6 +360,12 @@ static void table_tail(FILE *out, const struct drv_params *p, const struct drv_r
 		    "  [first %u%s step(s) of each epoch left out of AU, as MLPerf Storage does]",
 		    p->skip_start, p->skip_end ? " and last" : "");
 	fputc('\n', out);
+	fprintf(out,
+		"throughput: read %.2f MB/s (bytes moved, 10^6); DLIO's nominal %.2f MiB/s "
+		"(samples/s x %s %llu bytes, as DLIO logs it)\n",
+		s->mb_per_s.mean, nominal_mib(c, s->samples_per_s.mean),
+		p->record_length ? "record_length" : "mean sample size",
+		(unsigned long long)drv_nominal_sample(c));
 	if (r->nsteps) {
 		fprintf(out,
 			"stall per step p50 %.2f ms, p90 %.2f ms, p99 %.2f ms over %zu steps\n",
@@ -355,7 +391,7 @@ void drv_report_table(FILE *out, const struct drv_ctx *c, const struct drv_resul
 	table_epochs(out, r, s);
 	table_ranks(out, r);
 	table_gpu(out, r);
-	table_tail(out, c->p, r, s);
+	table_tail(out, c, r, s);
 }
 
 /* ---- JSON ---- */
@@ -437,6 +473,8 @@ static void json_config(struct dl_jw *w, const struct drv_ctx *c)
 	dl_jw_u64(w, "seed", p->seed);
 	jtext(w, "read_unit", unit_name[c->kind]);
 	jtext(w, "read_amplification", p->amp == DRV_AMP_DLIO ? "dlio" : "efficient");
+	dl_jw_u64(w, "checkpoint_model_bytes", p->checkpoint_size);
+	dl_jw_u64(w, "nominal_sample_bytes", drv_nominal_sample(c));
 	jtext(w, "data_loader", p->iterative ? "tensorflow" : "pytorch");
 	dl_jw_bool(w, "check_crc", p->check_crc);
 	dl_jw_bool(w, "decode", p->decode);
@@ -449,7 +487,7 @@ static void json_config(struct dl_jw *w, const struct drv_ctx *c)
 	dl_jw_end(w);
 }
 
-static void json_epochs(struct dl_jw *w, const struct drv_result *r)
+static void json_epochs(struct dl_jw *w, const struct drv_ctx *c, const struct drv_result *r)
 {
 	dl_jw_arr(w, "epochs");
 	for (size_t i = 0; i < r->nep; i++) {
@@ -457,6 +495,7 @@ static void json_epochs(struct dl_jw *w, const struct drv_result *r)
 		dl_jw_obj(w, NULL);
 		dl_jw_u64(w, "epoch", e->epoch);
 		jphase(w, &e->st, &e->io, e->mb_per_s);
+		jnum(w, "nominal_mib_per_s", nominal_mib(c, e->st.samples_per_s));
 		jnum(w, "au_min", e->au_min);
 		if (e->has_gpu) {
 			double tot = e->gpu.kernel_s + e->gpu.idle_s;
@@ -479,12 +518,14 @@ static void json_epochs(struct dl_jw *w, const struct drv_result *r)
 	dl_jw_end(w);
 }
 
-static void json_summary(struct dl_jw *w, const struct drv_summary *s)
+static void json_summary(struct dl_jw *w, const struct drv_ctx *c, const struct drv_summary *s)
 {
 	dl_jw_obj(w, "summary");
 	jmom(w, "au", &s->au);
 	jmom(w, "samples_per_s", &s->samples_per_s);
 	jmom(w, "mb_per_s", &s->mb_per_s);
+	/* DLIO's train_io_mean_MB_per_second: the epochs' mean samples/s. */
+	jnum(w, "nominal_mib_per_s", nominal_mib(c, s->samples_per_s.mean));
 	jmom(w, "stall_share", &s->stall_share);
 	jmom(w, "stall_s", &s->stall_s);
 	jmom(w, "wall_s", &s->wall_s);
@@ -575,8 +616,8 @@ int drv_report_json(FILE *f, const struct drv_ctx *c, const struct drv_result *r
 	jtext(&w, "tool", "dlio-drive");
 	jtext(&w, "version", DLIOFS_VERSION);
 	json_config(&w, c);
-	json_epochs(&w, r);
-	json_summary(&w, s);
+	json_epochs(&w, c, r);
+	json_summary(&w, c, s);
 	jnum(&w, "au_threshold", p->au_threshold);
 	jnum(&w, "au_mean", s->au_mean);
 	jnum(&w, "au_min", r->rank_ep ? au_min_rank(r) : s->au.min);

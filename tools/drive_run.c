@@ -35,6 +35,7 @@ struct run {
 	struct drv_result *res;
 	struct drv_progress pb;
 	uint8_t *ckbuf;
+	struct drv_ck_plan *ckplan; /* DLIO workload file: DLIO 2.0.0's files */
 	size_t ckcap;
 	size_t ckalloc;
 	double lead; /* compute_for(): how early to wake before a deadline */
@@ -120,6 +121,40 @@ int drv_fsync_dir(const char *path)
 	return ret;
 }
 
+static int add_ckpt_rec(struct run *r, uint64_t epoch, uint64_t step, uint64_t bytes, double t0)
+{
+	struct drv_result *res = r->res;
+
+	if (res->nck == r->ckalloc) {
+		size_t na = r->ckalloc ? 2 * r->ckalloc : 8;
+		void *nk = realloc(res->ck, na * sizeof(*res->ck));
+		if (!nk)
+			return -ENOMEM;
+		res->ck = nk;
+		r->ckalloc = na;
+	}
+	res->ck[res->nck++] = (struct drv_ckpt_rec){
+	    .epoch = epoch, .step = step, .bytes = bytes, .seconds = drv_now() - t0};
+	return 0;
+}
+
+/* A DLIO workload file's checkpoint, as DLIO 2.0.0 writes it
+ * (checkpointing/base_checkpointing.py): model-E-S-R.pt of the model size
+ * (checkpoint.model_size), the optimizer's and the layers' files, into the
+ * checkpoint directory itself, by rank 0 or every rank (checkpoint.type). */
+static int checkpoint_dlio(struct run *r, uint64_t epoch, uint64_t step)
+{
+	double t0 = drv_now();
+	uint64_t files, bytes;
+	int ret;
+
+	ret = drv_ck_write_rank(r->ckplan, r->p->checkpoint_size, r->p->checkpoint_dir, r->c->rank,
+				epoch, step, r->p->seed, &files, &bytes, r->err);
+	if (ret || !files)
+		return ret;
+	return add_ckpt_rec(r, epoch, step, bytes, t0);
+}
+
 /* One checkpoint: model_size bytes written and fsynced, with the directory
  * entries, into <dir>/global_epoch<E>_step<S>/ (DLIO's naming). Each 4 KiB
  * block starts with its own counter so deduplicating storage cannot cheat. */
@@ -130,6 +165,8 @@ static int checkpoint(struct run *r, uint64_t epoch, uint64_t step)
 	double t0 = drv_now();
 	int fd, ret;
 
+	if (r->ckplan)
+		return checkpoint_dlio(r, epoch, step);
 	/* DLIO's default checkpoint type, rank_zero: one writer for the job. */
 	if (r->c->rank != 0)
 		return 0;
@@ -186,18 +223,7 @@ static int checkpoint(struct run *r, uint64_t epoch, uint64_t step)
 	if ((ret = drv_fsync_dir(dir)) || (ret = drv_fsync_dir(p->checkpoint_dir)))
 		goto fail;
 
-	struct drv_result *res = r->res;
-	if (res->nck == r->ckalloc) {
-		size_t na = r->ckalloc ? 2 * r->ckalloc : 8;
-		void *nk = realloc(res->ck, na * sizeof(*res->ck));
-		if (!nk)
-			return -ENOMEM;
-		res->ck = nk;
-		r->ckalloc = na;
-	}
-	res->ck[res->nck++] = (struct drv_ckpt_rec){
-	    .epoch = epoch, .step = step, .bytes = p->checkpoint_size, .seconds = drv_now() - t0};
-	return 0;
+	return add_ckpt_rec(r, epoch, step, p->checkpoint_size, t0);
 fail:
 	fprintf(r->err, "dlio-drive: checkpoint %s: %s\n", path, strerror(-ret));
 	return ret;
@@ -365,6 +391,9 @@ int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FI
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	if ((ret = drv_plan_for(c, DL_SPLIT_TRAIN, p->batch, c->rank, &plan)))
 		goto ready;
+	if (p->checkpoint && p->from_dlio &&
+	    (ret = drv_ck_plan_load(c->cfg->path, p->seed, &r.ckplan, err)))
+		goto ready;
 	if (p->eval && eval_steps) {
 		ret = drv_plan_for(c, DL_SPLIT_VALID, p->eval_batch, c->rank, &eplan);
 		if (ret)
@@ -448,6 +477,7 @@ out:
 	res->run_wall = drv_now() - t_run;
 	drv_loader_free(r.l);
 	free(r.ckbuf);
+	drv_ck_plan_free(r.ckplan);
 	free(s);
 	free(es);
 	return ret;

@@ -184,11 +184,11 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 		}
 	}
 	set_throttle(m, which, bw, iops, g);
-	/* Step 3: channels. */
-	{
-		static const uint64_t lns[] = {1, 2, 4, 8};
-		uint32_t bq = 0;
-		uint64_t bl = 0;
+	/* Step 3: channels, then data paths, then channels again with them. */
+	for (int round = 0; round < 2; round++) {
+		static const uint64_t lns[] = {0, 1, 2, 4, 8};
+		uint32_t bq = m->queue_depth;
+		uint64_t bl = m->lanes;
 
 		best = INFINITY;
 		for (unsigned i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
@@ -201,8 +201,9 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 			}
 		}
 		m->queue_depth = bq;
-		/* The data paths: one shared, a few, or one per channel. */
-		best = misfit(&f);
+		if (round)
+			break;
+		best = INFINITY;
 		for (unsigned i = 0; i < sizeof(lns) / sizeof(lns[0]); i++) {
 			m->lanes = lns[i];
 			e = misfit(&f);

@@ -251,7 +251,9 @@ static int parse_val(const struct opt *o, const char *sub, const char *s, struct
 			ret = -EINVAL;
 		break;
 	case T_TIME:
-		ret = dl_parse_time(s, &v->u, &w);
+		/* "0" needs no unit (refill=0: continuously). */
+		if (strcmp(s, "0"))
+			ret = dl_parse_time(s, &v->u, &w);
 		break;
 	case T_POLICY:
 		ret = -EINVAL;

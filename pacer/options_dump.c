@@ -207,7 +207,7 @@ static void describe(const struct dl_dev_model *m, const char *cls, FILE *out, i
 		fprintf(out, "%s an IO bucket of %llu/s (%s.iops)", m->bandwidth ? " and" : "",
 			(unsigned long long)m->iops, cls);
 	if (m->refill_ns)
-		fprintf(out, ", refilled in lumps every %.0f ms (%s.refill), as Linux blk-throttle's slices\n",
+		fprintf(out, ", refilled in lumps every %.0f ms (%s.refill; blk-throttle: 100 ms)\n",
 			(double)m->refill_ns / 1e6, cls);
 	else
 		fprintf(out, ", refilled continuously (%s.refill 0)\n", cls);

@@ -151,6 +151,26 @@ class Profile(unittest.TestCase):
         self.assertIn("latency: 7us", r.stdout)  # the config's keys override the profile
         self.assertIn("policy: none", r.stdout)
 
+    def test_check_replays_the_points(self):
+        r = profile("--check", self.out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.out) as f:
+            npts = len(re.findall(r"^    - \{op: \w+, .*model: ", f.read(), re.M))
+        rows = re.findall(r"^  (read|write) +\d+[KM]iB +\d+ +\| +[\d.]+ .*\| +[\d.]+ .*\| +"
+                          r"([\d.]+) +([\d.]+) +([\d.]+)", r.stdout, re.M)
+        self.assertEqual(len(rows), npts, r.stdout)
+        m = re.search(r"(\d+) of (\d+) points within the goals", r.stdout)
+        self.assertEqual(int(m.group(2)), npts, r.stdout)
+        # The profile's own model: lines and the replay are the same model.
+        self.assertGreater(int(m.group(1)), 0, r.stdout)
+        # A file that is no profile is said so.
+        bad = os.path.join(self.tmp, "notaprofile.yaml")
+        with open(bad, "w") as f:
+            f.write("pacer: {read: {bandwidth: 1MB/s}}\n")
+        r = profile("--check", bad)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no measured point", r.stderr)
+
     def test_whatif_changes_one_part(self):
         # read.bandwidth on a fitted device is its byte bucket: the
         # service time (latency, transfer) stays as fitted.

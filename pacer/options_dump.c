@@ -328,8 +328,14 @@ void dl_pacer_cfg_help(FILE *out)
 		"  `burst` bytes, empty at start). Its slot is held until it completes.\n"
 		"  Reads first look in the emulated cache: hit bytes cost size/hit_bandwidth,\n"
 		"  miss bytes go through the model; the request completes when both are done.\n"
-		"  A measured device (dliofs profile) gives latency_by_size, drawn for the\n"
-		"  request's size, and bandwidth_by_concurrency, which stretches that latency\n"
-		"  by k bw(1) / bw(k) when k requests of the class are in service.\n");
+		"  A device model (transfer above 0; what dliofs profile fits): a request\n"
+		"  leaves the throttle when the byte bucket (bandwidth, burst) and the IO\n"
+		"  bucket (iops, iops_burst), refilled every `refill` (0: continuously), hold\n"
+		"  enough, then holds one of queue_depth channels for (latency + size /\n"
+		"  transfer on one of `lanes` data paths) x noise. A what-if key changes its\n"
+		"  part only: bandwidth the byte bucket, iops the IO bucket, latency the fixed\n"
+		"  cost. Older profiles give latency_by_size, drawn for the request's size,\n"
+		"  and bandwidth_by_concurrency, which stretches that latency by\n"
+		"  k bw(1) / bw(k) when k requests of the class are in service.\n");
 }
 

@@ -30,6 +30,8 @@
 /* A point is replayed for at most this long: several refill periods of the
  * slowest bucket tried, and quick. */
 #define FIT_MAX_NS (3ULL * PACER_NS)
+/* What a refill in periods must do better than a continuous one by. */
+#define SLICED 1.1
 
 struct fit {
 	const struct dl_fit_point *pts;
@@ -170,16 +172,23 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 	m->latency.a_ns = (uint64_t)(fixed + 0.5);
 	bw = kth(pts, n, 0, 1);
 	iops = kth(pts, n, 1, 1);
-	/* Step 2: which throttle, refilled how. */
+	/* Step 2: which throttle, refilled how. A refill in periods must do
+	 * clearly better than a continuous one (SLICED): a device without a
+	 * throttle is not given one's stalls for a few percent of fit. */
 	best = misfit(&f);
-	for (w = 1; w <= 3; w++) {
-		for (unsigned i = 0; i < sizeof(gs) / sizeof(gs[0]); i++) {
-			set_throttle(m, w, bw, iops, gs[i]);
-			e = misfit(&f);
-			if (e < best * 0.98) {
-				best = e;
-				which = w;
-				g = gs[i];
+	{
+		double bs = best;
+
+		for (w = 1; w <= 3; w++) {
+			for (unsigned i = 0; i < sizeof(gs) / sizeof(gs[0]); i++) {
+				set_throttle(m, w, bw, iops, gs[i]);
+				e = misfit(&f);
+				if (e * (gs[i] ? SLICED : 1.0) < bs * 0.98) {
+					bs = e * (gs[i] ? SLICED : 1.0);
+					best = e;
+					which = w;
+					g = gs[i];
+				}
 			}
 		}
 	}
@@ -234,10 +243,13 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 		iops = bi;
 		set_throttle(m, which, bw, iops, g);
 		/* The refill again, with the channels known. */
+		double bs = best * (g ? SLICED : 1.0);
+
 		for (unsigned i = 0; i < sizeof(gs) / sizeof(gs[0]); i++) {
 			set_throttle(m, which, bw, iops, gs[i]);
 			e = misfit(&f);
-			if (e < best * 0.98) {
+			if (e * (gs[i] ? SLICED : 1.0) < bs * 0.98) {
+				bs = e * (gs[i] ? SLICED : 1.0);
 				best = e;
 				g = gs[i];
 			}

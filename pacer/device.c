@@ -18,8 +18,10 @@
  *      first and holds it for its service time
  *        (latency + n / transfer) x z
  *      latency: the fixed cost (a draw of `latency`), transfer: the rate one
- *      request moves its bytes at, on one of `lanes` data paths (the bytes
- *      of at most `lanes` requests move at once: a disk with one data path
+ *      request moves its bytes at, on one of `lanes` data paths after a
+ *      `serial` time there (what requests pay one at a time: a controller's
+ *      or a link's per-request work; the bytes of at most `lanes` requests
+ *      move at once: a disk with one data path
  *      serves 4 requests of 1 MiB in 4 transfer times, however many channels
  *      overlap their fixed costs; 0: no limit), z: the residual noise, a
  *      lognormal factor with median 1 and p99 noise (1: none).
@@ -211,11 +213,11 @@ uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, u
 	due = svc >= 1.8e19 ? UINT64_MAX : s + (uint64_t)(svc + 0.5);
 	if (due < s)
 		due = UINT64_MAX;
-	if (len) {
+	if (len || rt->serial_ns) {
 		unsigned nl = rt->lanes > DL_PACER_MAX_LANES ? DL_PACER_MAX_LANES
 							     : (unsigned)rt->lanes,
 			 l = 0;
-		double x = (double)len * 1e9 / (double)rt->transfer * z;
+		double x = ((double)rt->serial_ns + (double)len * 1e9 / (double)rt->transfer) * z;
 
 		if (nl) {
 			for (unsigned i = 1; i < nl; i++)

@@ -14,7 +14,9 @@
  *      refilled bucket is what gives fast medians with long stalls: 1 MiB
  *      reads under blk-throttle at QD1, p50 0.6 ms and p99 80 ms;
  *   3. channels (queue_depth) likewise from the points with more clients,
- *      then the data paths (lanes: 1, 2, 4, 8 or one per channel);
+ *      then the data paths (lanes: 1, 2, 4, 8 or one per channel) and the
+ *      part of the fixed cost paid on them one at a time (serial), then the
+ *      channels again;
  *   4. the bucket rates from the three highest measured rates;
  *   5. the residual noise's p99 factor, likewise.
  * A point's quantiles come from log-linear histograms (3%). */
@@ -222,6 +224,26 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 			}
 		}
 		m->lanes = bl;
+		/* The serial part of the fixed cost (the rest on the channels). */
+		{
+			static const uint64_t ser[] = {2000, 5000, 10000, 20000, 50000, 100000};
+			uint64_t bsr = 0, total = m->latency.a_ns;
+
+			best = misfit(&f);
+			for (unsigned i = 0; i < sizeof(ser) / sizeof(ser[0]); i++) {
+				if (ser[i] > total)
+					break;
+				m->serial_ns = ser[i];
+				m->latency.a_ns = total - ser[i];
+				e = misfit(&f);
+				if (e < best * 0.98) {
+					best = e;
+					bsr = ser[i];
+				}
+			}
+			m->serial_ns = bsr;
+			m->latency.a_ns = total - bsr;
+		}
 	}
 	/* Step 4: the rates, from the highest measured ones. */
 	if (which) {
@@ -281,6 +303,7 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 	out->refill_ns = m->refill_ns;
 	out->noise_ppm = m->noise_ppm;
 	out->lanes = m->lanes;
+	out->serial_ns = m->serial_ns;
 	pacer_sizes_free(&out->lat_size);
 	pacer_conc_free(&out->conc);
 	snprintf(why, whylen, "%s%s%s, refilled %s", which ? "throttle:" : "no throttle",

@@ -60,6 +60,9 @@ const struct opt pacer_opts[] = {
     {"lanes", T_COUNT, DEV(lanes), 0,
      "device model: data paths: the bytes of at most this many requests move at once, each "
      "at transfer (at most 64; unlimited or 0: every channel moves its own)"},
+    {"serial", T_TIME, DEV(serial_ns), 0,
+     "device model: per request on its data path before its bytes: the part of the fixed "
+     "cost requests pay one at a time (a controller's or link's per-request work); 0: none"},
     {"noise", T_FACTOR, DEV(noise_ppm), 0,
      "device model: the service time's residual noise, a lognormal factor with median 1 "
      "and this p99 (1.3: the slowest 1% take 1.3x the median or more); 1 or none: no noise"},

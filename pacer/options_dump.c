@@ -166,7 +166,8 @@ static int device_only(const struct opt *o)
 				     off == offsetof(struct dl_dev_model, refill_ns) ||
 				     off == offsetof(struct dl_dev_model, iops_burst) ||
 				     off == offsetof(struct dl_dev_model, noise_ppm) ||
-				     off == offsetof(struct dl_dev_model, lanes));
+				     off == offsetof(struct dl_dev_model, lanes) ||
+				     off == offsetof(struct dl_dev_model, serial_ns));
 }
 
 /* A device model in words, as YAML comment lines: what each key is. */
@@ -191,6 +192,8 @@ static void describe(const struct dl_dev_model *m, const char *cls, FILE *out, i
 		fprintf(out, " on one of %llu data paths (%s.lanes)", (unsigned long long)m->lanes, cls);
 	else
 		fprintf(out, " on a data path of its own (%s.lanes unlimited)", cls);
+	if (m->serial_ns)
+		fprintf(out, " after %.1fus there (%s.serial)", (double)m->serial_ns / 1e3, cls);
 	if (m->noise_ppm)
 		fprintf(out, ", times a noise of p99 x%.3g (%s.noise)", (double)m->noise_ppm / 1e6, cls);
 	fprintf(out, "\n");

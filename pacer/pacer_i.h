@@ -121,7 +121,7 @@ struct pacer_rates {
 	uint64_t bandwidth, burst, iops;
 	uint32_t queue_depth;
 	/* device model (device.c): 0 transfer means the plain model */
-	uint64_t transfer, refill_ns, iops_burst, lanes;
+	uint64_t transfer, refill_ns, iops_burst, lanes, serial_ns;
 };
 
 /* What held a request back (for fair sharing's demand estimate). */

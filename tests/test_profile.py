@@ -131,7 +131,7 @@ class Profile(unittest.TestCase):
     def test_summary_says_the_fit(self):
         out = self.r.stdout
         self.assertIn("model: MB/s", out)
-        self.assertRegex(out, r"read model: service [\d.]+[mu]s \+ size / [\d.]+ MB/s on ")
+        self.assertRegex(out, r"read model: service [\d.]+[mu]s \+ [\d.]+us serial \+ size / [\d.]+ MB/s on ")
         self.assertIn("worst misfits (model / measured", out)
         self.assertRegex(out, r"\n    (read|write) +\d+[KM]iB +x\d+ +MB/s [\d.]+  p50 [\d.]+  p99 [\d.]+")
 

@@ -82,6 +82,8 @@ struct dl_dev_model {
 	uint64_t iops_burst;	/* IO bucket depth in requests (0: 1, or iops x refill) */
 	uint64_t noise_ppm;	/* p99 / p50 of the service noise x 10^6 (0 or 10^6: none) */
 	uint64_t lanes;		/* requests moving bytes at once, each at transfer (0: all) */
+	uint64_t serial_ns;	/* per request on its data path, before its bytes: the part
+				 * of the fixed cost requests pay one at a time (per lane) */
 };
 #define DL_PACER_MAX_LANES 64
 

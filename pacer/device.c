@@ -15,16 +15,16 @@
  *      start full: a throttle's first allowance is there at once.
  *   2. device: queue_depth channels (internal parallelism: requests served
  *      at once; 0 unlimited). The request takes the channel that frees
- *      first and holds it for its service time
- *        (latency + n / transfer) x z
- *      latency: the fixed cost (a draw of `latency`), transfer: the rate one
- *      request moves its bytes at, on one of `lanes` data paths after a
- *      `serial` time there (what requests pay one at a time: a controller's
- *      or a link's per-request work; the bytes of at most `lanes` requests
- *      move at once: a disk with one data path
- *      serves 4 requests of 1 MiB in 4 transfer times, however many channels
- *      overlap their fixed costs; 0: no limit), z: the residual noise, a
- *      lognormal factor with median 1 and p99 noise (1: none).
+ *      first and holds it for its service time: its fixed cost, a draw of
+ *      `latency` times z, then on the data path that frees first a
+ *      `serial` time times z (what requests pay one at a time: a
+ *      controller's or a link's per-request work) and its bytes at
+ *      `transfer`, the rate one request moves them at. The bytes of at most
+ *      `lanes` requests move at once (a disk with one data path serves 4
+ *      requests of 1 MiB in 4 transfer times, however many channels overlap
+ *      their fixed costs; 0: no limit). z is the residual noise, a lognormal
+ *      factor with median 1 and p99 `noise` (1: none), on the fixed cost
+ *      only: interference that stretches a request's start, not its bytes.
  * due = start of service + service time. queue = due - arrival - service
  * (the throttle's hold and the wait for a channel): a tail that comes from
  * the throttle comes out of its bucket, never from a latency draw. */
@@ -217,7 +217,7 @@ uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, u
 		unsigned nl = rt->lanes > DL_PACER_MAX_LANES ? DL_PACER_MAX_LANES
 							     : (unsigned)rt->lanes,
 			 l = 0;
-		double x = ((double)rt->serial_ns + (double)len * 1e9 / (double)rt->transfer) * z;
+		double x = (double)rt->serial_ns * z + (double)len * 1e9 / (double)rt->transfer;
 
 		if (nl) {
 			for (unsigned i = 1; i < nl; i++)

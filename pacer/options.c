@@ -49,7 +49,7 @@ const struct opt pacer_opts[] = {
      "KEY.SIZE=none the row), KEY=none clears"},
     {"transfer", T_RATE, DEV(transfer), 0,
      "a device model (what `dliofs profile` fits): the rate one request moves its bytes at "
-     "on the device; a request's service is (latency + size / transfer) x noise on one of "
+     "on the device; a request's service is latency x noise + size / transfer on one of "
      "queue_depth channels, after the throttle: bandwidth/burst and iops/iops_burst become "
      "token buckets refilled every `refill`. 0: the plain model"},
     {"refill", T_TIME, DEV(refill_ns), 0,
@@ -64,8 +64,8 @@ const struct opt pacer_opts[] = {
      "device model: per request on its data path before its bytes: the part of the fixed "
      "cost requests pay one at a time (a controller's or link's per-request work); 0: none"},
     {"noise", T_FACTOR, DEV(noise_ppm), 0,
-     "device model: the service time's residual noise, a lognormal factor with median 1 "
-     "and this p99 (1.3: the slowest 1% take 1.3x the median or more); 1 or none: no noise"},
+     "device model: the residual noise, a lognormal factor with median 1 and this p99 on "
+     "the fixed cost (latency and serial, not the bytes); 1 or none: no noise"},
     {"phases.count", T_NPHASES, TOP(nphases), 1,
      "number of phases (0: the constant model above; at most 16); setting phases.N.* with "
      "N = count appends a phase that starts as a copy of the constant model"},

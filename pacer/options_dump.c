@@ -334,10 +334,11 @@ void dl_pacer_cfg_help(FILE *out)
 		"  A device model (transfer above 0; what dliofs profile fits): a request\n"
 		"  leaves the throttle when the byte bucket (bandwidth, burst) and the IO\n"
 		"  bucket (iops, iops_burst), refilled every `refill` (0: continuously), hold\n"
-		"  enough, then holds one of queue_depth channels for (latency + size /\n"
-		"  transfer on one of `lanes` data paths) x noise. A what-if key changes its\n"
-		"  part only: bandwidth the byte bucket, iops the IO bucket, latency the fixed\n"
-		"  cost. Older profiles give latency_by_size, drawn for the request's size,\n"
+		"  enough, then holds one of queue_depth channels for latency x noise, then\n"
+		"  serial x noise + size / transfer on one of `lanes` data paths. A what-if\n"
+		"  key changes its part only: bandwidth the byte bucket, iops the IO bucket,\n"
+		"  latency the fixed cost. Older profiles give latency_by_size, drawn for the\n"
+		"  request's size,\n"
 		"  and bandwidth_by_concurrency, which stretches that latency by\n"
 		"  k bw(1) / bw(k) when k requests of the class are in service.\n");
 }

@@ -75,8 +75,9 @@ struct dl_dev_model {
 	 *   throttle: a byte bucket (bandwidth, burst) and an IO bucket (iops,
 	 *     iops_burst), both refilled every `refill` (0: continuously);
 	 *   device: queue_depth channels; a request holds one for its service:
-	 *     its fixed cost (latency), then its bytes at `transfer` on one of
-	 *     `lanes` data paths, both times a noise draw. */
+	 *     its fixed cost (latency), then `serial` and its bytes at
+	 *     `transfer` on one of `lanes` data paths; a noise draw multiplies
+	 *     the fixed cost and serial. */
 	uint64_t transfer;	/* bytes/s one request moves at on the device (0: no device model) */
 	uint64_t refill_ns;	/* buckets refill in lumps every refill_ns (0: continuously) */
 	uint64_t iops_burst;	/* IO bucket depth in requests (0: 1, or iops x refill) */

@@ -157,7 +157,10 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 	static const uint64_t gs[] = {0,	   10000000,  20000000,	 50000000,
 				      100000000, 200000000, 500000000, 1000000000};
 	static const uint32_t qs[] = {0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
-	static const double noises[] = {1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0};
+	/* Up to 3x: a larger spread at QD1 is interference (neighbours on a
+	 * shared disk), and a noise that large would lengthen every service
+	 * (its mean) and so every queue at depth. */
+	static const double noises[] = {1.0, 1.1, 1.25, 1.5, 2.0, 3.0};
 	struct fit f;
 	struct dl_dev_model *m;
 	double fixed, rate, best, e, bw, iops;

@@ -234,10 +234,10 @@ static unsigned pattern(const struct dl_pacer_cfg *cfg, struct dl_fit_point *pts
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < 6; i++)
-		sim(cfg, sizes[i], 1, 1000 * MS, &pts[n++]);
+		sim(cfg, sizes[i], 1, 700 * MS, &pts[n++]);
 	for (unsigned s = 0; s < 2; s++)
 		for (unsigned i = 0; i < 5; i++)
-			sim(cfg, s ? MiB : 4 * KiB, ks[i], 1000 * MS, &pts[n++]);
+			sim(cfg, s ? MiB : 4 * KiB, ks[i], 700 * MS, &pts[n++]);
 	return n;
 }
 

@@ -146,9 +146,14 @@ static void write_class(FILE *f, const struct prof_result *r, int write)
 			m->refill_ns ? "a throttle" : "the device's (or its link's) ceiling");
 	else
 		fprintf(f, "    bandwidth: unlimited    # no byte limit beyond the service time\n");
+	if (m->bandwidth && m->burst && !m->refill_ns)
+		fprintf(f, "    burst: %.3fMB            # byte bucket depth\n", (double)m->burst / 1e6);
 	if (m->iops)
 		fprintf(f, "    iops: %llu               # IO bucket\n",
 			(unsigned long long)m->iops);
+	if (m->iops && m->iops_burst && !m->refill_ns)
+		fprintf(f, "    iops_burst: %llu         # IO bucket depth\n",
+			(unsigned long long)m->iops_burst);
 	else
 		fprintf(f, "    iops: unlimited         # no IO limit beyond the channels\n");
 	if (m->refill_ns) {

@@ -17,7 +17,8 @@
  *      then the data paths (lanes: 1, 2, 4, 8 or one per channel) and the
  *      part of the fixed cost paid on them one at a time (serial), then the
  *      channels again;
- *   4. the bucket rates from the three highest measured rates;
+ *   4. the bucket rates from the three highest measured rates, and a
+ *      continuous bucket's depth (burst);
  *   5. the residual noise's p99 factor, likewise.
  * A point's quantiles come from log-linear histograms (3%). */
 #include <errno.h>
@@ -289,6 +290,34 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 			}
 		}
 		set_throttle(m, which, bw, iops, g);
+		/* A continuous bucket's depth: what it lets through at once
+		 * after idle time, as rate x 10 ms, 100 ms or 1 s (a period's
+		 * bucket gets its lump instead). */
+		if (!g) {
+			/* A deep bucket makes a short measurement faster than
+			 * the rate: the rate is tried lower with it. */
+			static const double depths[] = {0.01, 0.1, 1.0}, lower[] = {1.0, 0.93, 0.86};
+			double br = 1.0;
+			uint64_t bb0 = 0, bi0 = 0;
+
+			for (unsigned i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
+				for (unsigned j = 0; j < sizeof(lower) / sizeof(lower[0]); j++) {
+					set_throttle(m, which, bw * lower[j], iops * lower[j], 0);
+					m->burst = (which & 1) ? (uint64_t)(bw * 1e6 * depths[i]) : 0;
+					m->iops_burst = (which & 2) ? (uint64_t)(iops * depths[i]) : 0;
+					e = misfit(&f);
+					if (e < best * 0.98) {
+						best = e;
+						bb0 = m->burst;
+						bi0 = m->iops_burst;
+						br = lower[j];
+					}
+				}
+			}
+			set_throttle(m, which, bw * br, iops * br, 0);
+			m->burst = bb0;
+			m->iops_burst = bi0;
+		}
 	}
 	/* Step 5: the noise. */
 	{

@@ -151,11 +151,11 @@ static void write_class(FILE *f, const struct prof_result *r, int write)
 	if (m->iops)
 		fprintf(f, "    iops: %llu               # IO bucket\n",
 			(unsigned long long)m->iops);
+	else
+		fprintf(f, "    iops: unlimited         # no IO limit beyond the channels\n");
 	if (m->iops && m->iops_burst && !m->refill_ns)
 		fprintf(f, "    iops_burst: %llu         # IO bucket depth\n",
 			(unsigned long long)m->iops_burst);
-	else
-		fprintf(f, "    iops: unlimited         # no IO limit beyond the channels\n");
 	if (m->refill_ns) {
 		fmt_ns(m->refill_ns, refill, sizeof(refill));
 		fprintf(f, "    refill: %s            # the buckets refill in lumps every %s\n", refill,

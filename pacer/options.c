@@ -65,6 +65,10 @@ const struct opt pacer_opts[] = {
     {"serial", T_TIME, DEV(serial_ns), 0,
      "device model: per request on its data path before its bytes: the part of the fixed "
      "cost requests pay one at a time (a controller's or link's per-request work); 0: none"},
+    {"stall_every", T_COUNT, DEV(stall_every), 0,
+     "device model: one request in this many stalls on its channel for an exponential time "
+     "of mean `stall` (a shared disk's neighbours); 0 or unlimited: none"},
+    {"stall", T_TIME, DEV(stall_ns), 0, "device model: the mean of a stall (see stall_every)"},
     {"noise", T_FACTOR, DEV(noise_ppm), 0,
      "device model: the residual noise, a lognormal factor with median 1 and this p99 on "
      "the fixed cost (latency and serial, not the bytes); 1 or none: no noise"},

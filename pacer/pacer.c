@@ -328,8 +328,9 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 			if (rt.transfer)
 				due = pacer_device_model(
 				    d, &rt, now_ns, lat,
-				    pacer_noise(m->noise_ppm, k->noise_key, k->draws - 1), miss,
-				    &start, &held);
+				    pacer_noise(m->noise_ppm, k->noise_key, k->draws - 1),
+				    pacer_stall(m->stall_every, m->stall_ns, k->stall_key, k->draws - 1),
+				    miss, &start, &held);
 			else
 				due = pacer_device(d, &rt, now_ns, lat, miss, &start, &held);
 			pacer_share_account(jc, r->len, held);
@@ -594,6 +595,7 @@ int dl_pacer_new(const struct dl_pacer_cfg *cfg, uint64_t now_ns, uint64_t seed,
 		pthread_mutex_init(&k->lock, NULL);
 		k->key = dl_key2(seed, (uint64_t)c + 1);
 		k->noise_key = dl_key3(seed, (uint64_t)c + 1, 0x9015e);
+		k->stall_key = dl_key3(seed, (uint64_t)c + 1, 0x57a11);
 		k->dev.pipe_x = now_ns; /* the bucket starts empty */
 		k->win_start = now_ns;
 		k->jobs = calloc(PACER_JOB_SLOTS, sizeof(*k->jobs));

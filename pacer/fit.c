@@ -97,8 +97,21 @@ static double misfit(struct fit *f)
 	return s;
 }
 
-/* Step 1: fixed cost and transfer rate from the one-client points. */
-static void fit_service(const struct dl_fit_point *p, unsigned n, double *fixed, double *rate)
+/* A one-client point's service time: its median, or its 10th percentile
+ * when the median is already a stall (two populations). */
+static double qd1_time(const struct dl_fit_point *p)
+{
+	double y = (double)p->p50_ns;
+
+	if (p->p10_ns && y > 3.0 * (double)p->p10_ns)
+		y = (double)p->p10_ns;
+	return y;
+}
+
+/* Weighted least squares (relative errors) of time = a + b size over the
+ * one-client points not dropped. */
+static unsigned fit_line(const struct dl_fit_point *p, unsigned n, const int *drop, double *ra,
+			 double *rb)
 {
 	double sw = 0, sx = 0, sxx = 0, sy = 0, sxy = 0, a, b, det;
 	unsigned used = 0;
@@ -106,11 +119,9 @@ static void fit_service(const struct dl_fit_point *p, unsigned n, double *fixed,
 	for (unsigned i = 0; i < n; i++) {
 		double y, x = (double)p[i].size, w;
 
-		if (p[i].clients != 1 || !p[i].p50_ns)
+		if (p[i].clients != 1 || !p[i].p50_ns || drop[i])
 			continue;
-		y = (double)p[i].p50_ns;
-		if (p[i].p10_ns && y > 3.0 * (double)p[i].p10_ns)
-			y = (double)p[i].p10_ns;
+		y = qd1_time(&p[i]);
 		w = 1.0 / (y * y);
 		sw += w;
 		sx += w * x;
@@ -119,14 +130,13 @@ static void fit_service(const struct dl_fit_point *p, unsigned n, double *fixed,
 		sxy += w * x * y;
 		used++;
 	}
-	*fixed = 0;
-	*rate = 0;
+	*ra = *rb = 0;
 	if (!used)
-		return;
+		return 0;
 	det = sw * sxx - sx * sx;
 	if (used < 2 || fabs(det) < 1e-300) {
-		*fixed = sy / sw;
-		return;
+		*ra = sy / sw;
+		return used;
 	}
 	a = (sxx * sy - sx * sxy) / det;
 	b = (sw * sxy - sx * sy) / det;
@@ -137,6 +147,41 @@ static void fit_service(const struct dl_fit_point *p, unsigned n, double *fixed,
 	if (b <= 0) { /* no growth with size: all fixed cost */
 		a = sy / sw;
 		b = 0;
+	}
+	*ra = a;
+	*rb = b;
+	return used;
+}
+
+/* Step 1: fixed cost and transfer rate from the one-client points. A point
+ * more than twice as slow as the line through the others was disturbed
+ * (a neighbour's burst on a shared disk only ever slows): it is dropped
+ * and the line fitted again, keeping at least three points. */
+static void fit_service(const struct dl_fit_point *p, unsigned n, double *fixed, double *rate)
+{
+	int drop[64] = {0};
+	double a, b;
+	unsigned used = fit_line(p, n, drop, &a, &b);
+
+	for (int round = 0; round < 3 && used > 3; round++) {
+		unsigned worst = n;
+		double wr = 2.0;
+
+		for (unsigned i = 0; i < n; i++) {
+			double r;
+
+			if (p[i].clients != 1 || !p[i].p50_ns || drop[i] || !(a + b * (double)p[i].size > 0))
+				continue;
+			r = qd1_time(&p[i]) / (a + b * (double)p[i].size);
+			if (r > wr) {
+				wr = r;
+				worst = i;
+			}
+		}
+		if (worst == n)
+			break;
+		drop[worst] = 1;
+		used = fit_line(p, n, drop, &a, &b);
 	}
 	*fixed = a;
 	*rate = b > 0 ? 1e9 / b : 0;

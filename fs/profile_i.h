@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dliofs/pacer.h"
+
 /* How the storage's client cache was kept out of the figures. */
 enum prof_bypass {
 	PROF_DIRECT,  /* O_DIRECT reads and writes */
@@ -117,7 +119,24 @@ struct prof_result {
 	unsigned npt;
 	struct prof_meta meta;
 	int have_meta;
+	/* The device model fitted per class (profile_fit.c), and what it
+	 * predicts for each point (model[i] for pt[i]). */
+	int fitted[2];	/* [write] */
+	struct dl_dev_model dev[2];
+	char fit_note[2][160];
+	struct dl_fit_point model[PROF_MAX_POINTS];
+	int have_model[PROF_MAX_POINTS];
 };
+
+/* profile_fit.c: fit the device model of each class measured, and replay
+ * every point on it (r->dev, r->model). A class that cannot be fitted is
+ * said on stderr and left out (r->fitted[w] 0); -ENOMEM only. */
+int prof_fit(struct prof_result *r);
+void prof_fit_free(struct prof_result *r);
+/* How far pt[i]'s model is from the measurement: the largest of
+ * |model / measured - 1| over MB/s, p50, p99 (MB/s counted against the 10%
+ * goal, latencies against 20%: each divided by its goal). */
+double prof_misfit(const struct prof_result *r, unsigned i);
 
 const char *prof_bypass_name(enum prof_bypass b);
 const char *prof_bypass_how(enum prof_bypass b);
@@ -128,6 +147,10 @@ int prof_write(const struct prof_result *r, const char *out, unsigned *ntables);
 void prof_summary(const struct prof_result *r, FILE *o);
 /* "4KiB", "1MiB": the sizes the profile uses as keys. */
 void prof_size_name(uint64_t b, char *buf, size_t len);
+
+/* profile_check.c: `dliofs profile --check PROFILE`: each measured point
+ * against the profile's model replayed in virtual time, printed to o. */
+int prof_check(const char *path, FILE *o);
 
 /* cli_profile.c */
 int dl_cli_profile(int argc, char **argv);

@@ -316,5 +316,12 @@ static void allocate(struct pacer_job_cls *jobs, uint64_t win_start, const struc
 		f->iops = m->iops ? (uint64_t)fmin((double)m->iops * share, cio[i]) : 0;
 		f->queue_depth = m->queue_depth ? (uint32_t)((double)m->queue_depth * share) : 0;
 		jc->rates_idle = !jc->outstanding;
+		/* A device model: each job's requests take the device's
+		 * service time on its share of the channels. */
+		rt->transfer = m->transfer;
+		rt->refill_ns = m->refill_ns;
+		rt->iops_burst = m->iops_burst;
+		rt->lanes = m->lanes;
+		rt->serial_ns = m->serial_ns;
 	}
 }

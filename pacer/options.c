@@ -36,6 +36,10 @@ const struct opt pacer_opts[] = {
      "unlimited or 0: no limit"},
     {"latency", T_LAT, DEV(latency), 0,
      "per-request latency, in YAML also {dist: NAME, PARAM: time, ...}: "},
+    {"cached_latency", T_LAT, DEV(cached_latency), 0,
+     "meta: the latency of a request for an inode the client has cached (seen before, not "
+     "evicted, no `dliofs cache drop` since); `latency` is then a first touch's. none or 0: "
+     "no inode cache, every request takes `latency`. Same forms as latency: "},
     {"latency_by_size", T_LATSIZE, DEV(lat_size), 0,
      "latency of a request alone on the device by its size, {4KiB: LATENCY, 1MiB: LATENCY, "
      "...} (measured by `dliofs profile`); replaces latency for requests with data: between "
@@ -565,6 +569,7 @@ static void free_models(struct dl_dev_model *m)
 {
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		pacer_lat_free(&m[c].latency);
+		pacer_lat_free(&m[c].cached_latency);
 		pacer_sizes_free(&m[c].lat_size);
 		pacer_conc_free(&m[c].conc);
 	}
@@ -578,11 +583,15 @@ static int copy_models(struct dl_dev_model *dst, const struct dl_dev_model *src)
 		dst[c] = src[c];
 		dst[c].latency.values_ns = NULL;
 		dst[c].latency.cdf = NULL;
+		dst[c].cached_latency.values_ns = NULL;
+		dst[c].cached_latency.cdf = NULL;
 		memset(&dst[c].lat_size, 0, sizeof(dst[c].lat_size));
 		memset(&dst[c].conc, 0, sizeof(dst[c].conc));
 	}
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		ret = pacer_lat_copy(&dst[c].latency, &src[c].latency);
+		if (!ret)
+			ret = pacer_lat_copy(&dst[c].cached_latency, &src[c].cached_latency);
 		if (!ret)
 			ret = pacer_sizes_copy(&dst[c].lat_size, &src[c].lat_size);
 		if (!ret)
@@ -785,6 +794,18 @@ static int check_models(const struct dl_dev_model *m, const char *prefix, char *
 		if (pacer_lat_check(&m[c].latency, why, sizeof(why))) {
 			snprintf(err, errlen, "%s%s.latency: %s", prefix, pacer_class_names[c],
 				 why);
+			return -EINVAL;
+		}
+		if (pacer_lat_check(&m[c].cached_latency, why, sizeof(why))) {
+			snprintf(err, errlen, "%s%s.cached_latency: %s", prefix,
+				 pacer_class_names[c], why);
+			return -EINVAL;
+		}
+		if (c != DL_OP_META && m[c].cached_latency.kind != DL_LAT_NONE) {
+			snprintf(err, errlen,
+				 "%s%s.cached_latency: only metadata has an inode cache (use "
+				 "meta.cached_latency; a cache of data is cache.policy)",
+				 prefix, pacer_class_names[c]);
 			return -EINVAL;
 		}
 		if (pacer_sizes_check(&m[c].lat_size, why, sizeof(why))) {

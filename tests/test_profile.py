@@ -61,8 +61,8 @@ class Profile(unittest.TestCase):
         out = self.r.stdout
         self.assertIn("MB/s", out)
         self.assertIn("p99", out)
-        for what in ("read  4KiB    1", "read  1MiB    4", "write 4KiB    1", "stat", "open+close",
-                     "readdir", "fsync"):
+        for what in ("read  4KiB    1", "read  1MiB    4", "write 4KiB    1", "stat", "stat, cached",
+                     "open+close", "readdir", "fsync"):
             self.assertIn(what, out)
         self.assertIn("wrote %s" % self.out, out)
         # No progress line: stderr is not a terminal here.
@@ -106,6 +106,11 @@ class Profile(unittest.TestCase):
             rates = [float(x) for x in re.findall(r"\d+: ([\d.]+)MB/s", pts)]
             self.assertGreater(len(rates), 1, pts)
             self.assertEqual(rates, sorted(rates), "%s: %s" % (size, pts))
+        # Metadata: a first touch (caches dropped) and a touch of an inode
+        # the client has (the same names again).
+        self.assertRegex(text, r'meta: \{latency: "empirical\([^)]*meta-stat\.lat\)", '
+                               r'cached_latency: "empirical\([^)]*meta-stat-cached\.lat\)"\}')
+        self.assertRegex(text, r"stat_cached: \{n: \d+")
         tables = re.findall(r'"empirical\(([^)]+)\)"', text)
         self.assertGreaterEqual(len(tables), 6 + 4 + 1, text)  # read sizes, write sizes, stat
         for t in tables:

@@ -117,9 +117,10 @@ uint64_t pacer_run_latency(const struct dl_dev_model *m, uint64_t key, uint64_t 
 {
 	uint64_t before, after;
 
-	/* A plain model's latency is a per-request cost: a continuation's
-	 * bytes only go through the token bucket. */
-	if (!m->lat_size.n)
+	/* A plain model's latency is a per-request cost, and a device model's
+	 * (transfer) its fixed cost: a continuation's bytes only go through
+	 * the token bucket, or the device's transfer. */
+	if (!m->lat_size.n || m->transfer)
 		return 0;
 	/* latency_by_size holds a whole request's time: growing the run's IO
 	 * from run_bytes by len takes the difference (the same draw at both

@@ -1,5 +1,6 @@
 /* The pacer's options as text: a value as the config writes it, the
  * effective model as YAML, and the help, all from the options table. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -103,7 +104,10 @@ void pacer_fmt_val(const struct opt *o, const void *field, char *buf, size_t len
 		break;
 	case T_COUNT:
 		u = *(const uint64_t *)field;
-		if (!u)
+		/* iops_burst 0 is not "unlimited": the bucket's least depth. */
+		if (!u && o->scope == S_DEV && o->off == offsetof(struct dl_dev_model, iops_burst))
+			snprintf(buf, len, "0");
+		else if (!u)
 			snprintf(buf, len, "unlimited");
 		else
 			fmt_count(u, buf, len);
@@ -135,6 +139,13 @@ void pacer_fmt_val(const struct opt *o, const void *field, char *buf, size_t len
 	case T_NRULES:
 		snprintf(buf, len, "%u", *(const unsigned *)field);
 		break;
+	case T_FACTOR:
+		u = *(const uint64_t *)field;
+		if (!u)
+			snprintf(buf, len, "none");
+		else
+			snprintf(buf, len, "%.4g", (double)u / 1e6);
+		break;
 	case T_SHARE:
 		u = (uint64_t) * (const enum dl_share_policy *)field;
 		snprintf(buf, len, "%s", u < 2 ? pacer_share_names[u] : "?");
@@ -145,14 +156,72 @@ void pacer_fmt_val(const struct opt *o, const void *field, char *buf, size_t len
 
 /* ---- dump and help, from the same table ---- */
 
+/* The keys only a device model has (transfer > 0): a plain model's dump
+ * stays as it was. */
+static int device_only(const struct opt *o)
+{
+	size_t off = o->off;
+
+	return o->scope == S_DEV && (off == offsetof(struct dl_dev_model, transfer) ||
+				     off == offsetof(struct dl_dev_model, refill_ns) ||
+				     off == offsetof(struct dl_dev_model, iops_burst) ||
+				     off == offsetof(struct dl_dev_model, noise_ppm) ||
+				     off == offsetof(struct dl_dev_model, lanes));
+}
+
+/* A device model in words, as YAML comment lines: what each key is. */
+static void describe(const struct dl_dev_model *m, const char *cls, FILE *out, int indent)
+{
+	char ch[32], lat[320];
+
+	if (!m->transfer)
+		return;
+	if (m->latency.kind == DL_LAT_CONST)
+		snprintf(lat, sizeof(lat), "%.1fus", (double)m->latency.a_ns / 1e3);
+	else
+		pacer_lat_format(&m->latency, lat, sizeof(lat));
+	snprintf(ch, sizeof(ch), "%u", m->queue_depth);
+	fprintf(out,
+		"%*s# a device model: a request leaves the throttle, then holds one of %s channels "
+		"(%s.queue_depth)\n",
+		indent, "", m->queue_depth ? ch : "unlimited", cls);
+	fprintf(out, "%*s# for its fixed cost %s (%s.latency) and its bytes at %.1f MB/s (%s.transfer)",
+		indent, "", lat, cls, (double)m->transfer / 1e6, cls);
+	if (m->lanes)
+		fprintf(out, " on one of %llu data paths (%s.lanes)", (unsigned long long)m->lanes, cls);
+	else
+		fprintf(out, " on a data path of its own (%s.lanes unlimited)", cls);
+	if (m->noise_ppm)
+		fprintf(out, ", times a noise of p99 x%.3g (%s.noise)", (double)m->noise_ppm / 1e6, cls);
+	fprintf(out, "\n");
+	if (!m->bandwidth && !m->iops) {
+		fprintf(out, "%*s# throttle: none (%s.bandwidth and %s.iops unlimited)\n", indent, "",
+			cls, cls);
+		return;
+	}
+	fprintf(out, "%*s# throttle:", indent, "");
+	if (m->bandwidth)
+		fprintf(out, " a byte bucket of %.1f MB/s (%s.bandwidth)", (double)m->bandwidth / 1e6,
+			cls);
+	if (m->iops)
+		fprintf(out, "%s an IO bucket of %llu/s (%s.iops)", m->bandwidth ? " and" : "",
+			(unsigned long long)m->iops, cls);
+	if (m->refill_ns)
+		fprintf(out, ", refilled in lumps every %.0f ms (%s.refill; blk-throttle: 100 ms)\n",
+			(double)m->refill_ns / 1e6, cls);
+	else
+		fprintf(out, ", refilled continuously (%s.refill 0)\n", cls);
+}
+
 static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
 {
 	char buf[8192];
 
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		fprintf(out, "%*s%s:\n", indent, "", pacer_class_names[c]);
+		describe(&m[c], pacer_class_names[c], out, indent + 2);
 		for (unsigned i = 0; i < pacer_nopts; i++) {
-			if (pacer_opts[i].scope != S_DEV)
+			if (pacer_opts[i].scope != S_DEV || (device_only(&pacer_opts[i]) && !m[c].transfer))
 				continue;
 			pacer_fmt_val(&pacer_opts[i], (const char *)&m[c] + pacer_opts[i].off, buf, sizeof(buf));
 			fprintf(out, "%*s%s: %s\n", indent + 2, "", pacer_opts[i].name, buf);

@@ -321,7 +321,7 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 	if (run && due < run_due)
 		due = run_due;
 	if (buffered)
-		pacer_run_note(&k->runs, r->file_id, r->off, r->len, due, run != NULL);
+		pacer_run_note(&k->runs, r->file_id, r->off, r->len, now, due, run != NULL);
 	if (run)
 		k->st.merged++;
 	else

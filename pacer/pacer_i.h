@@ -93,13 +93,16 @@ uint64_t pacer_cache_capacity(const struct pacer_cache *c);	/* bytes */
 /* ---- devwork.c: what a device does for the requests (merged runs of a
  * buffered reader, the inode cache); under the class lock ---- */
 #define PACER_RUN_SLOTS 64
-#define PACER_RUN_MAX (1ULL << 20)		/* a merged run: at most a 1 MiB bio */
+#define PACER_RUN_MAX (1ULL << 20)		/* a merged run: at most a 1 MiB bio, and the
+						 * largest readahead window */
 #define PACER_RUN_WINDOW_NS (10ULL * 1000000) /* the next piece within 10 ms of the last */
 #define PACER_INODE_BITS 18
 #define PACER_INODE_SLOTS (1ULL << PACER_INODE_BITS)
 
+/* A file's stream of reads: where it is, the run (IO) it is in and the
+ * readahead window that run fills. */
 struct pacer_run {
-	uint64_t file, end, bytes, due;
+	uint64_t file, end, bytes, window, due;
 	int live;
 };
 struct pacer_runs {
@@ -111,8 +114,8 @@ struct pacer_runs {
  * what was decided; due: when it is done). */
 const struct pacer_run *pacer_run_continues(struct pacer_runs *t, uint64_t file, uint64_t off,
 					    uint64_t len, uint64_t now);
-void pacer_run_note(struct pacer_runs *t, uint64_t file, uint64_t off, uint64_t len, uint64_t due,
-		    int cont);
+void pacer_run_note(struct pacer_runs *t, uint64_t file, uint64_t off, uint64_t len, uint64_t now,
+		    uint64_t due, int cont);
 void pacer_runs_clear(struct pacer_runs *t);
 /* The latency draw i of a continuation of len bytes of a run of run_bytes:
  * what growing the run's IO takes, without a request's fixed cost. */

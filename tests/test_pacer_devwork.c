@@ -183,6 +183,41 @@ static void test_run_bounds(void)
 	dl_pacer_free(p);
 }
 
+/* A reader's 8 KiB calls, each after the last is done: one IO per
+ * readahead window, the windows growing as the kernel's (32 KiB, 128 KiB,
+ * 256 KiB, 512 KiB, 1 MiB): a 110 kB file is 2 IOs, 1 MiB 5. */
+static void test_readahead_windows(void)
+{
+	const char *const kv[] = {"read.iops=1000000", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_result r;
+	uint64_t t = T0, off;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	for (off = 0; off < 110000; off += 8192) {
+		r = rd(p, 11, off, off + 8192 > 110000 ? 110000 - off : 8192, DL_PREQ_BUFFERED, t);
+		t = r.due_ns + 30 * US;
+	}
+	CHECK(stat_num(p, "read", "device_ops") == 2, "110 kB in 8 KiB calls: device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	for (off = 0; off < 1024 * KiB; off += 8 * KiB) {
+		r = rd(p, 12, off, 8 * KiB, DL_PREQ_BUFFERED, t);
+		t = r.due_ns + 30 * US;
+	}
+	CHECK(stat_num(p, "read", "device_ops") == 2 + 5, "1 MiB in 8 KiB calls: device_ops %g",
+	      stat_num(p, "read", "device_ops") - 2);
+	/* A seek back starts over with a small window. */
+	rd(p, 12, 0, 8 * KiB, DL_PREQ_BUFFERED, t);
+	rd(p, 12, 8 * KiB, 8 * KiB, DL_PREQ_BUFFERED, t + MS);
+	rd(p, 12, 16 * KiB, 16 * KiB, DL_PREQ_BUFFERED, t + 2 * MS);
+	CHECK(stat_num(p, "read", "device_ops") == 2 + 5 + 1,
+	      "after a seek, 32 KiB in one window: device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	dl_pacer_free(p);
+}
+
 /* A continuation pays for its bytes, not a request's fixed cost; it ends no
  * earlier than the run's earlier pieces. */
 static void test_run_latency(void)
@@ -341,6 +376,7 @@ int main(void)
 	test_direct_no_merge();
 	test_run_bounds();
 	test_run_latency();
+	test_readahead_windows();
 	test_run_table_bounded();
 	test_device_model();
 	test_inode_cache();

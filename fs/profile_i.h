@@ -92,6 +92,7 @@ struct prof_meta {
 	size_t nstat, nopen, nreaddir;
 	uint64_t *stat_cached; /* the stat'ed files again, caches kept; owned */
 	size_t nstat_cached;
+	uint64_t blksize; /* st_blksize of the files (0: not known) */
 	uint64_t *fsync; /* writable: fsync after a 4 KiB write */
 	size_t nfsync;
 };

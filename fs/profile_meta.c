@@ -343,6 +343,7 @@ int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time
 {
 	uint64_t t0 = dl_mono_ns(), slice;
 	char **files = NULL, **dirs = NULL;
+	struct stat st;
 	size_t nf = 0, nd = 0, half;
 	int ret = 0;
 
@@ -359,6 +360,9 @@ int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time
 	ret = names_of(probe, tree, m, &files, &nf, &dirs, &nd);
 	if (ret)
 		goto out;
+	/* What a buffered reader of these files sizes its reads by. */
+	if (nf && stat(files[0], &st) == 0 && st.st_blksize > 0)
+		m->blksize = (uint64_t)st.st_blksize;
 	/* Half the files are stat'ed, the other half opened: each name's first
 	 * touch since the caches were dropped. */
 	half = nf / 2;

@@ -303,6 +303,12 @@ int prof_write(const struct prof_result *r, const char *out, unsigned *ntables)
 		}
 		fprintf(f, "}\n");
 	}
+	if (r->have_meta && r->meta.blksize)
+		fprintf(f,
+			"  # st_blksize of its files: buffered readers (Python, stdio) size their\n"
+			"  # reads by it, and so how many IOs a small file costs them\n"
+			"  blksize: %llu\n",
+			(unsigned long long)r->meta.blksize);
 	fprintf(f, "# Measured with the client cache bypassed: the mount reads every request\n"
 		   "# from the model. To add this node's page cache, give a size:\n"
 		   "# cache: {policy: lru, size: 64GiB}\n"

@@ -67,6 +67,11 @@ const struct opt pacer_opts[] = {
     {"noise", T_FACTOR, DEV(noise_ppm), 0,
      "device model: the service time's residual noise, a lognormal factor with median 1 "
      "and this p99 (1.3: the slowest 1% take 1.3x the median or more); 1 or none: no noise"},
+    {"blksize", T_SIZE, TOP(blksize), 0,
+     "the block size files report (st_blksize), which buffered readers size their reads by "
+     "(Python's open() buffer, stdio), as on the storage: ext4 4KiB, NFS its rsize; a power of "
+     "two from 512 to 16MiB, 0: 1MiB (dliofs profile records its storage's); a live change "
+     "applies to files the kernel looks up or stats afterwards"},
     {"phases.count", T_NPHASES, TOP(nphases), 1,
      "number of phases (0: the constant model above; at most 16); setting phases.N.* with "
      "N = count appends a phase that starts as a copy of the constant model"},
@@ -885,6 +890,11 @@ int dl_pacer_cfg_check(const struct dl_pacer_cfg *cfg, char *err, size_t errlen)
 	ret = check_models(cfg->m, "", err, errlen);
 	if (ret)
 		return ret;
+	if (cfg->blksize && (cfg->blksize < 512 || cfg->blksize > (16ULL << 20) ||
+			     (cfg->blksize & (cfg->blksize - 1)))) {
+		snprintf(err, errlen, "blksize: a power of two from 512 to 16MiB (or 0: 1MiB)");
+		return -EINVAL;
+	}
 	if (cfg->nphases > DL_PACER_MAX_PHASES) {
 		snprintf(err, errlen, "phases.count: at most %d phases", DL_PACER_MAX_PHASES);
 		return -EINVAL;

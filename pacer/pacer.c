@@ -748,6 +748,16 @@ int dl_pacer_get_cfg(struct dl_pacer *p, struct dl_pacer_cfg *out)
 	return ret;
 }
 
+uint64_t dl_pacer_blksize(struct dl_pacer *p)
+{
+	uint64_t b;
+
+	pthread_mutex_lock(&p->cache_lock);
+	b = p->cfg.blksize;
+	pthread_mutex_unlock(&p->cache_lock);
+	return b ? b : 1ULL << 20;
+}
+
 enum dl_cache_policy dl_pacer_cache_policy(struct dl_pacer *p)
 {
 	enum dl_cache_policy pol;

@@ -177,7 +177,8 @@ class DeviceWork(dltest.MountedTestCase):
     O_DIRECT reader's are one each, and metadata of an inode the client has
     seen takes meta.cached_latency until `dliofs cache drop`."""
     GEN = False
-    CONFIG = ("pacer: {read: {iops: 200}, meta: {latency: 5ms, cached_latency: 50us}}\n"
+    CONFIG = ("pacer: {read: {iops: 200}, meta: {latency: 5ms, cached_latency: 50us},"
+              " blksize: 4KiB}\n"
               "cache: {policy: none}\n"
               "datasets:\n"
               "  - {name: img, format: raw, files: 40, sample_size: 110kB}\n")
@@ -231,6 +232,23 @@ class DeviceWork(dltest.MountedTestCase):
         self.assertEqual(n, 110000)
         self.assertEqual(self.delta(s0, "read", "device_ops"), 2)
         self.assertEqual(self.delta(s0, "read", "merged_ops"), 0)
+
+    def test_blksize(self):
+        # Files report the storage's block size, which Python's open() sizes
+        # its buffer by: a PIL reader then reads a JPEG in a few calls, as
+        # on the storage, instead of one 1 MiB read.
+        self.assertEqual(os.stat(self.path(30)).st_blksize, 4096)
+        r = subprocess.run([dltest.DLIOFS, "set", self.mnt, "blksize=64KiB"], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        try:
+            self.assertEqual(os.stat(self.path(31)).st_blksize, 65536)
+            r = subprocess.run([dltest.DLIOFS, "set", self.mnt, "blksize=3000"],
+                               capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("blksize", r.stderr)
+        finally:
+            subprocess.run([dltest.DLIOFS, "set", self.mnt, "blksize=4KiB"], capture_output=True)
 
     def test_inode_cache(self):
         def timed(fn):

@@ -367,6 +367,33 @@ static void test_cached_latency_keys(void)
 	      "read.cached_latency refused: \"%s\"", err);
 	test_pacer_expect_err(&cfg, "meta.cached_latency", "fast", "meta.cached_latency");
 	dl_pacer_cfg_free(&cfg);
+	/* blksize: a power of two from 512 to 16 MiB; 0 is the default. */
+	CHECK(test_pacer_cfg(&cfg, (const char *const[]){"blksize=4KiB", NULL}) == 0, "blksize");
+	CHECK(cfg.blksize == 4096, "blksize %llu", (unsigned long long)cfg.blksize);
+	for (int i = 0; i < 3; i++) {
+		const char *bad[] = {"3000", "256", "32MiB"};
+
+		CHECK(dl_pacer_cfg_set(&cfg, "blksize", bad[i], err, sizeof(err)) == 0, "set");
+		CHECK(dl_pacer_cfg_check(&cfg, err, sizeof(err)) == -EINVAL &&
+			  strstr(err, "blksize"),
+		      "blksize=%s refused: \"%s\"", bad[i], err);
+	}
+	dl_pacer_cfg_free(&cfg);
+}
+
+static void test_blksize_live(void)
+{
+	const char *const none[] = {NULL};
+	struct dl_pacer *p = test_pacer(none, T0, 1);
+	char err[256] = "";
+
+	CHECK(p && dl_pacer_blksize(p) == 1 << 20, "default blksize 1 MiB");
+	CHECK(p && dl_pacer_set(p, "blksize", "4KiB", err, sizeof(err)) == 0, "set: %s", err);
+	CHECK(p && dl_pacer_blksize(p) == 4096, "live blksize");
+	CHECK(p && dl_pacer_set(p, "blksize", "5000", err, sizeof(err)) == -EINVAL &&
+		  dl_pacer_blksize(p) == 4096,
+	      "a refused blksize changes nothing");
+	dl_pacer_free(p);
 }
 
 int main(void)
@@ -381,5 +408,6 @@ int main(void)
 	test_device_model();
 	test_inode_cache();
 	test_cached_latency_keys();
+	test_blksize_live();
 	return tap_done("pacer_devwork");
 }

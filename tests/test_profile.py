@@ -122,6 +122,8 @@ class Profile(unittest.TestCase):
         self.assertRegex(text, r'meta: \{latency: "empirical\([^)]*meta-stat\.lat\)", '
                                r'cached_latency: "empirical\([^)]*meta-stat-cached\.lat\)"\}')
         self.assertRegex(text, r"stat_cached: \{n: \d+")
+        # The block size its files report (what buffered readers size reads by).
+        self.assertRegex(text, r"\n  blksize: %d\n" % os.stat(self.data).st_blksize)
         tables = re.findall(r'"empirical\(([^)]+)\)"', text)
         self.assertEqual(len(tables), 2, text)  # the metadata's stat tables
         for t in tables:

@@ -149,6 +149,10 @@ struct dl_pacer_cfg {
 	struct dl_phase phases[DL_PACER_MAX_PHASES];
 	struct dl_cache_cfg cache;
 	struct dl_share_cfg share;
+	/* The block size files report (st_blksize; 0: 1 MiB): buffered readers
+	 * size their reads by it (Python's open() buffer, stdio), and so how
+	 * many IOs a small file costs them. A profile states its storage's. */
+	uint64_t blksize;
 };
 
 /* ---- configuration (pacer/options.c): one options table drives the YAML
@@ -244,6 +248,8 @@ int dl_pacer_get_cfg(struct dl_pacer *p, struct dl_pacer_cfg *out);
 /* The cache policy in force now (fs/ decides per open whether the kernel's
  * page cache may keep a file's pages). */
 enum dl_cache_policy dl_pacer_cache_policy(struct dl_pacer *p);
+/* The block size files report now (blksize, 1 MiB when unset). */
+uint64_t dl_pacer_blksize(struct dl_pacer *p);
 /* Say where the cache policy in force came from (see dl_cache_cfg.origin). */
 void dl_pacer_cache_origin(struct dl_pacer *p, const char *origin);
 /* Forget what the emulated client caches hold: data blocks, and the inodes

@@ -75,11 +75,13 @@ static int fit_class(struct prof_result *r, int write)
 
 int prof_fit(struct prof_result *r)
 {
+	/* A class that cannot be fitted is said (fit_class) and left out of
+	 * the profile: the other one is still worth having. */
 	int ret = fit_class(r, 0);
 
-	if (!ret && r->writable)
-		ret = fit_class(r, 1);
-	return ret;
+	if (r->writable && fit_class(r, 1) == -ENOMEM)
+		return -ENOMEM;
+	return ret == -ENOMEM ? ret : 0;
 }
 
 void prof_fit_free(struct prof_result *r)

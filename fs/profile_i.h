@@ -132,7 +132,8 @@ struct prof_result {
 };
 
 /* profile_fit.c: fit the device model of each class measured, and replay
- * every point on it (r->dev, r->model). 0, or -errno with a line on stderr. */
+ * every point on it (r->dev, r->model). A class that cannot be fitted is
+ * said on stderr and left out (r->fitted[w] 0); -ENOMEM only. */
 int prof_fit(struct prof_result *r);
 void prof_fit_free(struct prof_result *r);
 /* How far pt[i]'s model is from the measurement: the largest of
@@ -149,6 +150,10 @@ int prof_write(const struct prof_result *r, const char *out, unsigned *ntables);
 void prof_summary(const struct prof_result *r, FILE *o);
 /* "4KiB", "1MiB": the sizes the profile uses as keys. */
 void prof_size_name(uint64_t b, char *buf, size_t len);
+
+/* profile_check.c: `dliofs profile --check PROFILE`: each measured point
+ * against the profile's model replayed in virtual time, printed to o. */
+int prof_check(const char *path, FILE *o);
 
 /* cli_profile.c */
 int dl_cli_profile(int argc, char **argv);

@@ -53,7 +53,7 @@ const struct opt pacer_opts[] = {
      "KEY.SIZE=none the row), KEY=none clears"},
     {"transfer", T_RATE, DEV(transfer), 0,
      "a device model (what `dliofs profile` fits): the rate one request moves its bytes at "
-     "on the device; a request's service is (latency + size / transfer) x noise on one of "
+     "on the device; a request's service is latency x noise + size / transfer on one of "
      "queue_depth channels, after the throttle: bandwidth/burst and iops/iops_burst become "
      "token buckets refilled every `refill`. 0: the plain model"},
     {"refill", T_TIME, DEV(refill_ns), 0,
@@ -64,9 +64,12 @@ const struct opt pacer_opts[] = {
     {"lanes", T_COUNT, DEV(lanes), 0,
      "device model: data paths: the bytes of at most this many requests move at once, each "
      "at transfer (at most 64; unlimited or 0: every channel moves its own)"},
+    {"serial", T_TIME, DEV(serial_ns), 0,
+     "device model: per request on its data path before its bytes: the part of the fixed "
+     "cost requests pay one at a time (a controller's or link's per-request work); 0: none"},
     {"noise", T_FACTOR, DEV(noise_ppm), 0,
-     "device model: the service time's residual noise, a lognormal factor with median 1 "
-     "and this p99 (1.3: the slowest 1% take 1.3x the median or more); 1 or none: no noise"},
+     "device model: the residual noise, a lognormal factor with median 1 and this p99 on "
+     "the fixed cost (latency and serial, not the bytes); 1 or none: no noise"},
     {"blksize", T_SIZE, TOP(blksize), 0,
      "the block size files report (st_blksize), which buffered readers size their reads by "
      "(Python's open() buffer, stdio), as on the storage: ext4 4KiB, NFS its rsize; a power of "

@@ -166,7 +166,8 @@ static int device_only(const struct opt *o)
 				     off == offsetof(struct dl_dev_model, refill_ns) ||
 				     off == offsetof(struct dl_dev_model, iops_burst) ||
 				     off == offsetof(struct dl_dev_model, noise_ppm) ||
-				     off == offsetof(struct dl_dev_model, lanes));
+				     off == offsetof(struct dl_dev_model, lanes) ||
+				     off == offsetof(struct dl_dev_model, serial_ns));
 }
 
 /* A device model in words, as YAML comment lines: what each key is. */
@@ -191,6 +192,8 @@ static void describe(const struct dl_dev_model *m, const char *cls, FILE *out, i
 		fprintf(out, " on one of %llu data paths (%s.lanes)", (unsigned long long)m->lanes, cls);
 	else
 		fprintf(out, " on a data path of its own (%s.lanes unlimited)", cls);
+	if (m->serial_ns)
+		fprintf(out, " after %.1fus there (%s.serial)", (double)m->serial_ns / 1e3, cls);
 	if (m->noise_ppm)
 		fprintf(out, ", times a noise of p99 x%.3g (%s.noise)", (double)m->noise_ppm / 1e6, cls);
 	fprintf(out, "\n");
@@ -328,8 +331,15 @@ void dl_pacer_cfg_help(FILE *out)
 		"  `burst` bytes, empty at start). Its slot is held until it completes.\n"
 		"  Reads first look in the emulated cache: hit bytes cost size/hit_bandwidth,\n"
 		"  miss bytes go through the model; the request completes when both are done.\n"
-		"  A measured device (dliofs profile) gives latency_by_size, drawn for the\n"
-		"  request's size, and bandwidth_by_concurrency, which stretches that latency\n"
-		"  by k bw(1) / bw(k) when k requests of the class are in service.\n");
+		"  A device model (transfer above 0; what dliofs profile fits): a request\n"
+		"  leaves the throttle when the byte bucket (bandwidth, burst) and the IO\n"
+		"  bucket (iops, iops_burst), refilled every `refill` (0: continuously), hold\n"
+		"  enough, then holds one of queue_depth channels for latency x noise, then\n"
+		"  serial x noise + size / transfer on one of `lanes` data paths. A what-if\n"
+		"  key changes its part only: bandwidth the byte bucket, iops the IO bucket,\n"
+		"  latency the fixed cost. Older profiles give latency_by_size, drawn for the\n"
+		"  request's size,\n"
+		"  and bandwidth_by_concurrency, which stretches that latency by\n"
+		"  k bw(1) / bw(k) when k requests of the class are in service.\n");
 }
 

@@ -235,7 +235,8 @@ static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
 
 	if (p->cfg.share.policy != DL_SHARE_FAIR) {
 		*rt = (struct pacer_rates){m->bandwidth, m->burst,	  m->iops,	 m->queue_depth,
-					   m->transfer,	 m->refill_ns, m->iops_burst, m->lanes};
+					   m->transfer,	 m->refill_ns, m->iops_burst, m->lanes,
+					   m->serial_ns};
 		return &k->dev;
 	}
 	/* A job's own heap has room for the whole queue depth: its share may
@@ -303,8 +304,12 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 	lat = run ? pacer_run_latency(m, k->key, i, run_bytes, miss)
 		  : pacer_dev_latency(m, k->key, i, miss);
 	d = device_for(p, k, m, js, now, &rt);
-	if (run)
+	/* A continuation is no request of its own: no IO token, no serial
+	 * per-request work on its data path. */
+	if (run) {
 		rt.iops = 0;
+		rt.serial_ns = 0;
+	}
 	/* In service: the requests of the class submitted to the device and
 	 * not yet completed, this one included. */
 	k->busy++;

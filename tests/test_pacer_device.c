@@ -226,12 +226,57 @@ static void test_keys(void)
 	dl_pacer_cfg_free(&cfg);
 }
 
+/* The profile's measurement pattern (dliofs profile's plan) on cfg. */
+static unsigned pattern(const struct dl_pacer_cfg *cfg, struct dl_fit_point *pts)
+{
+	static const uint64_t sizes[] = {4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB};
+	static const uint32_t ks[] = {2, 4, 8, 16, 32};
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < 6; i++)
+		sim(cfg, sizes[i], 1, 700 * MS, &pts[n++]);
+	for (unsigned s = 0; s < 2; s++)
+		for (unsigned i = 0; i < 5; i++)
+			sim(cfg, s ? MiB : 4 * KiB, ks[i], 700 * MS, &pts[n++]);
+	return n;
+}
+
+/* A device without a throttle is not given one. */
+static void test_fit_unthrottled(void)
+{
+	const char *const kv[] = {"read.transfer=2GB/s", "read.latency=80us", "read.queue_depth=8",
+				  "read.lanes=2", "read.noise=1.5", NULL};
+	struct dl_fit_point pts[20];
+	struct dl_pacer_cfg cfg, got;
+	char why[160] = "";
+	unsigned n, good = 0;
+
+	if (test_pacer_cfg(&cfg, kv)) {
+		CHECK(0, "config");
+		return;
+	}
+	n = pattern(&cfg, pts);
+	dl_pacer_cfg_init(&got);
+	CHECK(!dl_pacer_fit(pts, n, &got.m[DL_OP_READ], why, sizeof(why)), "fit: %s", why);
+	CHECK(got.m[DL_OP_READ].refill_ns == 0, "unthrottled: no refill in periods (%llu ns): %s",
+	      (unsigned long long)got.m[DL_OP_READ].refill_ns, why);
+	for (unsigned i = 0; i < n; i++) {
+		struct dl_fit_point q = pts[i];
+
+		sim(&got, q.size, q.clients, q.time_ns, &q);
+		good += near(q.mb_s, pts[i].mb_s, 0.10) &&
+			near((double)q.p50_ns, (double)pts[i].p50_ns, 0.20);
+	}
+	CHECK(good >= n - 2, "unthrottled: %u of %u points within 10%% (MB/s) and 20%% (p50)", good,
+	      n);
+	dl_pacer_cfg_free(&got);
+	dl_pacer_cfg_free(&cfg);
+}
+
 /* The profile's measurement pattern on a known device, then the fit: the
  * device comes back. */
 static void test_fit(void)
 {
-	static const uint64_t sizes[] = {4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB};
-	static const uint32_t ks[] = {2, 4, 8, 16, 32};
 	struct dl_fit_point pts[20];
 	struct dl_pacer_cfg cfg, got;
 	unsigned n = 0;
@@ -242,11 +287,7 @@ static void test_fit(void)
 		CHECK(0, "blkio config");
 		return;
 	}
-	for (unsigned i = 0; i < 6; i++)
-		sim(&cfg, sizes[i], 1, 1500 * MS, &pts[n++]);
-	for (unsigned s = 0; s < 2; s++)
-		for (unsigned i = 0; i < 5; i++)
-			sim(&cfg, s ? MiB : 4 * KiB, ks[i], 1500 * MS, &pts[n++]);
+	n = pattern(&cfg, pts);
 	dl_pacer_cfg_init(&got);
 	CHECK(!dl_pacer_fit(pts, n, &got.m[DL_OP_READ], why, sizeof(why)), "fit: %s", why);
 	CHECK(m->refill_ns == 100 * MS, "fit: refill %llu ns (100 ms)",
@@ -282,5 +323,6 @@ int main(void)
 	test_noise();
 	test_keys();
 	test_fit();
+	test_fit_unthrottled();
 	return tap_done("pacer_device");
 }

@@ -138,7 +138,7 @@ class Profile(unittest.TestCase):
     def test_summary_says_the_fit(self):
         out = self.r.stdout
         self.assertIn("model: MB/s", out)
-        self.assertRegex(out, r"read model: service [\d.]+[mu]s \+ size / [\d.]+ MB/s on ")
+        self.assertRegex(out, r"read model: service [\d.]+[mu]s \+ [\d.]+us serial \+ size / [\d.]+ MB/s on ")
         self.assertIn("worst misfits (model / measured", out)
         self.assertRegex(out, r"\n    (read|write) +\d+[KM]iB +x\d+ +MB/s [\d.]+  p50 [\d.]+  p99 [\d.]+")
 
@@ -157,6 +157,26 @@ class Profile(unittest.TestCase):
         self.assertRegex(r.stdout, r"its bytes at [\d.]+ MB/s \(read.transfer\)")
         self.assertIn("latency: 7us", r.stdout)  # the config's keys override the profile
         self.assertIn("policy: none", r.stdout)
+
+    def test_check_replays_the_points(self):
+        r = profile("--check", self.out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.out) as f:
+            npts = len(re.findall(r"^    - \{op: \w+, .*model: ", f.read(), re.M))
+        rows = re.findall(r"^  (read|write) +\d+[KM]iB +\d+ +\| +[\d.]+ .*\| +[\d.]+ .*\| +"
+                          r"([\d.]+) +([\d.]+) +([\d.]+)", r.stdout, re.M)
+        self.assertEqual(len(rows), npts, r.stdout)
+        m = re.search(r"(\d+) of (\d+) points within the goals", r.stdout)
+        self.assertEqual(int(m.group(2)), npts, r.stdout)
+        # The profile's own model: lines and the replay are the same model.
+        self.assertGreater(int(m.group(1)), 0, r.stdout)
+        # A file that is no profile is said so.
+        bad = os.path.join(self.tmp, "notaprofile.yaml")
+        with open(bad, "w") as f:
+            f.write("pacer: {read: {bandwidth: 1MB/s}}\n")
+        r = profile("--check", bad)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no measured point", r.stderr)
 
     def test_whatif_changes_one_part(self):
         # read.bandwidth on a fitted device is its byte bucket: the

@@ -257,7 +257,7 @@ static void test_run_latency(void)
 static void test_device_model(void)
 {
 	const char *const kv[] = {"read.transfer=1GB/s", "read.latency=100us", "read.iops=1000",
-				  "read.iops_burst=1", NULL};
+				  "read.iops_burst=1", "read.serial=50us", NULL};
 	struct dl_pacer *p = test_pacer(kv, T0, 1);
 	struct dl_pacer_result a, b, c;
 
@@ -265,16 +265,17 @@ static void test_device_model(void)
 	if (!p)
 		return;
 	a = rd(p, 9, 0, 100000, DL_PREQ_BUFFERED, T0);
-	CHECK(a.due_ns == T0 + 100 * US + 100 * US, "first piece +%llu ns (100 us + 100 us)",
+	CHECK(a.due_ns == T0 + 100 * US + 50 * US + 100 * US,
+	      "first piece +%llu ns (100 us + 50 us serial + 100 us)",
 	      (unsigned long long)(a.due_ns - T0));
 	/* Right after it, the next piece: its bytes only (100 us), no wait for
-	 * the IO bucket's next token (1 ms) nor a second fixed cost. */
+	 * the IO bucket's next token (1 ms) nor a second fixed or serial cost. */
 	b = rd(p, 9, 100000, 100000, DL_PREQ_BUFFERED, a.due_ns);
 	CHECK(b.due_ns == a.due_ns + 100 * US, "continuation +%llu ns (want 100 us)",
 	      (unsigned long long)(b.due_ns - a.due_ns));
 	/* An O_DIRECT read at the same moment waits for the token. */
 	c = rd(p, 10, 0, 100000, 0, a.due_ns);
-	CHECK(c.due_ns >= T0 + MS + 200 * US, "direct read +%llu ns (want >= 1.2 ms)",
+	CHECK(c.due_ns >= T0 + MS + 250 * US, "direct read +%llu ns (want >= 1.25 ms)",
 	      (unsigned long long)(c.due_ns - T0));
 	CHECK(stat_num(p, "read", "device_ops") == 2, "device_ops %g",
 	      stat_num(p, "read", "device_ops"));

@@ -193,7 +193,7 @@ struct pacer_cls_stats {
 	uint64_t ops, bytes;
 	uint64_t nodev;					  /* answered without the device */
 	uint64_t dev_ops;	/* IOs the device did: ops less those merged into a run */
-	uint64_t merged;	/* ops that continued a run (no IO of their own) */
+	uint64_t merged;	/* reads inside what readahead fetched (no IO of their own) */
 	uint64_t cached;	/* metadata ops answered from the inode cache */
 	uint64_t in_flight, in_flight_max;
 	uint64_t completed, early;			  /* early: replied before due */

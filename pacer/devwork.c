@@ -12,8 +12,10 @@
  *   stream): a read inside the bytes its stream has fetched costs no IO
  *   (it is due when those bytes are); one that starts inside them or right
  *   after them and goes beyond takes the next window; any other starts a
- *   stream. Windows grow as the kernel's (mm/readahead.c): the first is the
- *   first read's size rounded up to a power of two, times 4 (small) or 2,
+ *   stream. Windows grow as the kernel's (mm/readahead.c): a stream that
+ *   starts inside a file reads as is, one from its start or going on from
+ *   a read as is takes the first window, its size rounded up to a power of
+ *   two times 4 (small) or 2,
  *   each next one 4 or 2 times the last, up to PACER_RUN_MAX, never past
  *   the end of the file. An IO moves its window's bytes (so a reader of
  *   8 KiB calls costs a 110 kB file two IOs, 32 KiB then the rest, and PIL's
@@ -114,9 +116,10 @@ int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint64_t size, uint64_t o
 		r->last = now;
 		if (end <= r->fetched)
 			return 0; /* read ahead already */
-		/* The stream goes on past what was read: the next window. */
+		/* The stream goes on past what was read: the next window (the
+		 * first one after a read that was read as is). */
 		from = r->fetched;
-		w = next_window(r->window);
+		w = r->window ? next_window(r->window) : first_window(end - from);
 	} else {
 		r = new_stream(t, file);
 		memset(r, 0, sizeof(*r));
@@ -124,11 +127,16 @@ int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint64_t size, uint64_t o
 		r->file = file;
 		r->lo = from = off;
 		r->last = now;
-		w = first_window(len);
+		/* The kernel reads ahead from the start of a file; a read
+		 * elsewhere is read as is until the reader goes on from it. */
+		w = off ? 0 : first_window(len);
 	}
-	if (w < end - from)
+	if (w && w < end - from)
 		w = end - from;
+	/* A read as is leaves no window: the next read takes the first. */
 	r->window = w;
+	if (!w)
+		w = end - from;
 	/* Never past the end of the file (a window there reads what is left). */
 	if (size && from + w > size)
 		w = size > end ? size - from : end - from;

@@ -22,7 +22,9 @@
  *   header pass then second pass over a JPEG three, as on ext4). A stream
  *   is forgotten PACER_RUN_WINDOW_NS after its last read (its pages stand
  *   for a page cache that keeps a file while it is read, not across
- *   epochs); the table holds the most recent PACER_RUN_SLOTS files.
+ *   epochs), and is a job's own: another job reading the same file pays
+ *   its own IOs, as the cache policy says no cache is shared; the table
+ *   holds the most recent PACER_RUN_SLOTS streams.
  * - the inode cache: once a file's inode is read, its stat, open and lookup
  *   are answered from the client's memory until evicted. With
  *   meta.cached_latency set, a metadata request for an inode seen before
@@ -77,12 +79,12 @@ static uint64_t next_window(uint64_t cur)
 	return n * PAGE;
 }
 
-static struct pacer_run *stream_of(struct pacer_runs *t, uint64_t file, uint64_t now)
+static struct pacer_run *stream_of(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t now)
 {
 	for (unsigned i = 0; i < PACER_RUN_SLOTS; i++) {
 		struct pacer_run *r = &t->run[i];
 
-		if (r->live && r->file == file)
+		if (r->live && r->file == file && r->job == job)
 			return now <= r->last + PACER_RUN_WINDOW_NS ? r : NULL;
 	}
 	return NULL;
@@ -90,12 +92,12 @@ static struct pacer_run *stream_of(struct pacer_runs *t, uint64_t file, uint64_t
 
 /* The slot for file's new stream: its old one, a free one, or the one read
  * longest ago. */
-static struct pacer_run *new_stream(struct pacer_runs *t, uint64_t file)
+static struct pacer_run *new_stream(struct pacer_runs *t, uint64_t file, uint32_t job)
 {
 	struct pacer_run *r = &t->run[0];
 
 	for (unsigned i = 0; i < PACER_RUN_SLOTS; i++)
-		if (t->run[i].live && t->run[i].file == file)
+		if (t->run[i].live && t->run[i].file == file && t->run[i].job == job)
 			return &t->run[i];
 	for (unsigned i = 1; i < PACER_RUN_SLOTS && r->live; i++)
 		if (!t->run[i].live || t->run[i].last < r->last)
@@ -103,10 +105,10 @@ static struct pacer_run *new_stream(struct pacer_runs *t, uint64_t file)
 	return r;
 }
 
-int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint64_t size, uint64_t off, uint64_t len,
-		  uint64_t now, uint64_t *fetch, uint64_t *after)
+int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t size, uint64_t off,
+		  uint64_t len, uint64_t now, uint64_t *fetch, uint64_t *after)
 {
-	struct pacer_run *r = stream_of(t, file, now);
+	struct pacer_run *r = stream_of(t, file, job, now);
 	uint64_t end = off + len, from, w;
 
 	*after = now;
@@ -121,10 +123,11 @@ int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint64_t size, uint64_t o
 		from = r->fetched;
 		w = r->window ? next_window(r->window) : first_window(end - from);
 	} else {
-		r = new_stream(t, file);
+		r = new_stream(t, file, job);
 		memset(r, 0, sizeof(*r));
 		r->live = 1;
 		r->file = file;
+		r->job = job;
 		r->lo = from = off;
 		r->last = now;
 		/* The kernel reads ahead from the start of a file; a read
@@ -145,10 +148,10 @@ int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint64_t size, uint64_t o
 	return 1;
 }
 
-void pacer_ra_done(struct pacer_runs *t, uint64_t file, uint64_t due)
+void pacer_ra_done(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t due)
 {
 	for (unsigned i = 0; i < PACER_RUN_SLOTS; i++)
-		if (t->run[i].live && t->run[i].file == file) {
+		if (t->run[i].live && t->run[i].file == file && t->run[i].job == job) {
 			if (due > t->run[i].due)
 				t->run[i].due = due;
 			return;

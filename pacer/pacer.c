@@ -297,7 +297,8 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 		return sat_add(now, pacer_lat_sample(&m->cached_latency, k->key, i));
 	}
 	if (buffered &&
-	    !pacer_ra_read(&k->runs, r->file_id, r->file_size, r->off, r->len, now, &miss, &after)) {
+	    !pacer_ra_read(&k->runs, r->file_id, r->job, r->file_size, r->off, r->len, now, &miss,
+			   &after)) {
 		/* Read ahead already: there when its window's IO is done. */
 		k->st.merged++;
 		return after;
@@ -317,7 +318,7 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 		due = pacer_device(d, &rt, now, lat, miss, start, &held);
 	pacer_share_account(&k->jobs[js], r->len, held);
 	if (buffered)
-		pacer_ra_done(&k->runs, r->file_id, due);
+		pacer_ra_done(&k->runs, r->file_id, r->job, due);
 	/* Its first part came with the window before. */
 	if (due < after)
 		due = after;

@@ -102,19 +102,20 @@ uint64_t pacer_cache_capacity(const struct pacer_cache *c);	/* bytes */
  * has read for it, the last readahead window, when its last IO is done. */
 struct pacer_run {
 	uint64_t file, lo, fetched, window, due, last;
+	uint32_t job;
 	int live;
 };
 struct pacer_runs {
 	struct pacer_run run[PACER_RUN_SLOTS];
 };
-/* A buffered read of [off, off + len) of file (size bytes; 0: unknown) at
- * now: 0 when the device already read it (*after: when those bytes are
+/* A buffered read of [off, off + len) of file (size bytes; 0: unknown) by
+ * job at now (each job's streams its own): 0 when the device already read it (*after: when those bytes are
  * there), else 1 with *fetch the bytes the device's IO moves (from *after
  * on, the read's first part is there already). The IO's due is then given
  * to pacer_ra_done. */
-int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint64_t size, uint64_t off, uint64_t len,
-		  uint64_t now, uint64_t *fetch, uint64_t *after);
-void pacer_ra_done(struct pacer_runs *t, uint64_t file, uint64_t due);
+int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t size, uint64_t off,
+		  uint64_t len, uint64_t now, uint64_t *fetch, uint64_t *after);
+void pacer_ra_done(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t due);
 void pacer_runs_clear(struct pacer_runs *t);
 
 struct pacer_inodes {

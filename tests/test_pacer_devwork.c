@@ -226,6 +226,35 @@ static void test_streams(void)
 	dl_pacer_free(p);
 }
 
+/* Two jobs reading one file: each pays its own IOs (no cache is shared). */
+static void test_jobs_own_streams(void)
+{
+	const char *const kv[] = {"read.iops=1000000", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	for (uint32_t job = 1; job <= 2; job++)
+		for (uint64_t off = 0; off < 32 * KiB; off += 8 * KiB) {
+			struct dl_pacer_req r = {.cls = DL_OP_READ,
+						 .file_id = 41,
+						 .off = off,
+						 .len = 8 * KiB,
+						 .job = job,
+						 .flags = DL_PREQ_BUFFERED,
+						 .file_size = 1 << 20};
+			struct dl_pacer_result res;
+
+			CHECK(dl_pacer_submit(p, &r, T0 + off, &res) == 0, "submit");
+			dl_pacer_complete(p, &r, &res, res.due_ns);
+		}
+	CHECK(stat_num(p, "read", "device_ops") == 2 && stat_num(p, "read", "merged_ops") == 6,
+	      "two jobs: device_ops %g merged %g", stat_num(p, "read", "device_ops"),
+	      stat_num(p, "read", "merged_ops"));
+	dl_pacer_free(p);
+}
+
 /* The device model: a window's IO takes its IO token, fixed and serial
  * cost; reads inside it take none. */
 static void test_device_model(void)
@@ -375,6 +404,7 @@ int main(void)
 	test_small_calls();
 	test_pil_pattern();
 	test_streams();
+	test_jobs_own_streams();
 	test_device_model();
 	test_run_table_bounded();
 	test_inode_cache();

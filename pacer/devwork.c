@@ -20,7 +20,8 @@
  *   the end of the file. An IO moves its window's bytes (so a reader of
  *   8 KiB calls costs a 110 kB file two IOs, 32 KiB then the rest, and PIL's
  *   header pass then second pass over a JPEG three, as on ext4). A stream
- *   is forgotten PACER_RUN_WINDOW_NS after its last read (its pages stand
+ *   keeps only the last PACER_RUN_KEEP bytes it fetched, and is forgotten
+ *   PACER_RUN_WINDOW_NS after its last read (its pages stand
  *   for a page cache that keeps a file while it is read, not across
  *   epochs), and is a job's own: another job reading the same file pays
  *   its own IOs, as the cache policy says no cache is shared; the table
@@ -144,6 +145,10 @@ int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t si
 	if (size && from + w > size)
 		w = size > end ? size - from : end - from;
 	r->fetched = from + w;
+	/* Its pages are what it read last, not all it ever read: no cache
+	 * of the file's data is kept. */
+	if (r->fetched - r->lo > PACER_RUN_KEEP)
+		r->lo = r->fetched - PACER_RUN_KEEP;
 	*fetch = w;
 	return 1;
 }

@@ -94,7 +94,8 @@ uint64_t pacer_cache_capacity(const struct pacer_cache *c);	/* bytes */
  * readahead, the inode cache); under the class lock ---- */
 #define PACER_RUN_SLOTS 64
 #define PACER_RUN_MAX (1ULL << 20)		/* the largest readahead window (one bio) */
-#define PACER_RUN_WINDOW_NS (10ULL * 1000000) /* a stream's pages stay 10 ms after its last read */
+#define PACER_RUN_KEEP (2ULL << 20)	/* a stream's pages kept: its last 2 MiB */
+#define PACER_RUN_WINDOW_NS (1000ULL * 1000000) /* a stream's pages stay 1 s after its last read */
 #define PACER_INODE_BITS 18
 #define PACER_INODE_SLOTS (1ULL << PACER_INODE_BITS)
 

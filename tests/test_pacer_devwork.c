@@ -198,31 +198,56 @@ static void test_streams(void)
 	rd_sized(p, 32, 8192, 8192, DL_PREQ_BUFFERED, T0 + 20 * US, 1 << 20);
 	CHECK(stat_num(p, "read", "device_ops") == 2, "another file: device_ops %g",
 	      stat_num(p, "read", "device_ops"));
-	/* A second later the pages are gone: an IO again. */
-	rd_sized(p, 31, 8192, 8192, DL_PREQ_BUFFERED, T0 + SEC, 1 << 20);
+	/* Seconds later the pages are gone: an IO again. */
+	rd_sized(p, 31, 8192, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC, 1 << 20);
 	CHECK(stat_num(p, "read", "device_ops") == 3, "after a pause: device_ops %g",
 	      stat_num(p, "read", "device_ops"));
 	/* A seek outside the stream's bytes: a new stream, an IO of just the
 	 * read (the kernel reads ahead only from a file's start or once a
 	 * reader goes on); going on takes a window, 32 KiB, which holds the
 	 * next three calls. */
-	rd_sized(p, 31, 512 * KiB, 8192, DL_PREQ_BUFFERED, T0 + SEC + 2 * MS, 1 << 20);
-	rd_sized(p, 31, 512 * KiB, 4096, DL_PREQ_BUFFERED, T0 + SEC + 2 * MS, 1 << 20);
+	rd_sized(p, 31, 512 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 2 * MS, 1 << 20);
+	rd_sized(p, 31, 512 * KiB, 4096, DL_PREQ_BUFFERED, T0 + 3 * SEC + 2 * MS, 1 << 20);
 	CHECK(stat_num(p, "read", "device_ops") == 4 && stat_num(p, "read", "merged_ops") == 2,
 	      "after a seek: device_ops %g merged %g", stat_num(p, "read", "device_ops"),
 	      stat_num(p, "read", "merged_ops"));
-	rd_sized(p, 31, 520 * KiB, 8192, DL_PREQ_BUFFERED, T0 + SEC + 3 * MS, 1 << 20);
-	rd_sized(p, 31, 528 * KiB, 8192, DL_PREQ_BUFFERED, T0 + SEC + 4 * MS, 1 << 20);
-	rd_sized(p, 31, 536 * KiB, 8192, DL_PREQ_BUFFERED, T0 + SEC + 5 * MS, 1 << 20);
-	rd_sized(p, 31, 544 * KiB, 8192, DL_PREQ_BUFFERED, T0 + SEC + 6 * MS, 1 << 20);
+	rd_sized(p, 31, 520 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 3 * MS, 1 << 20);
+	rd_sized(p, 31, 528 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 4 * MS, 1 << 20);
+	rd_sized(p, 31, 536 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 5 * MS, 1 << 20);
+	rd_sized(p, 31, 544 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 6 * MS, 1 << 20);
 	CHECK(stat_num(p, "read", "device_ops") == 5, "going on: device_ops %g (want 5)",
 	      stat_num(p, "read", "device_ops"));
 	/* Without the flag (O_DIRECT, or the kernel's own readahead request)
 	 * each read is an IO. */
-	rd_sized(p, 31, 512 * KiB, 8192, 0, T0 + SEC + 7 * MS, 1 << 20);
-	rd_sized(p, 31, 512 * KiB + 8192, 8192, 0, T0 + SEC + 8 * MS, 1 << 20);
+	rd_sized(p, 31, 512 * KiB, 8192, 0, T0 + 3 * SEC + 7 * MS, 1 << 20);
+	rd_sized(p, 31, 512 * KiB + 8192, 8192, 0, T0 + 3 * SEC + 8 * MS, 1 << 20);
 	CHECK(stat_num(p, "read", "device_ops") == 7, "unflagged: device_ops %g",
 	      stat_num(p, "read", "device_ops"));
+	dl_pacer_free(p);
+}
+
+/* A stream keeps its last 2 MiB: a re-read of a large file from its start
+ * pays again (no cache of the file's data), a small file's does not. */
+static void test_stream_keeps_little(void)
+{
+	const char *const kv[] = {"read.iops=1000000", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	uint64_t t = T0, off;
+	double before;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	for (off = 0; off < 16 * 1024 * KiB; off += 1024 * KiB, t += MS)
+		rd_sized(p, 51, off, 1024 * KiB, DL_PREQ_BUFFERED, t, 64 << 20);
+	before = stat_num(p, "read", "device_ops");
+	CHECK(before == 16, "16 MiB in 1 MiB reads: device_ops %g", before);
+	rd_sized(p, 51, 0, 1024 * KiB, DL_PREQ_BUFFERED, t, 64 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == before + 1, "re-read from the start: an IO");
+	rd_sized(p, 51, 1024 * KiB, 512 * KiB, DL_PREQ_BUFFERED, t + MS, 64 << 20);
+	rd_sized(p, 51, 0, 512 * KiB, DL_PREQ_BUFFERED, t + 2 * MS, 64 << 20);
+	CHECK(stat_num(p, "read", "merged_ops") == 1, "the last window re-read: merged %g",
+	      stat_num(p, "read", "merged_ops"));
 	dl_pacer_free(p);
 }
 
@@ -405,6 +430,7 @@ int main(void)
 	test_pil_pattern();
 	test_streams();
 	test_jobs_own_streams();
+	test_stream_keeps_little();
 	test_device_model();
 	test_run_table_bounded();
 	test_inode_cache();

@@ -90,6 +90,44 @@ uint64_t pacer_cache_resident(const struct pacer_cache *c);	/* bytes (in units) 
 uint64_t pacer_cache_entries(const struct pacer_cache *c);	/* blocks resident */
 uint64_t pacer_cache_capacity(const struct pacer_cache *c);	/* bytes */
 
+/* ---- devwork.c: what a device does for the requests (a buffered reader's
+ * readahead, the inode cache); under the class lock ---- */
+#define PACER_RUN_SLOTS 64
+#define PACER_RUN_MAX (1ULL << 20)		/* the largest readahead window (one bio) */
+#define PACER_RUN_KEEP (2ULL << 20)	/* a stream's pages kept: its last 2 MiB */
+#define PACER_RUN_WINDOW_NS (1000ULL * 1000000) /* a stream's pages stay 1 s after its last read */
+#define PACER_INODE_BITS 18
+#define PACER_INODE_SLOTS (1ULL << PACER_INODE_BITS)
+
+/* A file's stream of buffered reads: the bytes [lo, fetched) the device
+ * has read for it, the last readahead window, when its last IO is done. */
+struct pacer_run {
+	uint64_t file, lo, fetched, window, due, last;
+	uint32_t job;
+	int live;
+};
+struct pacer_runs {
+	struct pacer_run run[PACER_RUN_SLOTS];
+};
+/* A buffered read of [off, off + len) of file (size bytes; 0: unknown) by
+ * job at now (each job's streams its own): 0 when the device already read it (*after: when those bytes are
+ * there), else 1 with *fetch the bytes the device's IO moves (from *after
+ * on, the read's first part is there already). The IO's due is then given
+ * to pacer_ra_done. */
+int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t size, uint64_t off,
+		  uint64_t len, uint64_t now, uint64_t *fetch, uint64_t *after);
+void pacer_ra_done(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t due);
+void pacer_runs_clear(struct pacer_runs *t);
+
+struct pacer_inodes {
+	uint64_t *seen; /* PACER_INODE_SLOTS, allocated at first use */
+};
+/* Was ino seen before (and not evicted)? It is seen from now on. 0 is no
+ * inode (never seen). */
+int pacer_inode_seen(struct pacer_inodes *c, uint64_t ino);
+void pacer_inodes_clear(struct pacer_inodes *c);
+void pacer_inodes_free(struct pacer_inodes *c);
+
 /* ---- the device state a request goes through ---- */
 
 /* A token bucket (device.c): tokens x 10^9 at time ref; with a refill
@@ -160,6 +198,9 @@ void pacer_heap_down(uint64_t *h, uint32_t n, uint32_t i);
 struct pacer_cls_stats {
 	uint64_t ops, bytes;
 	uint64_t nodev;					  /* answered without the device */
+	uint64_t dev_ops;	/* IOs the device did: ops less those merged into a run */
+	uint64_t merged;	/* reads inside what readahead fetched (no IO of their own) */
+	uint64_t cached;	/* metadata ops answered from the inode cache */
 	uint64_t in_flight, in_flight_max;
 	uint64_t completed, early;			  /* early: replied before due */
 	uint64_t cache_hits, cache_misses, cache_partial; /* requests */
@@ -263,6 +304,8 @@ struct pacer_class {
 	struct pacer_cls_stats st;
 	struct pacer_job_cls *jobs; /* PACER_JOB_SLOTS */
 	uint64_t win_start, next_share; /* share: demand window, next allocation */
+	struct pacer_runs runs;		/* read: buffered readers' readahead */
+	struct pacer_inodes inodes;	/* meta: the inodes the client has cached */
 };
 
 struct dl_pacer {

@@ -1,0 +1,440 @@
+/* What a device does for the requests a mount receives (pacer/devwork.c), in
+ * virtual time: a read at the end of a file costs nothing; a buffered
+ * reader's calls go through an emulated readahead (one IO per window, the
+ * windows growing as the kernel's, reads inside a window free but not due
+ * before it; PIL's pattern on a JPEG is 3 IOs as on ext4; bounded stream
+ * table), an unflagged (O_DIRECT) read is an IO each; metadata of an inode
+ * seen before takes meta.cached_latency until `cache drop`; blksize. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dliofs/pacer.h"
+#include "pacer_kv.h"
+#include "tap.h"
+
+#define KiB ((uint64_t)1 << 10)
+#define US ((uint64_t)1000)
+#define MS ((uint64_t)1000000)
+#define SEC ((uint64_t)1000000000)
+#define T0 (1000 * SEC)
+
+static double stat_num(struct dl_pacer *p, const char *cls, const char *key)
+{
+	char *js = NULL, k[96];
+	const char *s;
+	size_t len;
+	double v = NAN;
+
+	if (dl_pacer_stats_json(p, T0 + SEC, &js, &len))
+		return NAN;
+	snprintf(k, sizeof(k), "\"%s\"", cls);
+	s = strstr(js, "\"classes\"");
+	s = s ? strstr(s, k) : NULL;
+	snprintf(k, sizeof(k), "\"%s\": ", key);
+	s = s ? strstr(s, k) : NULL;
+	if (s)
+		v = strtod(s + strlen(k), NULL);
+	free(js);
+	return v;
+}
+
+/* Submit a read of a file of size bytes and complete it at its due time. */
+static struct dl_pacer_result rd_sized(struct dl_pacer *p, uint64_t file, uint64_t off,
+				       uint64_t len, uint32_t flags, uint64_t t, uint64_t size)
+{
+	struct dl_pacer_req r = {.cls = DL_OP_READ,
+				 .file_id = file,
+				 .off = off,
+				 .len = len,
+				 .flags = flags,
+				 .file_size = size};
+	struct dl_pacer_result res;
+
+	memset(&res, 0, sizeof(res));
+	CHECK(dl_pacer_submit(p, &r, t, &res) == 0, "submit read");
+	dl_pacer_complete(p, &r, &res, res.due_ns);
+	return res;
+}
+
+/* Submit a read and complete it at its due time; returns the result. */
+static struct dl_pacer_result rd(struct dl_pacer *p, uint64_t file, uint64_t off, uint64_t len,
+				 uint32_t flags, uint64_t t)
+{
+	struct dl_pacer_req r = {.cls = DL_OP_READ,
+				 .file_id = file,
+				 .off = off,
+				 .len = len,
+				 .flags = flags,
+				 .file_size = 1 << 20};
+	struct dl_pacer_result res;
+
+	memset(&res, 0, sizeof(res));
+	CHECK(dl_pacer_submit(p, &r, t, &res) == 0, "submit read");
+	dl_pacer_complete(p, &r, &res, res.due_ns);
+	return res;
+}
+
+static struct dl_pacer_result meta(struct dl_pacer *p, uint64_t ino, uint64_t t)
+{
+	struct dl_pacer_req r = {.cls = DL_OP_META, .file_id = ino, .inode = ino};
+	struct dl_pacer_result res;
+
+	memset(&res, 0, sizeof(res));
+	CHECK(dl_pacer_submit(p, &r, t, &res) == 0, "submit meta");
+	dl_pacer_complete(p, &r, &res, res.due_ns);
+	return res;
+}
+
+/* The EOF read of a whole-file reader: answered at once, no IOPS slot. */
+static void test_eof(void)
+{
+	const char *const kv[] = {"read.iops=1000", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_result a, eof, b;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	a = rd(p, 1, 0, 110000, DL_PREQ_BUFFERED, T0);
+	eof = rd(p, 1, 110000, 0, DL_PREQ_BUFFERED, T0);
+	b = rd(p, 2, 0, 110000, DL_PREQ_BUFFERED, T0);
+	CHECK(a.due_ns == T0, "first read due at %llu", (unsigned long long)(a.due_ns - T0));
+	CHECK(eof.due_ns == T0 && eof.queue_ns == 0, "EOF read waited %llu ns",
+	      (unsigned long long)(eof.due_ns - T0));
+	/* The next file's read waits for one IOPS step (1 ms), not two. */
+	CHECK(b.due_ns == T0 + MS, "next file due at +%llu ns (want 1 ms)",
+	      (unsigned long long)(b.due_ns - T0));
+	CHECK(stat_num(p, "read", "nodev_ops") == 1, "nodev_ops %g",
+	      stat_num(p, "read", "nodev_ops"));
+	CHECK(stat_num(p, "read", "device_ops") == 2, "device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	CHECK(stat_num(p, "read", "ops") == 2, "ops %g", stat_num(p, "read", "ops"));
+	dl_pacer_free(p);
+}
+
+/* A reader's 8 KiB calls, each after the last is done: one IO per
+ * readahead window, 32 KiB then the rest of a 110 kB file; the calls
+ * inside a window cost nothing. An IO moves its whole window. */
+static void test_small_calls(void)
+{
+	const char *const kv[] = {"read.bandwidth=1GB/s", "read.burst=4KiB", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_result r, first = {0}, fifth = {0};
+	uint64_t t = T0, t5 = 0, off;
+	int n = 0;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	for (off = 0; off < 110000; off += 8192, n++) {
+		r = rd_sized(p, 11, off, off + 8192 > 110000 ? 110000 - off : 8192,
+			     DL_PREQ_BUFFERED, t, 110000);
+		if (n == 0)
+			first = r;
+		if (n == 4) {
+			fifth = r;
+			t5 = t;
+		}
+		t = r.due_ns + 30 * US;
+	}
+	CHECK(stat_num(p, "read", "device_ops") == 2, "110 kB in 8 KiB calls: device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	CHECK(stat_num(p, "read", "merged_ops") == 12, "merged_ops %g",
+	      stat_num(p, "read", "merged_ops"));
+	/* The first IO moves 32 KiB at 1 GB/s, the second the 77232 bytes left
+	 * (less the 4 KiB the bucket saved while idle). */
+	CHECK(first.due_ns - T0 == 32768, "first window took %llu ns (want 32768)",
+	      (unsigned long long)(first.due_ns - T0));
+	CHECK(fifth.due_ns - t5 == 77232 - 4096, "second window took %llu ns (want %d)",
+	      (unsigned long long)(fifth.due_ns - t5), 77232 - 4096);
+	dl_pacer_free(p);
+}
+
+/* PIL on a JPEG with a 4 KiB buffer: a header pass (4 KiB, then reads past
+ * the padding), then the decoder from the start again. ext4 does 3 IOs. */
+static void test_pil_pattern(void)
+{
+	static const uint64_t calls[][2] = {{0, 4096},	    {4096, 36864}, {40960, 4096},
+					    {45056, 36864}, {81920, 4096}, {0, 65536},
+					    {65536, 23171}};
+	const char *const kv[] = {"read.iops=1000000", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_result r;
+	uint64_t t = T0;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	for (unsigned i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		r = rd_sized(p, 21, calls[i][0], calls[i][1], DL_PREQ_BUFFERED, t, 88707);
+		t = r.due_ns + 20 * US;
+	}
+	CHECK(stat_num(p, "read", "device_ops") == 3, "PIL's pattern: device_ops %g (want 3)",
+	      stat_num(p, "read", "device_ops"));
+	CHECK(stat_num(p, "read", "merged_ops") == 4, "merged_ops %g",
+	      stat_num(p, "read", "merged_ops"));
+	dl_pacer_free(p);
+}
+
+/* A read of what was read ahead is due when its window is, not before; a
+ * stream is forgotten after a pause; each file has its own. */
+static void test_streams(void)
+{
+	const char *const kv[] = {"read.latency=1ms", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_result a, b;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	a = rd_sized(p, 31, 0, 8192, DL_PREQ_BUFFERED, T0, 1 << 20);
+	b = rd_sized(p, 31, 8192, 8192, DL_PREQ_BUFFERED, T0 + 10 * US, 1 << 20);
+	CHECK(a.due_ns == T0 + MS && b.due_ns == T0 + MS, "in-window read due at +%llu ns",
+	      (unsigned long long)(b.due_ns - T0));
+	rd_sized(p, 32, 8192, 8192, DL_PREQ_BUFFERED, T0 + 20 * US, 1 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == 2, "another file: device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	/* Seconds later the pages are gone: an IO again. */
+	rd_sized(p, 31, 8192, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC, 1 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == 3, "after a pause: device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	/* A seek outside the stream's bytes: a new stream, an IO of just the
+	 * read (the kernel reads ahead only from a file's start or once a
+	 * reader goes on); going on takes a window, 32 KiB, which holds the
+	 * next three calls. */
+	rd_sized(p, 31, 512 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 2 * MS, 1 << 20);
+	rd_sized(p, 31, 512 * KiB, 4096, DL_PREQ_BUFFERED, T0 + 3 * SEC + 2 * MS, 1 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == 4 && stat_num(p, "read", "merged_ops") == 2,
+	      "after a seek: device_ops %g merged %g", stat_num(p, "read", "device_ops"),
+	      stat_num(p, "read", "merged_ops"));
+	rd_sized(p, 31, 520 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 3 * MS, 1 << 20);
+	rd_sized(p, 31, 528 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 4 * MS, 1 << 20);
+	rd_sized(p, 31, 536 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 5 * MS, 1 << 20);
+	rd_sized(p, 31, 544 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 6 * MS, 1 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == 5, "going on: device_ops %g (want 5)",
+	      stat_num(p, "read", "device_ops"));
+	/* Without the flag (O_DIRECT, or the kernel's own readahead request)
+	 * each read is an IO. */
+	rd_sized(p, 31, 512 * KiB, 8192, 0, T0 + 3 * SEC + 7 * MS, 1 << 20);
+	rd_sized(p, 31, 512 * KiB + 8192, 8192, 0, T0 + 3 * SEC + 8 * MS, 1 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == 7, "unflagged: device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	dl_pacer_free(p);
+}
+
+/* A stream keeps its last 2 MiB: a re-read of a large file from its start
+ * pays again (no cache of the file's data), a small file's does not. */
+static void test_stream_keeps_little(void)
+{
+	const char *const kv[] = {"read.iops=1000000", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	uint64_t t = T0, off;
+	double before;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	for (off = 0; off < 16 * 1024 * KiB; off += 1024 * KiB, t += MS)
+		rd_sized(p, 51, off, 1024 * KiB, DL_PREQ_BUFFERED, t, 64 << 20);
+	before = stat_num(p, "read", "device_ops");
+	CHECK(before == 16, "16 MiB in 1 MiB reads: device_ops %g", before);
+	rd_sized(p, 51, 0, 1024 * KiB, DL_PREQ_BUFFERED, t, 64 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == before + 1, "re-read from the start: an IO");
+	rd_sized(p, 51, 1024 * KiB, 512 * KiB, DL_PREQ_BUFFERED, t + MS, 64 << 20);
+	rd_sized(p, 51, 0, 512 * KiB, DL_PREQ_BUFFERED, t + 2 * MS, 64 << 20);
+	CHECK(stat_num(p, "read", "merged_ops") == 1, "the last window re-read: merged %g",
+	      stat_num(p, "read", "merged_ops"));
+	dl_pacer_free(p);
+}
+
+/* Two jobs reading one file: each pays its own IOs (no cache is shared). */
+static void test_jobs_own_streams(void)
+{
+	const char *const kv[] = {"read.iops=1000000", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	for (uint32_t job = 1; job <= 2; job++)
+		for (uint64_t off = 0; off < 32 * KiB; off += 8 * KiB) {
+			struct dl_pacer_req r = {.cls = DL_OP_READ,
+						 .file_id = 41,
+						 .off = off,
+						 .len = 8 * KiB,
+						 .job = job,
+						 .flags = DL_PREQ_BUFFERED,
+						 .file_size = 1 << 20};
+			struct dl_pacer_result res;
+
+			CHECK(dl_pacer_submit(p, &r, T0 + off, &res) == 0, "submit");
+			dl_pacer_complete(p, &r, &res, res.due_ns);
+		}
+	CHECK(stat_num(p, "read", "device_ops") == 2 && stat_num(p, "read", "merged_ops") == 6,
+	      "two jobs: device_ops %g merged %g", stat_num(p, "read", "device_ops"),
+	      stat_num(p, "read", "merged_ops"));
+	dl_pacer_free(p);
+}
+
+/* The device model: a window's IO takes its IO token, fixed and serial
+ * cost; reads inside it take none. */
+static void test_device_model(void)
+{
+	const char *const kv[] = {"read.transfer=1GB/s", "read.latency=100us", "read.iops=1000",
+				  "read.iops_burst=1",	 "read.serial=50us",   NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_result a, b, c;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	a = rd_sized(p, 9, 0, 8192, DL_PREQ_BUFFERED, T0, 1 << 20);
+	CHECK(a.due_ns == T0 + 100 * US + 50 * US + 32768,
+	      "first window +%llu ns (100 us + 50 us serial + 32 KiB at 1 GB/s)",
+	      (unsigned long long)(a.due_ns - T0));
+	b = rd_sized(p, 9, 8192, 8192, DL_PREQ_BUFFERED, a.due_ns, 1 << 20);
+	CHECK(b.due_ns == a.due_ns, "read inside the window +%llu ns",
+	      (unsigned long long)(b.due_ns - a.due_ns));
+	/* Past the window: the next one (128 KiB), after the IO token (1 ms). */
+	c = rd_sized(p, 9, 32 * KiB, 8192, DL_PREQ_BUFFERED, b.due_ns, 1 << 20);
+	CHECK(c.due_ns == T0 + MS + 150 * US + 131072, "next window at +%llu ns",
+	      (unsigned long long)(c.due_ns - T0));
+	CHECK(stat_num(p, "read", "device_ops") == 2, "device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	dl_pacer_free(p);
+}
+
+/* The stream table is bounded: the oldest streams are forgotten. */
+static void test_run_table_bounded(void)
+{
+	const char *const kv[] = {"read.iops=1000000", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	for (uint64_t f = 1; f <= 100; f++)
+		rd_sized(p, f, 0, 4 * KiB, DL_PREQ_BUFFERED, T0 + f * US, 1 << 20);
+	for (uint64_t f = 100; f >= 1; f--)
+		rd_sized(p, f, 4 * KiB, 4 * KiB, DL_PREQ_BUFFERED, T0 + MS, 1 << 20);
+	CHECK(stat_num(p, "read", "merged_ops") == 64, "merged %g (want the 64 latest streams)",
+	      stat_num(p, "read", "merged_ops"));
+	dl_pacer_free(p);
+}
+
+/* The inode cache: a first touch costs meta.latency, later ones
+ * meta.cached_latency (without the device: no IOPS slot); cache drop
+ * forgets; without cached_latency every touch costs latency. */
+static void test_inode_cache(void)
+{
+	const char *const kv[] = {"meta.latency=5ms", "meta.cached_latency=10us", "meta.iops=100",
+				  NULL};
+	const char *const plain[] = {"meta.latency=5ms", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_result a, b, c, d, e, f;
+	uint64_t t = T0 + SEC;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	a = meta(p, 42, T0);
+	CHECK(a.due_ns == T0 + 5 * MS, "first touch +%llu ns", (unsigned long long)(a.due_ns - T0));
+	/* Right away, while the IOPS step (10 ms) would hold a device request. */
+	b = meta(p, 42, T0 + 1 * MS);
+	CHECK(b.due_ns == T0 + 1 * MS + 10 * US, "cached touch +%llu ns",
+	      (unsigned long long)(b.due_ns - T0 - 1 * MS));
+	c = meta(p, 43, T0 + 1 * MS);
+	CHECK(c.due_ns == T0 + 15 * MS, "another inode: cold, after the IOPS step (+%llu ns)",
+	      (unsigned long long)(c.due_ns - T0));
+	d = meta(p, 0, t);
+	e = meta(p, 0, t + SEC);
+	CHECK(d.due_ns == t + 5 * MS && e.due_ns == t + SEC + 5 * MS,
+	      "an unknown inode (0) is always cold");
+	CHECK(stat_num(p, "meta", "inode_cache_hits") == 1, "inode_cache_hits %g",
+	      stat_num(p, "meta", "inode_cache_hits"));
+	CHECK(stat_num(p, "meta", "device_ops") == 4, "meta device_ops %g",
+	      stat_num(p, "meta", "device_ops"));
+	dl_pacer_cache_drop(p);
+	f = meta(p, 42, t + 2 * SEC);
+	CHECK(f.due_ns == t + 2 * SEC + 5 * MS, "after cache drop: cold again (+%llu ns)",
+	      (unsigned long long)(f.due_ns - t - 2 * SEC));
+	dl_pacer_free(p);
+
+	p = test_pacer(plain, T0, 1);
+	CHECK(p != NULL, "plain pacer");
+	if (!p)
+		return;
+	a = meta(p, 42, T0);
+	b = meta(p, 42, T0 + SEC);
+	CHECK(a.due_ns == T0 + 5 * MS && b.due_ns == T0 + SEC + 5 * MS,
+	      "no cached_latency: every touch costs latency");
+	dl_pacer_free(p);
+}
+
+static void test_cached_latency_keys(void)
+{
+	struct dl_pacer_cfg cfg;
+	const char *const kv[] = {"meta.cached_latency=lognormal(5us,50us)", NULL};
+	char err[256] = "", *dump;
+
+	CHECK(test_pacer_cfg(&cfg, kv) == 0, "meta.cached_latency takes a distribution");
+	dump = test_pacer_dump(&cfg);
+	CHECK(dump && strstr(dump, "cached_latency: lognormal(5us, 50us)"), "dump says it: %s",
+	      dump ? dump : "(null)");
+	free(dump);
+	/* Only metadata has an inode cache: the check names the key. */
+	CHECK(dl_pacer_cfg_set(&cfg, "read.cached_latency", "1ms", err, sizeof(err)) == 0,
+	      "set: %s", err);
+	CHECK(dl_pacer_cfg_check(&cfg, err, sizeof(err)) == -EINVAL &&
+		  strstr(err, "read.cached_latency"),
+	      "read.cached_latency refused: \"%s\"", err);
+	test_pacer_expect_err(&cfg, "meta.cached_latency", "fast", "meta.cached_latency");
+	dl_pacer_cfg_free(&cfg);
+	/* blksize: a power of two from 512 to 16 MiB; 0 is the default. */
+	CHECK(test_pacer_cfg(&cfg, (const char *const[]){"blksize=4KiB", NULL}) == 0, "blksize");
+	CHECK(cfg.blksize == 4096, "blksize %llu", (unsigned long long)cfg.blksize);
+	for (int i = 0; i < 3; i++) {
+		const char *bad[] = {"3000", "256", "32MiB"};
+
+		CHECK(dl_pacer_cfg_set(&cfg, "blksize", bad[i], err, sizeof(err)) == 0, "set");
+		CHECK(dl_pacer_cfg_check(&cfg, err, sizeof(err)) == -EINVAL &&
+			  strstr(err, "blksize"),
+		      "blksize=%s refused: \"%s\"", bad[i], err);
+	}
+	dl_pacer_cfg_free(&cfg);
+}
+
+static void test_blksize_live(void)
+{
+	const char *const none[] = {NULL};
+	struct dl_pacer *p = test_pacer(none, T0, 1);
+	char err[256] = "";
+
+	CHECK(p && dl_pacer_blksize(p) == 1 << 20, "default blksize 1 MiB");
+	CHECK(p && dl_pacer_set(p, "blksize", "4KiB", err, sizeof(err)) == 0, "set: %s", err);
+	CHECK(p && dl_pacer_blksize(p) == 4096, "live blksize");
+	CHECK(p && dl_pacer_set(p, "blksize", "5000", err, sizeof(err)) == -EINVAL &&
+		  dl_pacer_blksize(p) == 4096,
+	      "a refused blksize changes nothing");
+	dl_pacer_free(p);
+}
+
+int main(void)
+{
+	test_eof();
+	test_small_calls();
+	test_pil_pattern();
+	test_streams();
+	test_jobs_own_streams();
+	test_stream_keeps_little();
+	test_device_model();
+	test_run_table_bounded();
+	test_inode_cache();
+	test_cached_latency_keys();
+	test_blksize_live();
+	return tap_done("pacer_devwork");
+}

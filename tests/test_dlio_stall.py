@@ -481,6 +481,11 @@ cache: {policy: none}
         self.assertIn("pacer off", r.stdout.split("[configured]")[0])
         self.assertIn("pacer on", r.stdout.split("[configured]")[1])
         self.assertTrue(self.pacer_enabled(), "the pacer was not switched back on")
+        # cache: none holds nothing: no warm is tried (the mount would
+        # refuse it), one line says what the prep run then is.
+        self.assertNotIn("cache warm", r.stderr)
+        self.assertNotIn("refused", r.stderr)
+        self.assertEqual(r.stderr.count("no cache to warm (cache.policy none)"), 1, r.stderr)
 
     def test_jpeg_decode_prep_stall(self):
         dltest.require(have_torch(), "torch not importable by %s" % PY)

@@ -292,13 +292,40 @@ static void diff_progress(const struct opts *o, int k, const char *what)
 	fprintf(stderr, "dlio-stall diff: run %d of 3: %s\n", k, what);
 }
 
+/* Warm the emulated cache for the prep run; a policy that holds nothing
+ * (none, kernel, or an emulated one of no size) is not asked (the mount
+ * would refuse): one line says what serves the prep run's reads instead. */
+static void warm_or_say(const struct opts *o, const char *policy, double capacity)
+{
+	const char *what = NULL;
+
+	if (!strcmp(policy, "none"))
+		what = "no cache to warm (cache.policy none): the prep run reads every byte "
+		       "from the daemon with the storage model off, so it still pays the "
+		       "daemon's own time, not the storage's";
+	else if (!strcmp(policy, "kernel"))
+		what = "no emulated cache to warm (cache.policy kernel): the kernel page cache "
+		       "serves the prep run's reads of what it still holds, the rest come from "
+		       "the daemon with the storage model off";
+	else if ((!strcmp(policy, "lru") || !strcmp(policy, "minio")) && !(capacity > 0))
+		what = "the emulated cache has no size to warm (cache.size 0): the prep run "
+		       "reads every byte from the daemon with the storage model off";
+	if (!what) {
+		st_mount_warm(o->mount, o->data);
+		return;
+	}
+	if (!o->quiet)
+		fprintf(stderr, "dlio-stall diff: %s\n", what);
+}
+
 /* (2) prep: storage model off, data warm; (1) compute only: replayed batches,
  * told each iterator's length by (2); (3) as configured: settings restored,
  * caches dropped. Reported in DS-Analyzer's order 1, 2, 3. */
 static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *runs)
 {
 	struct st_json before;
-	char hint[8192] = "";
+	char hint[8192] = "", policy[16] = "";
+	double capacity = 0;
 	int was_enabled = 1, have_ctl = 0, ret;
 
 	if (o->mount) {
@@ -309,13 +336,18 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 				"/: prep and configured runs use the same storage\n",
 				o->mount);
 		else if (st_mount_stats(o->mount, &before) == 0) {
+			const struct st_jv *pol = st_json_get(&before, "cache.policy");
+
 			was_enabled = st_json_num(&before, "enabled", 1) != 0;
+			if (pol && pol->str)
+				snprintf(policy, sizeof(policy), "%s", pol->str);
+			capacity = st_json_num(&before, "cache.capacity_bytes", 0);
 			st_json_free(&before);
 		}
 	}
 	if (have_ctl) {
 		st_mount_command(o->mount, DL_CTL_PACER, "enabled=false\n", "pacer enabled=false");
-		st_mount_warm(o->mount, o->data);
+		warm_or_say(o, policy, capacity);
 	}
 	snprintf(runs[1].name, sizeof(runs[1].name), "prep");
 	diff_progress(o, 1, "prep (storage model off, data cached)");

@@ -561,6 +561,11 @@ static int replay(const struct dt_trace *t, const struct model *m, struct dl_pac
 		if (req.cls == DL_OP_READ) {
 			jb->read_bytes += req.len;
 			jb->read_wait_s += (double)(reply - ev.t) / 1e9;
+			/* A read at the end of a file moves nothing: no cache look-up. */
+			jb->cache_reqs += req.len > 0;
+			jb->cache_hits += req.len > 0 && res.hit_bytes == req.len;
+			jb->hit_bytes += res.hit_bytes;
+			jb->miss_bytes += req.len - res.hit_bytes;
 			rbytes += req.len;
 			lat_sum += reply - ev.t;
 			nreads++;
@@ -618,6 +623,8 @@ int wi_replay_run(const struct dt_trace *t, uint64_t origin, const struct dl_pac
 	if (ret)
 		goto out;
 	out->clients = clients;
+	out->emulated_cache =
+	    cfg->cache.policy == DL_CACHE_LRU || cfg->cache.policy == DL_CACHE_MINIO;
 	out->njobs = m.njobs * clients;
 	out->jobs = calloc(out->njobs ? out->njobs : 1, sizeof(*out->jobs));
 	if (!out->jobs) {

@@ -284,6 +284,88 @@ class ComputeOnlyTest(Base):
         self.assertGreater(d["G"] / g_ref, 0.6, msg)
 
 
+PREP_JOB = """\
+import os
+import sys
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+def work(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+class D(Dataset):  # decoding (CPU) is the bottleneck, compute is next to none
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        work(150000)
+        return torch.zeros(16)
+
+
+with open(sys.argv[2], "a") as f:
+    f.write("%s %s\\n" % (sys.argv[1], os.environ.get("DLIO_STALL_WORKERS")))
+for b in DataLoader(D(), batch_size=4, num_workers=int(sys.argv[1])):
+    work(5000)
+"""
+
+
+class CpuWhatIfTest(Base):
+    """DS-Analyzer's CPU what-if (issue 26): the prep run at two worker
+    counts, P fitted against workers and cores, predicted for more."""
+
+    def test_prep_ceiling_against_workers(self):
+        dltest.require(have_torch(), "torch not importable by %s" % PY)
+        dltest.require((os.cpu_count() or 1) >= 2, "one core: two worker counts look alike")
+        tmp = tempfile.mkdtemp(prefix="dlio-stall-cpu-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        job, seen = os.path.join(tmp, "prep.py"), os.path.join(tmp, "seen")
+        with open(job, "w") as f:
+            f.write(PREP_JOB)
+        r, rep = stall(["diff", "--workers", "1,2"], [PY, job, "{workers}", seen])
+        rep = self.check_ok(r, rep)
+        # Three runs at 1 worker, the extra prep run at 2, each told both ways.
+        with open(seen) as f:
+            self.assertEqual(sorted(f.read().split("\n")[:-1]), ["1 1", "1 1", "1 1", "2 2"])
+        c = rep["cpu_whatif"]
+        cores = c["cores"]
+        self.assertGreaterEqual(cores, 2)
+        self.assertEqual([m["workers"] for m in c["measured"]], [1, 2])
+        p1, p2 = (m["P"] for m in c["measured"])
+        # The prep run at 1 worker is the diff's own P.
+        self.assertAlmostEqual(p1, rep["diff"]["P"], delta=1e-3 * p1)  # each rounded
+        self.assertTrue(c["fitted"], c)
+        self.assertGreaterEqual(c["contention"], 0)
+        self.assertLessEqual(c["contention"], 1)
+        pred = {(x["workers"], x["cores"]): x["P"] for x in c["predicted"]}
+        # Two points, two parameters: the fit goes through both (unless the
+        # loaded machine made 2 workers slower than 1: contention is kept <= 1).
+        self.assertAlmostEqual(pred[(1, cores)], p1, delta=0.02 * p1)
+        if p2 > p1:
+            self.assertAlmostEqual(pred[(2, cores)], p2, delta=0.02 * p2)
+        # More workers than cores add nothing; more cores never take away.
+        self.assertAlmostEqual(pred[(4 * cores, cores)], pred[(cores, cores)], delta=1e-6 * p1)
+        for w in (1, 2, 4):
+            self.assertLessEqual(pred[(w, cores)], pred[(w, 2 * cores)] + 1e-9)
+        self.assertIn("[CPU what-if]", r.stdout)
+        self.assertIn("predicted P", r.stdout)
+
+    def test_bad_worker_lists(self):
+        for bad in ("0", "1,1", "a", "1,2,3,4,5,6,7,8,9"):
+            r = subprocess.run([STALL, "diff", "--workers", bad, "--", PY, "-c", "pass"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertIn("--workers", r.stderr)
+        r = subprocess.run([STALL, "run", "--workers", "1,2", "--", PY, "-c", "pass"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--workers is for diff", r.stderr)
+
+
 class ReportTest(Base):
     """The arithmetic, on hand-made records (dlio-stall report)."""
 

@@ -392,6 +392,41 @@ class Predict(Base):
         self.assertIn("predicted", r.stdout)
         self.assertIn("measured", r.stdout)
 
+    def test_worked_example_near_the_knee(self):
+        """The README's worked example (8 MB samples read as 1 MiB pieces,
+        recorded at 100 MB/s) predicted at 500 MB/s, where the job turns
+        compute-bound. The daemon stamps each piece's reply after the client
+        has sent the next one; read as overlap, the next piece waited the
+        recorded 100 MB/s service time again, and the prediction was 10%
+        slow with AU 13 points low (issue 26)."""
+        d = tempfile.mkdtemp(prefix="w-", dir=self.tmp)
+        cfg = os.path.join(d, "job.yaml")
+        with open(cfg, "w") as f:
+            f.write("dataset: {data_folder: data/unet3d, format: npz, num_files_train: 40, "
+                    "record_length_bytes: 8000000}\n"
+                    "pacer: {profile: nfs-10g, read: {bandwidth: 100MB/s}}\n"
+                    "cache: {policy: none}\n")
+        job = [DRIVE, "--config", cfg, "{mount}", "--batch-size", "4",
+               "--computation-time", "0.05"]
+        trace = os.path.join(d, "tr")
+        r = run(["sweep", cfg, "--set", "read.bandwidth=100MB/s", "--trace", trace, "-q", "--"]
+                + job)
+        self.ok(r)
+        js = os.path.join(d, "p.json")
+        r = run(["predict", os.path.join(trace, "p0-r0.trace"), "--set",
+                 "read.bandwidth=500MB/s", "--json", js])
+        self.ok(r)
+        pred = self.load(js)["predictions"][1]["total"]
+        js = os.path.join(d, "m.json")
+        r = run(["sweep", cfg, "--set", "read.bandwidth=500MB/s", "--repeat", "2", "--json", js,
+                 "-q", "--"] + job)
+        self.ok(r)
+        st = self.load(js)["points"][0]["stats"]
+        msg = "predicted %s, measured %s" % (pred, st)
+        self.assertAlmostEqual(pred["run_s"] / st["run_s"]["mean"], 1.0, delta=0.06, msg=msg)
+        self.assertAlmostEqual(pred["au"], st["au"]["mean"], delta=0.06, msg=msg)
+        self.assertAlmostEqual(pred["wait_share"], st["wait_share"]["mean"], delta=0.05, msg=msg)
+
     def test_trace_without_report(self):
         trace = self.record("40MB/s")
         os.unlink(trace + ".json")

@@ -232,6 +232,87 @@ class Sweep(Base):
         self.assertGreater(fast["samples_per_s"]["mean"], slow["samples_per_s"]["mean"])
 
 
+class CacheAndKinds(Base):
+    """What a what-if shows beside the job's figures (issue 26): the
+    emulated cache's hit ratio per point, a categorical key drawn, no AU
+    for a job without an accelerator."""
+
+    def small(self, *extra):
+        return self.job([DRIVE, "--config", "{cfg}", "{mount}", "--dataset", "small",
+                         "--batch-size", "4", "--computation-time", "0.001",
+                         "--epochs", "2"] + list(extra))
+
+    def test_cache_sweep_has_hit_ratios_and_a_categorical_plot(self):
+        js, png = os.path.join(self.tmp, "c.json"), os.path.join(self.tmp, "c.png")
+        r = run(["sweep", self.cfg, "--set", "read.bandwidth=400MB/s", "--set",
+                 "cache.policy=none,lru,minio", "--set", "cache.size=64MB", "--json", js,
+                 "--plot", png, "-q", "--"] + self.small())
+        self.ok(r)
+        doc = self.load(js)
+        none, lru, minio = (p["stats"] for p in doc["points"])
+        # No emulated cache: no ratio, not a 0% one.
+        self.assertNotIn("cache_hit_bytes", none)
+        # 32 files of 64 KB, read twice through a cache that holds them all:
+        # the second epoch is served by it, the first is not.
+        for st in (lru, minio):
+            for m in ("cache_hit_bytes", "cache_hit_requests"):
+                self.assertEqual(st[m]["n"], 1, m)
+                self.assertAlmostEqual(st[m]["mean"], 0.5, delta=0.1, msg=(m, st[m]))
+        run0 = doc["points"][1]["runs"][0]
+        self.assertAlmostEqual(run0["total"]["cache_hit_bytes"],
+                               run0["jobs"][0]["cache_hit_bytes"], delta=1e-6)
+        head = r.stdout.splitlines()[1]
+        self.assertIn("hit B", head)
+        self.assertIn("hit requests", head)
+        rows = r.stdout.splitlines()[2:5]
+        self.assertTrue(rows[1].split()[1] == "lru" and "%" in rows[1].split()[-1], r.stdout)
+        # The plot: the policy axis has its three values, drawn.
+        with open(png, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        s = subprocess.run([PY, os.path.join(dltest.SRC, "tools", "dlio_whatif_plot.py"), js,
+                            os.path.join(self.tmp, "c2.png"), "--summary", "--metric",
+                            "cache_hit_bytes"], capture_output=True, text=True)
+        self.assertEqual(s.returncode, 0, s.stderr)
+        self.assertIn("cache.policy: 2 points (categorical)", s.stdout)
+        self.assertIn("cache.size: 2 points\n", s.stdout)
+
+    def test_predict_has_the_replayed_hit_ratio(self):
+        trace = os.path.join(self.tmp, "tr")
+        r = run(["sweep", self.cfg, "--set", "read.bandwidth=100MB/s", "--trace", trace, "-q",
+                 "--"] + self.small())
+        self.ok(r)
+        js = os.path.join(self.tmp, "p.json")
+        r = run(["predict", os.path.join(trace, "p0-r0.trace"), "--set", "cache.policy=lru",
+                 "--set", "cache.size=64MB,512KB", "--json", js])
+        self.ok(r)
+        rows = self.load(js)["predictions"]
+        self.assertNotIn("cache_hit_bytes", rows[0]["total"])  # recorded: cache none
+        big, tiny = rows[1]["total"], rows[2]["total"]
+        self.assertAlmostEqual(big["cache_hit_bytes"], 0.5, delta=0.1, msg=big)
+        self.assertAlmostEqual(big["cache_hit_requests"], 0.5, delta=0.1, msg=big)
+        self.assertLess(tiny["cache_hit_bytes"], 0.1, tiny)
+        self.assertIn("hit B", r.stdout)
+
+    def test_no_au_for_a_job_without_an_accelerator(self):
+        # A PyTorch script on the CPU (it never initializes CUDA): its data
+        # wait is measured, an accelerator's utilization is not there.
+        r = subprocess.run([PY, "-c", "import torch"], capture_output=True)
+        dltest.require(r.returncode == 0, "torch not importable by %s" % PY)
+        js = os.path.join(self.tmp, "n.json")
+        r = run(["sweep", self.cfg, "--set", "read.bandwidth=20MB/s", "--json", js, "-q",
+                 "--", PY, os.path.join(JOBS, "train_torch_npz.py"), "{mount}/small",
+                 "--batch", "4", "--workers", "1", "--compute-ms", "5"])
+        self.ok(r)
+        doc = self.load(js)
+        self.assertEqual(doc["job_kind"], "dlio-stall")
+        st = doc["points"][0]["stats"]
+        self.assertNotIn("au", st)
+        self.assertEqual(st["wait_share"]["n"], 1)
+        head = r.stdout.splitlines()[1]
+        self.assertNotIn("AU", head)
+        self.assertIn("data wait", head)
+
+
 class Search(Base):
     def test_finds_the_knee(self):
         js = os.path.join(self.tmp, "k.json")
@@ -310,6 +391,41 @@ class Predict(Base):
             self.assertAlmostEqual(pred["au"], st["au"]["mean"], delta=0.15, msg=msg)
         self.assertIn("predicted", r.stdout)
         self.assertIn("measured", r.stdout)
+
+    def test_worked_example_near_the_knee(self):
+        """The README's worked example (8 MB samples read as 1 MiB pieces,
+        recorded at 100 MB/s) predicted at 500 MB/s, where the job turns
+        compute-bound. The daemon stamps each piece's reply after the client
+        has sent the next one; read as overlap, the next piece waited the
+        recorded 100 MB/s service time again, and the prediction was 10%
+        slow with AU 13 points low (issue 26)."""
+        d = tempfile.mkdtemp(prefix="w-", dir=self.tmp)
+        cfg = os.path.join(d, "job.yaml")
+        with open(cfg, "w") as f:
+            f.write("dataset: {data_folder: data/unet3d, format: npz, num_files_train: 40, "
+                    "record_length_bytes: 8000000}\n"
+                    "pacer: {profile: nfs-10g, read: {bandwidth: 100MB/s}}\n"
+                    "cache: {policy: none}\n")
+        job = [DRIVE, "--config", cfg, "{mount}", "--batch-size", "4",
+               "--computation-time", "0.05"]
+        trace = os.path.join(d, "tr")
+        r = run(["sweep", cfg, "--set", "read.bandwidth=100MB/s", "--trace", trace, "-q", "--"]
+                + job)
+        self.ok(r)
+        js = os.path.join(d, "p.json")
+        r = run(["predict", os.path.join(trace, "p0-r0.trace"), "--set",
+                 "read.bandwidth=500MB/s", "--json", js])
+        self.ok(r)
+        pred = self.load(js)["predictions"][1]["total"]
+        js = os.path.join(d, "m.json")
+        r = run(["sweep", cfg, "--set", "read.bandwidth=500MB/s", "--repeat", "2", "--json", js,
+                 "-q", "--"] + job)
+        self.ok(r)
+        st = self.load(js)["points"][0]["stats"]
+        msg = "predicted %s, measured %s" % (pred, st)
+        self.assertAlmostEqual(pred["run_s"] / st["run_s"]["mean"], 1.0, delta=0.06, msg=msg)
+        self.assertAlmostEqual(pred["au"], st["au"]["mean"], delta=0.06, msg=msg)
+        self.assertAlmostEqual(pred["wait_share"], st["wait_share"]["mean"], delta=0.05, msg=msg)
 
     def test_trace_without_report(self):
         trace = self.record("40MB/s")

@@ -11,9 +11,11 @@
  * memory; data cached with the storage model off; as configured, cold) and
  * splits the stall into prep and fetch by differencing. */
 #include <errno.h>
+#include <sched.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@ struct opts {
 	const char *mount, *data, *json, *plot, *cupti;
 	size_t warmup;
 	int interval_ms, replay, cold, keep, quiet;
+	unsigned nworkers, workers[ST_CPU_MAX]; /* diff --workers */
 	char **argv;
 };
 
@@ -57,6 +60,11 @@ static void usage(FILE *f)
 		"  --interval MS     mount statistics sampling period (default 200)\n"
 		"  --cold            (run) drop the mount's caches first\n"
 		"  --replay K        (diff) batches cached for the compute-only run (default 4)\n"
+		"  --workers W1,W2   (diff) the CPU what-if: the prep run again at each loader\n"
+		"                    worker count (the three runs use W1), told to the job by\n"
+		"                    {workers} in its arguments and $DLIO_STALL_WORKERS; the\n"
+		"                    prep ceiling P is fitted against workers and cores and\n"
+		"                    predicted for more of both\n"
 		"  --cupti PATH|off  CUPTI injection library (default $DLIO_CUPTI_LIB, else\n"
 		"                    libdlio_cupti.so next to dlio-stall)\n"
 		"  --keep            keep the working directory with the raw records\n"
@@ -76,6 +84,28 @@ static int parse_num(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
+/* "1,2,4": 1 to ST_CPU_MAX distinct counts from 1 to 4096. */
+static int parse_workers(const char *s, struct opts *o)
+{
+	char buf[256], *save = NULL;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	o->nworkers = 0;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		long v;
+
+		if (o->nworkers == ST_CPU_MAX || parse_num(t, 1, 4096, &v))
+			return -EINVAL;
+		for (unsigned i = 0; i < o->nworkers; i++)
+			if (o->workers[i] == (unsigned)v)
+				return -EINVAL;
+		o->workers[o->nworkers++] = (unsigned)v;
+	}
+	return o->nworkers ? 0 : -EINVAL;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -86,6 +116,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"warmup", required_argument, 0, 'w'},
 	    {"interval", required_argument, 0, 'i'},
 	    {"replay", required_argument, 0, 'r'},
+	    {"workers", required_argument, 0, 'W'},
 	    {"cupti", required_argument, 0, 'c'},
 	    {"cold", no_argument, 0, 'C'},
 	    {"keep", no_argument, 0, 'k'},
@@ -145,6 +176,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'h':
 			usage(stdout);
 			exit(0);
+		case 'W':
+			if (parse_workers(optarg, o)) {
+				fprintf(stderr,
+					"dlio-stall: --workers '%s': expected distinct worker counts "
+					"from 1 to 4096, comma-separated, at most %d\n",
+					optarg, ST_CPU_MAX);
+				return -EINVAL;
+			}
+			break;
 		case 'w':
 		case 'i':
 		case 'r':
@@ -169,6 +209,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		return -EINVAL;
 	}
 	o->argv = argv + optind;
+	if (o->nworkers && strcmp(o->cmd, "diff")) {
+		fprintf(stderr, "dlio-stall: --workers is for diff\n");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -292,13 +336,125 @@ static void diff_progress(const struct opts *o, int k, const char *what)
 	fprintf(stderr, "dlio-stall diff: run %d of 3: %s\n", k, what);
 }
 
+static void argv_free(char **av)
+{
+	for (size_t i = 0; av && av[i]; i++)
+		free(av[i]);
+	free(av);
+}
+
+/* The job's arguments with every "{workers}" replaced by w. */
+static char **workers_argv(char **argv, unsigned w)
+{
+	static const char tok[] = "{workers}";
+	size_t n = 0;
+	char num[16], **av;
+
+	snprintf(num, sizeof(num), "%u", w);
+	while (argv[n])
+		n++;
+	av = calloc(n + 1, sizeof(*av));
+	if (!av)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(argv[i]) + 1, k = 0;
+		const char *p;
+
+		for (p = argv[i]; (p = strstr(p, tok)); p += sizeof(tok) - 1)
+			len += strlen(num);
+		if (!(av[i] = malloc(len))) {
+			argv_free(av);
+			return NULL;
+		}
+		for (p = argv[i]; *p;) {
+			if (!strncmp(p, tok, sizeof(tok) - 1)) {
+				k += (size_t)sprintf(av[i] + k, "%s", num);
+				p += sizeof(tok) - 1;
+			} else {
+				av[i][k++] = *p++;
+			}
+		}
+		av[i][k] = 0;
+	}
+	return av;
+}
+
+/* Tell the job to use w loader workers: {workers} in its arguments and
+ * $DLIO_STALL_WORKERS. *owned: the arguments made for the last count. */
+static int use_workers(const struct opts *o, struct st_launch *l, unsigned w, char ***owned)
+{
+	char num[16], **av;
+
+	if (!o->nworkers)
+		return 0;
+	av = workers_argv(o->argv, w);
+	if (!av)
+		return -ENOMEM;
+	argv_free(*owned);
+	*owned = av;
+	l->argv = av;
+	snprintf(num, sizeof(num), "%u", w);
+	return setenv("DLIO_STALL_WORKERS", num, 1) ? -errno : 0;
+}
+
+/* The CPU what-if's extra prep runs, still with the storage model off and
+ * the data warm: one per further worker count. */
+static int extra_preps(const struct opts *o, struct st_launch *l, struct st_run *xruns,
+		       char ***owned)
+{
+	char tag[32];
+	int ret = 0;
+
+	for (unsigned i = 1; i < o->nworkers && !ret; i++) {
+		snprintf(xruns[i].name, sizeof(xruns[i].name), "prep-%uw", o->workers[i]);
+		snprintf(tag, sizeof(tag), "prep-%uw", o->workers[i]);
+		if (!o->quiet && isatty(STDERR_FILENO))
+			fprintf(stderr, "dlio-stall diff: CPU what-if: prep with %u workers\n",
+				o->workers[i]);
+		ret = use_workers(o, l, o->workers[i], owned);
+		l->tag = tag;
+		if (!ret)
+			ret = st_launch(l, &xruns[i]);
+	}
+	l->tag = NULL;
+	return ret ? ret : use_workers(o, l, o->workers[0], owned);
+}
+
+/* Warm the emulated cache for the prep run; a policy that holds nothing
+ * (none, kernel, or an emulated one of no size) is not asked (the mount
+ * would refuse): one line says what serves the prep run's reads instead. */
+static void warm_or_say(const struct opts *o, const char *policy, double capacity)
+{
+	const char *what = NULL;
+
+	if (!strcmp(policy, "none"))
+		what = "no cache to warm (cache.policy none): the prep run reads every byte "
+		       "from the daemon with the storage model off, so it still pays the "
+		       "daemon's own time, not the storage's";
+	else if (!strcmp(policy, "kernel"))
+		what = "no emulated cache to warm (cache.policy kernel): the kernel page cache "
+		       "serves the prep run's reads of what it still holds, the rest come from "
+		       "the daemon with the storage model off";
+	else if ((!strcmp(policy, "lru") || !strcmp(policy, "minio")) && !(capacity > 0))
+		what = "the emulated cache has no size to warm (cache.size 0): the prep run "
+		       "reads every byte from the daemon with the storage model off";
+	if (!what) {
+		st_mount_warm(o->mount, o->data);
+		return;
+	}
+	if (!o->quiet)
+		fprintf(stderr, "dlio-stall diff: %s\n", what);
+}
+
 /* (2) prep: storage model off, data warm; (1) compute only: replayed batches,
  * told each iterator's length by (2); (3) as configured: settings restored,
  * caches dropped. Reported in DS-Analyzer's order 1, 2, 3. */
-static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *runs)
+static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *runs,
+		   struct st_run *xruns, char ***owned)
 {
 	struct st_json before;
-	char hint[8192] = "";
+	char hint[8192] = "", policy[16] = "";
+	double capacity = 0;
 	int was_enabled = 1, have_ctl = 0, ret;
 
 	if (o->mount) {
@@ -309,19 +465,28 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 				"/: prep and configured runs use the same storage\n",
 				o->mount);
 		else if (st_mount_stats(o->mount, &before) == 0) {
+			const struct st_jv *pol = st_json_get(&before, "cache.policy");
+
 			was_enabled = st_json_num(&before, "enabled", 1) != 0;
+			if (pol && pol->str)
+				snprintf(policy, sizeof(policy), "%s", pol->str);
+			capacity = st_json_num(&before, "cache.capacity_bytes", 0);
 			st_json_free(&before);
 		}
 	}
 	if (have_ctl) {
 		st_mount_command(o->mount, DL_CTL_PACER, "enabled=false\n", "pacer enabled=false");
-		st_mount_warm(o->mount, o->data);
+		warm_or_say(o, policy, capacity);
 	}
 	snprintf(runs[1].name, sizeof(runs[1].name), "prep");
 	diff_progress(o, 1, "prep (storage model off, data cached)");
+	ret = use_workers(o, l, o->workers[0], owned);
 	l->tag = "prep";
 	l->replay = 0;
-	ret = st_launch(l, &runs[1]);
+	if (!ret)
+		ret = st_launch(l, &runs[1]);
+	if (!ret)
+		ret = extra_preps(o, l, xruns, owned);
 	if (ret)
 		goto restore;
 	if (runs[1].main)
@@ -365,12 +530,47 @@ static int job_status(const struct st_run *runs, size_t nruns)
 
 /* Analyse the runs and say what they show: terminal, --json, --plot.
  * Returns the exit status (the job's, or 1 when the JSON was not written). */
+/* The cores this process may run on (its affinity), else those online. */
+static unsigned usable_cores(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+/* The prep rate at each worker count, in the diff's unit, and the fit. */
+static void cpu_whatif(const struct opts *o, struct st_run *runs, struct st_run *xruns,
+		       size_t warmup, const struct st_diff *d, struct st_cpu *cpu)
+{
+	double unit = d->per_sample ? (double)runs[2].sum.batch : 1.0;
+
+	memset(cpu, 0, sizeof(*cpu));
+	cpu->cores = usable_cores();
+	cpu->n = o->nworkers;
+	for (unsigned i = 0; i < o->nworkers; i++) {
+		struct st_run *r = i ? &xruns[i] : &runs[1];
+
+		cpu->workers[i] = o->workers[i];
+		if (i)
+			analyse(r, warmup);
+		cpu->P[i] = r->main && r->sum.counted && r->sum.step_mean_s > 0 && !r->status
+				? unit / r->sum.step_mean_s
+				: NAN;
+	}
+	st_cpu_fit(cpu);
+}
+
 static int report(const struct opts *o, struct st_report_ctx *ctx, struct st_run *runs,
-		  size_t nruns, const char *workdir)
+		  size_t nruns, struct st_run *xruns, const char *workdir)
 {
 	char jbuf[PATH_MAX + 32];
 	const char *json = o->json;
 	struct st_diff d;
+	struct st_cpu cpu;
 	int ret;
 
 	/* The compute-only run fetches its first K batches for real: leave as
@@ -381,10 +581,16 @@ static int report(const struct opts *o, struct st_report_ctx *ctx, struct st_run
 		analyse(&runs[i], ctx->warmup);
 	if (nruns == 3)
 		st_diff_compute(runs, &d);
+	if (nruns == 3 && o->nworkers) {
+		cpu_whatif(o, runs, xruns, ctx->warmup, &d, &cpu);
+		ctx->cpu = &cpu;
+	}
 	if (!o->quiet) {
 		if (nruns == 3)
 			st_report_diff(stdout, ctx, runs, nruns, &d);
-		else
+		if (ctx->cpu)
+			st_report_cpu(stdout, ctx->cpu, d.per_sample ? "samples/s" : "steps/s");
+		if (nruns != 3)
 			st_report_run(stdout, ctx, &runs[0]);
 		fflush(stdout);
 	}
@@ -394,8 +600,10 @@ static int report(const struct opts *o, struct st_report_ctx *ctx, struct st_run
 	}
 	if (json && (ret = st_json_write(json, o->cmd, ctx, runs, nruns, nruns == 3 ? &d : NULL))) {
 		fprintf(stderr, "dlio-stall: cannot write %s: %s\n", json, strerror(-ret));
+		ctx->cpu = NULL;
 		return 1;
 	}
+	ctx->cpu = NULL; /* cpu goes with this frame */
 	if (o->plot && run_plot(json, o->plot))
 		fprintf(stderr, "dlio-stall: the plot %s was not drawn\n", o->plot);
 	return job_status(runs, nruns);
@@ -405,7 +613,8 @@ int main(int argc, char **argv)
 {
 	struct opts o;
 	struct st_launch l = {0};
-	struct st_run runs[3];
+	struct st_run runs[3], *xruns = calloc(ST_CPU_MAX, sizeof(*xruns));
+	char **wargv = NULL;
 	struct st_report_ctx ctx = {0};
 	char hbuf[2 * PATH_MAX + 8], cbuf[2 * PATH_MAX + 8], workdir[PATH_MAX];
 	const char *tmp = getenv("TMPDIR");
@@ -464,17 +673,21 @@ int main(int argc, char **argv)
 		ret = st_launch(&l, &runs[0]);
 	} else {
 		nruns = 3;
-		ret = do_diff(&o, &l, runs);
+		ret = xruns ? do_diff(&o, &l, runs, xruns, &wargv) : -ENOMEM;
 	}
 	if (ret && !tool_stop_requested()) {
 		fprintf(stderr, "dlio-stall: %s\n", strerror(-ret));
 		goto out;
 	}
 	if (!tool_stop_requested())
-		rc = report(&o, &ctx, runs, nruns, workdir);
+		rc = report(&o, &ctx, runs, nruns, xruns, workdir);
 out:
 	for (size_t i = 0; i < 3; i++)
 		st_run_free(&runs[i]);
+	for (size_t i = 0; xruns && i < ST_CPU_MAX; i++)
+		st_run_free(&xruns[i]);
+	free(xruns);
+	argv_free(wargv);
 	if (tool_stop_requested()) {
 		int sig = tool_stop_requested();
 

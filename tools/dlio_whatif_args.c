@@ -13,8 +13,8 @@
 #include "dlio_whatif_i.h"
 #include "dliofs/units.h"
 
-const char *const wi_metric_names[WI_NM] = {"run_s", "au", "wait_share", "samples_per_s",
-					    "mb_per_s"};
+const char *const wi_metric_names[WI_NM] = {
+    "run_s", "au", "wait_share", "samples_per_s", "mb_per_s", "cache_hit_bytes", "cache_hit_requests"};
 
 int wi_metric_find(const char *name)
 {
@@ -347,7 +347,7 @@ int wi_target_parse(const char *s, const char *workload, struct wi_target *t)
 	if (t->metric < 0) {
 		fprintf(stderr,
 			"dlio-whatif: --target '%s': unknown metric '%s' (au, wait_share, "
-			"samples_per_s, mb_per_s, run_s)\n",
+			"samples_per_s, mb_per_s, run_s, cache_hit_bytes, cache_hit_requests)\n",
 			s, name);
 		return -EINVAL;
 	}
@@ -373,7 +373,8 @@ int wi_target_parse(const char *s, const char *workload, struct wi_target *t)
 	}
 	/* A share is a fraction (au>=0.9) or a percentage (au>=90%), never
 	 * guessed from the number: au>=1 is 100%, and au>=2 has no meaning. */
-	if (t->metric != WI_M_AU && t->metric != WI_M_WAIT) {
+	if (t->metric != WI_M_AU && t->metric != WI_M_WAIT && t->metric != WI_M_HITB &&
+	    t->metric != WI_M_HITR) {
 		if (*end == '%') {
 			fprintf(stderr,
 				"dlio-whatif: --target '%s': a percentage is for a share (au, "

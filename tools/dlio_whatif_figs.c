@@ -97,7 +97,10 @@ static void load_stall(const struct st_json *j, struct wi_figs *f, struct wi_job
 	double rb = num(j, "runs.0.io.read_bytes");
 
 	wi_figs_set(f, WI_M_WAIT, wait);
-	wi_figs_set(f, WI_M_AU, 1 - wait);
+	/* AU is an accelerator's: a job that never initialized CUDA has none
+	 * (its compute share is 1 - the data-wait share, which is shown). */
+	if (num(j, "runs.0.gpu.cupti_loaded") > 0)
+		wi_figs_set(f, WI_M_AU, 1 - wait);
 	wi_figs_set(f, WI_M_SPS, num(j, "runs.0.summary.samples_per_s"));
 	if (wall > 0 && rb >= 0)
 		wi_figs_set(f, WI_M_MBPS, rb / wall / 1e6);
@@ -160,7 +163,7 @@ void wi_figs_total(const struct wi_figs *c, unsigned n, struct wi_figs *t)
 		}
 		if (!k)
 			continue;
-		if (m == WI_M_AU || m == WI_M_WAIT)
+		if (m == WI_M_AU || m == WI_M_WAIT || m == WI_M_HITB || m == WI_M_HITR)
 			acc /= k;
 		wi_figs_set(t, m, acc);
 	}
@@ -262,7 +265,8 @@ static void predict_stall(const struct wi_jobmodel *m, double delta, double rho,
 	wi_figs_set(o, WI_M_RUN, m->run_s + all - m->wait_all_s);
 	if (win > 0) {
 		wi_figs_set(o, WI_M_WAIT, wc / win);
-		wi_figs_set(o, WI_M_AU, 1 - wc / win);
+		if (wi_figs_has(&m->figs, WI_M_AU))
+			wi_figs_set(o, WI_M_AU, 1 - wc / win);
 		if (m->ep[0].samples > 0)
 			wi_figs_set(o, WI_M_SPS, m->ep[0].samples / win);
 	}

@@ -65,7 +65,11 @@ int wi_key_higher_is_better(const char *key);
 void wi_key_label(const char *key, char *buf, size_t len);
 
 /* The figures a run gives, and which of them a job kind has. */
-enum wi_metric { WI_M_RUN, WI_M_AU, WI_M_WAIT, WI_M_SPS, WI_M_MBPS, WI_NM };
+/* HITB, HITR: the emulated cache's hit ratio of the read bytes and of the
+ * read requests (a request wholly served by it), from the mount's statistics
+ * over the run (sweep) or the replay (predict); only under an emulated cache
+ * (lru, minio), whose hits the mount counts. */
+enum wi_metric { WI_M_RUN, WI_M_AU, WI_M_WAIT, WI_M_SPS, WI_M_MBPS, WI_M_HITB, WI_M_HITR, WI_NM };
 extern const char *const wi_metric_names[WI_NM];
 int wi_metric_find(const char *name);
 
@@ -116,8 +120,8 @@ int wi_figs_has(const struct wi_figs *f, int m);
  * model. 0, or -errno / -EINVAL (said on stderr with the path). */
 int wi_figs_load(const char *path, enum wi_job_kind kind, struct wi_figs *figs,
 		 struct wi_jobmodel *model);
-/* The copies of one run together: run_s the longest, au and wait_share
- * their mean, samples/s and MB/s their sum. */
+/* The copies of one run together: run_s the longest, au, wait_share and
+ * the cache's hit ratios their mean, samples/s and MB/s their sum. */
 void wi_figs_total(const struct wi_figs *copies, unsigned n, struct wi_figs *total);
 /* Predicted figures of a job whose I/O ended delta_s later (or earlier)
  * than in its recorded run, its reads taking rho times as long in all. */
@@ -157,7 +161,7 @@ struct wi_run {
 	int ok;
 	unsigned ncopies;
 	struct wi_figs copy[WI_MAX_COPIES];
-	struct wi_figs total;
+	struct wi_figs total; /* the hit ratios: the mount's over the run */
 	double elapsed_s; /* wall time of the run, mount to unmount */
 	char trace[PATH_MAX];
 	char note[256];
@@ -186,6 +190,10 @@ int wi_umount(struct wi_env *e);
 int wi_cold(struct wi_env *e, const struct wi_kv *kv, unsigned n);
 int wi_trace_start(struct wi_env *e, const char *path);
 int wi_trace_stop(struct wi_env *e);
+/* The emulated cache's hit ratios over the run from the mount's statistics,
+ * into the total and (by the copies' job names "whatif-C") each copy's
+ * figures; nothing when the mount has no emulated cache. */
+void wi_cache_figs(struct wi_env *e, struct wi_run *out);
 /* The job's command with {mount} replaced; kind decides how it is wrapped
  * (dlio-drive gets --json, anything else runs under dlio-stall run). */
 char **wi_job_argv(const struct wi_env *e, const char *report);
@@ -253,6 +261,8 @@ struct wi_rjob {
 	uint64_t first_ns, last_ns; /* first arrival, last reply (virtual) */
 	uint64_t reqs, read_bytes;
 	double read_wait_s; /* sum of read durations */
+	/* reads the emulated cache looked at: wholly hit, and their bytes */
+	uint64_t cache_reqs, cache_hits, hit_bytes, miss_bytes;
 };
 
 struct wi_replay {
@@ -265,6 +275,7 @@ struct wi_replay {
 	double read_lat_mean_s;
 	double daemon_share;	 /* of the recorded reads, those the daemon (not the
 				  * storage) took the time of: kept as floors */
+	int emulated_cache;	 /* cfg has an emulated cache (lru, minio) */
 };
 
 /* The trace's requests replayed through a pacer built from cfg, clients

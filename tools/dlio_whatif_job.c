@@ -283,8 +283,15 @@ int wi_run_once(struct wi_env *e, const struct wi_kv *kv, unsigned n, const char
 		ret = wi_trace_start(e, out->trace);
 		traced = !ret;
 	}
-	if (!ret && !tool_stop_requested())
+	if (!ret && !tool_stop_requested()) {
 		run_copies(e, tag, cp, models, out);
+		wi_cache_figs(e, out);
+		/* The trace's side file carries them to predict's measured row. */
+		for (unsigned c = 0; c < out->ncopies; c++)
+			for (int m = WI_M_HITB; m <= WI_M_HITR; m++)
+				if (wi_figs_has(&out->copy[c], m))
+					wi_figs_set(&models[c].figs, m, out->copy[c].v[m]);
+	}
 	if (!ret && tool_stop_requested())
 		ret = -EINTR;
 	if (traced) {

@@ -21,6 +21,7 @@
 #include "dliofs/clock.h"
 #include "dliofs/ctl_client.h"
 #include "dliofs/exepath.h"
+#include "dliofs/json.h"
 
 /* NAME beside this binary, else $ENV, else NAME on the PATH. */
 static void find_tool(const char *name, const char *env, char *buf, size_t len)
@@ -249,3 +250,83 @@ int wi_trace_start(struct wi_env *e, const char *path)
 }
 
 int wi_trace_stop(struct wi_env *e) { return command(e, DL_CTL_TRACE, "stop\n", "trace stop"); }
+
+/* The read class's cache counters of the mount and of each copy's job. */
+struct cache_count {
+	double hits, misses, partial, hit_bytes, miss_bytes;
+};
+
+struct cache_scan {
+	int emulated;
+	struct cache_count all, copy[WI_MAX_COPIES];
+	int job_copy[64]; /* stats.json's jobs.N: which copy, -1 none */
+};
+
+static void count_field(struct cache_count *c, const char *field, double v)
+{
+	if (!strcmp(field, "hits"))
+		c->hits = v;
+	else if (!strcmp(field, "misses"))
+		c->misses = v;
+	else if (!strcmp(field, "partial"))
+		c->partial = v;
+	else if (!strcmp(field, "hit_bytes"))
+		c->hit_bytes = v;
+	else if (!strcmp(field, "miss_bytes"))
+		c->miss_bytes = v;
+}
+
+static int scan_stats(void *arg, const char *path, const char *value, int is_string)
+{
+	static const char rc[] = "classes.read.cache.";
+	struct cache_scan *s = arg;
+	unsigned j, c;
+	int n = 0;
+
+	if (!strcmp(path, "cache.policy") && is_string)
+		s->emulated = !strcmp(value, "lru") || !strcmp(value, "minio");
+	else if (!strncmp(path, rc, sizeof(rc) - 1))
+		count_field(&s->all, path + sizeof(rc) - 1, strtod(value, NULL));
+	else if (sscanf(path, "jobs.%u.%n", &j, &n) == 1 && n && j < 64) {
+		/* A job's name comes before its classes. */
+		if (!strcmp(path + n, "name") && is_string &&
+		    sscanf(value, "whatif-%u", &c) == 1 && c < WI_MAX_COPIES)
+			s->job_copy[j] = (int)c;
+		else if (!strncmp(path + n, rc, sizeof(rc) - 1) && s->job_copy[j] >= 0)
+			count_field(&s->copy[s->job_copy[j]], path + n + sizeof(rc) - 1,
+				    strtod(value, NULL));
+	}
+	return 0;
+}
+
+static void set_ratios(struct wi_figs *f, const struct cache_count *c)
+{
+	double reqs = c->hits + c->misses + c->partial, bytes = c->hit_bytes + c->miss_bytes;
+
+	if (reqs > 0)
+		wi_figs_set(f, WI_M_HITR, c->hits / reqs);
+	if (bytes > 0)
+		wi_figs_set(f, WI_M_HITB, c->hit_bytes / bytes);
+}
+
+void wi_cache_figs(struct wi_env *e, struct wi_run *out)
+{
+	struct cache_scan *s = calloc(1, sizeof(*s));
+	char *text = NULL;
+	size_t len;
+
+	if (!s)
+		return;
+	for (size_t j = 0; j < 64; j++)
+		s->job_copy[j] = -1;
+	/* The statistics were reset when the run began: this is the run's. */
+	if (dl_ctl_read(e->mnt, DL_CTL_STATS, &text, &len) ||
+	    dl_json_flatten(text, len, scan_stats, s) || !s->emulated)
+		goto out;
+	set_ratios(&out->total, &s->all);
+	for (unsigned c = 0; c < out->ncopies && c < WI_MAX_COPIES; c++)
+		set_ratios(&out->copy[c], &s->copy[c]);
+out:
+	free(text);
+	free(s);
+}

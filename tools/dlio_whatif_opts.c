@@ -90,7 +90,8 @@ static int one_opt(struct wi_opts *o, int c, const char *arg)
 		if (o->metric < 0) {
 			fprintf(stderr,
 				"dlio-whatif: --metric '%s': one of au, wait_share, "
-				"samples_per_s, mb_per_s, run_s\n",
+				"samples_per_s, mb_per_s, run_s, cache_hit_bytes, "
+				"cache_hit_requests\n",
 				arg);
 			return -EINVAL;
 		}

@@ -51,7 +51,7 @@ void wi_fmt_metric(int m, double v, char *buf, size_t len)
 {
 	if (isnan(v))
 		snprintf(buf, len, "-");
-	else if (m == WI_M_AU || m == WI_M_WAIT)
+	else if (m == WI_M_AU || m == WI_M_WAIT || m == WI_M_HITB || m == WI_M_HITR)
 		snprintf(buf, len, "%.1f%%", v * 100);
 	else if (m == WI_M_RUN)
 		snprintf(buf, len, "%.2f s", v);

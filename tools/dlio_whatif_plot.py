@@ -6,7 +6,12 @@ min-max bars over the measured runs, one line per combination of the other
 keys, and the target as a horizontal line. A search's probes are drawn the
 same way, in the order they were run (numbered), with the answer marked.
 
-usage: dlio_whatif_plot.py JSON OUT.png [--metric M]
+A key whose values are words (cache.policy=lru,minio) gets a categorical
+x axis: its values in the order swept, evenly spaced.
+
+usage: dlio_whatif_plot.py JSON OUT.png [--metric M] [--summary]
+(--summary: one line per panel on stdout, "KEY: N points[ (categorical)]",
+what was drawn)
 Run by dlio-whatif with /usr/bin/python3 (Debian's python3-matplotlib).
 """
 import argparse
@@ -15,8 +20,10 @@ import math
 import sys
 
 LABELS = {"au": "AU (%)", "wait_share": "data-wait share (%)", "samples_per_s": "samples/s",
-          "mb_per_s": "MB/s", "run_s": "run time (s)"}
-SHARES = ("au", "wait_share")
+          "mb_per_s": "MB/s", "run_s": "run time (s)",
+          "cache_hit_bytes": "cache hit ratio, bytes (%)",
+          "cache_hit_requests": "cache hit ratio, requests (%)"}
+SHARES = ("au", "wait_share", "cache_hit_bytes", "cache_hit_requests")
 
 
 def scale(metric, v):
@@ -49,11 +56,29 @@ def points_of(doc):
     return out
 
 
+def categorical(key, pts):
+    """A key with a value that is no number: its values in the order swept."""
+    cats = []
+    for settings, values, _ in pts:
+        x = values.get(key)
+        if x is None or not isinstance(x, (int, float)) or not math.isfinite(x):
+            if key in settings and settings[key] not in cats:
+                cats.append(settings[key])
+            continue
+    if not cats:
+        return None
+    for settings, _, _ in pts:
+        if key in settings and settings[key] not in cats:
+            cats.append(settings[key])
+    return cats
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("json")
     ap.add_argument("png")
     ap.add_argument("--metric", default=None)
+    ap.add_argument("--summary", action="store_true")
     a = ap.parse_args()
     with open(a.json) as f:
         doc = json.load(f)
@@ -70,11 +95,14 @@ def main():
     for i, key in enumerate(keys):
         ax = axes[0][i]
         series = {}
+        cats = categorical(key, pts)
+        drawn = 0
         for settings, values, stats in pts:
             st = stats.get(metric)
-            x = values.get(key)
-            if st is None or x is None or not math.isfinite(x):
+            x = cats.index(settings[key]) if cats else values.get(key)
+            if st is None or st.get("mean") is None or x is None or not math.isfinite(x):
                 continue
+            drawn += 1
             other = ", ".join("%s=%s" % (k, settings[k]) for k in keys if k != key)
             series.setdefault(other, []).append((x, st, settings[key]))
         for label, s in sorted(series.items()):
@@ -90,12 +118,19 @@ def main():
                 for n, (x, y) in enumerate(zip(xs, ys)):
                     ax.annotate(str(n + 1), (x, y), textcoords="offset points", xytext=(4, 4),
                                 fontsize=8)
-        xs_all = [values.get(key) for _, values, _ in pts if values.get(key)]
-        if xs_all and max(xs_all) / max(min(xs_all), 1e-300) >= 10:
-            ax.set_xscale("log")
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
-            lambda v, _p, k=key: human(k, v)))
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        if cats:
+            ax.set_xticks(range(len(cats)))
+            ax.set_xticklabels(cats)
+            ax.set_xlim(-0.5, len(cats) - 0.5)
+        else:
+            xs_all = [values.get(key) for _, values, _ in pts if values.get(key)]
+            if xs_all and max(xs_all) / max(min(xs_all), 1e-300) >= 10:
+                ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+                lambda v, _p, k=key: human(k, v)))
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        if a.summary:
+            print("%s: %d points%s" % (key, drawn, " (categorical)" if cats else ""))
         t = doc.get("target")
         if t and t.get("metric") == metric:
             ax.axhline(scale(metric, t["value"]), color="red", linestyle="--",

@@ -291,6 +291,15 @@ static uint64_t recorded_end(const struct dt_trace *t, uint32_t job, uint64_t or
 	return end;
 }
 
+static void hit_ratios(struct wi_figs *f, uint64_t reqs, uint64_t hits, uint64_t hit_bytes,
+		       uint64_t miss_bytes)
+{
+	if (reqs)
+		wi_figs_set(f, WI_M_HITR, (double)hits / (double)reqs);
+	if (hit_bytes + miss_bytes)
+		wi_figs_set(f, WI_M_HITB, (double)hit_bytes / (double)(hit_bytes + miss_bytes));
+}
+
 static int predict_row(const struct dt_trace *t, const struct recorded *r,
 		       const struct dl_pacer_cfg *rec, const struct dl_pacer_cfg *cfg,
 		       uint64_t seed, struct prow *row)
@@ -320,13 +329,27 @@ static int predict_row(const struct dt_trace *t, const struct recorded *r,
 		if (jb->last_ns > jb->first_ns && wi_figs_has(&row->figs[k], WI_M_RUN))
 			wi_figs_set(&row->figs[k], WI_M_MBPS,
 				    (double)jb->read_bytes / row->figs[k].v[WI_M_RUN] / 1e6);
+		if (row->rp.emulated_cache)
+			hit_ratios(&row->figs[k], jb->cache_reqs, jb->cache_hits, jb->hit_bytes,
+				   jb->miss_bytes);
 	}
 	wi_figs_total(row->figs, (unsigned)row->rp.njobs, &row->total);
+	if (row->rp.emulated_cache) {
+		uint64_t n = 0, h = 0, hb = 0, mb = 0;
+
+		for (size_t k = 0; k < row->rp.njobs; k++) {
+			n += row->rp.jobs[k].cache_reqs;
+			h += row->rp.jobs[k].cache_hits;
+			hb += row->rp.jobs[k].hit_bytes;
+			mb += row->rp.jobs[k].miss_bytes;
+		}
+		hit_ratios(&row->total, n, h, hb, mb);
+	}
 	return 0;
 }
 
 static void print_row(const struct popts *o, const struct prow *row, const struct wi_figs *f,
-		      const char *label)
+		      const char *label, unsigned seen)
 {
 	struct wi_kv kv[WI_MAX_AXES];
 	char b[64];
@@ -336,6 +359,8 @@ static void print_row(const struct popts *o, const struct prow *row, const struc
 		printf("%-17s ", row->recorded ? "(recorded)" : kv[a].val);
 	printf("%-8u %-10s", row->clients, label);
 	for (int m = 0; m < WI_NM; m++) {
+		if (!(seen >> m & 1))
+			continue;
 		wi_fmt_metric(m, wi_figs_has(f, m) ? f->v[m] : NAN, b, sizeof(b));
 		printf(" %-11s", b);
 	}
@@ -345,8 +370,23 @@ static void print_row(const struct popts *o, const struct prow *row, const struc
 static void print_table(const struct popts *o, const struct recorded *r, struct prow *rows,
 			size_t nrows)
 {
-	struct wi_figs meas[WI_MAX_COPIES], mt;
+	static const char *const head[WI_NM] = {"run time", "AU",    "data wait",   "samples/s",
+						"MB/s",	    "hit B", "hit requests"};
+	struct wi_figs meas[WI_MAX_COPIES], mt = {0};
 	double slowest = 0;
+	unsigned seen = 0;
+
+	if (r->ncopies) {
+		for (unsigned c = 0; c < r->ncopies; c++)
+			meas[c] = r->copies[c].figs;
+		wi_figs_total(meas, r->ncopies, &mt);
+	}
+	/* A column for what some row has: no AU for a job without an
+	 * accelerator, no hit ratios without an emulated cache. */
+	seen = mt.have;
+	for (size_t i = 0; i < nrows; i++)
+		seen |= rows[i].total.have;
+	seen |= 1u << WI_M_RUN;
 
 	printf("dlio-whatif predict: %s, recorded at", o->trace);
 	for (unsigned i = 0; i < r->nkv; i++)
@@ -354,16 +394,15 @@ static void print_table(const struct popts *o, const struct recorded *r, struct 
 	printf("%s\n", r->nkv ? "" : " the config's settings");
 	for (unsigned a = 0; a < o->grid.nax; a++)
 		printf("%-17s ", o->grid.ax[a].key);
-	printf("%-8s %-10s %-11s %-11s %-11s %-11s %-11s\n", "clients", "", "run time", "AU",
-	       "data wait", "samples/s", "MB/s");
+	printf("%-8s %-10s", "clients", "");
+	for (int m = 0; m < WI_NM; m++)
+		if (seen >> m & 1)
+			printf(" %-11s", head[m]);
+	printf("\n");
 	for (size_t i = 0; i < nrows; i++) {
-		print_row(o, &rows[i], &rows[i].total, "predicted");
-		if (rows[i].recorded && r->ncopies) {
-			for (unsigned c = 0; c < r->ncopies; c++)
-				meas[c] = r->copies[c].figs;
-			wi_figs_total(meas, r->ncopies, &mt);
-			print_row(o, &rows[i], &mt, "measured");
-		}
+		print_row(o, &rows[i], &rows[i].total, "predicted", seen);
+		if (rows[i].recorded && r->ncopies)
+			print_row(o, &rows[i], &mt, "measured", seen);
 	}
 	for (size_t i = 0; i < nrows; i++)
 		slowest = rows[i].replay_s > slowest ? rows[i].replay_s : slowest;

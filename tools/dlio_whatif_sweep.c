@@ -34,8 +34,9 @@ const char wi_sweep_help[] =
     "                       max and standard deviation of each figure\n"
     "  --plot FILE.png      the metric against each swept key, min-max bars,\n"
     "                       the target as a line\n"
-    "  --metric M           au | wait_share | samples_per_s | mb_per_s | run_s\n"
-    "                       (default: au for dlio-drive, wait_share otherwise)\n"
+    "  --metric M           au | wait_share | samples_per_s | mb_per_s | run_s |\n"
+    "                       cache_hit_bytes | cache_hit_requests (default: au for\n"
+    "                       dlio-drive, wait_share otherwise)\n"
     "  --target EXPR        mark the points that meet it: au>=0.90, au>=mlperf,\n"
     "                       wait_share<=0.10, samples_per_s>=500\n"
     "  --workload NAME      for au>=mlperf (default: the job's --workload, else\n"
@@ -94,7 +95,8 @@ static void cell(int m, const struct wi_stat *s, char *buf, size_t len)
 static void print_table(const struct wi_opts *o, const struct wi_env *e, struct wi_run *runs,
 			const struct wi_stat (*st)[WI_NM], size_t np)
 {
-	static const char *const head[WI_NM] = {"run time", "AU", "data wait", "samples/s", "MB/s"};
+	static const char *const head[WI_NM] = {"run time",  "AU",   "data wait",   "samples/s",
+						"MB/s",	     "hit B", "hit requests"};
 	unsigned seen = metrics_seen(st, np), nr = o->warmup + o->repeat;
 	struct wi_kv kv[WI_MAX_AXES];
 	int metric = wi_opts_metric(o, e);

@@ -525,6 +525,8 @@ int st_json_write(const char *path, const char *cmd, const struct st_report_ctx 
 	dl_jw_end(&w);
 	if (d)
 		json_diff(&w, d);
+	if (c->cpu)
+		st_json_cpu(&w, c->cpu);
 	ret = dl_jw_finish(&w);
 	if (fclose(f) && !ret)
 		ret = -errno;

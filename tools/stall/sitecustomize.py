@@ -20,7 +20,8 @@ real iterators yield are kept in memory; after that every iterator serves them
 in a loop, for as many steps as the real one would have (len(loader),
 dataset.cardinality(), or DLIO_STALL_EPOCH_STEPS learned from an earlier run),
 without touching the real pipeline: DS-Analyzer's compute-only run, no script
-change.
+change. As the last batch is cached, a PyTorch iterator's worker processes are
+ended, so that their prefetching does not compete with the compute measured.
 
 Record lines (times are CLOCK_MONOTONIC nanoseconds, as time.monotonic_ns):
   P pid ppid mode overhead_ns replay_k frameworks argv0
@@ -207,12 +208,27 @@ def _end(rec, it, seq, t0, t1):
     rec.last_end = t1
 
 
-def _replay_next(it, orig, rec, seq):
-    """Fill the cache from the real iterator, then serve it in a loop."""
-    if len(rec.cache) < rec.replay_k:
-        b = orig(it)
-        rec.cache.append(b)
-        return b, "c"
+def _stop_pipeline(it):
+    """The replay never asks the real iterator again: end its DataLoader
+    worker processes now, so that they stop prefetching (their decode would
+    take the cores from the job's compute, which the compute-only run
+    measures). Done as the last cached batch arrives: the wait for a worker
+    to finish the batch in hand lands in a step the warm-up leaves out.
+    Ending them, not SIGSTOP/SIGCONT: nothing has to resume, and no stopped
+    process outlives a job that dies mid-replay. tf.data has no such handle:
+    its bounded prefetch buffer fills and then waits."""
+    shut = getattr(it, "_shutdown_workers", None)
+    if shut is None or getattr(it, "_dlio_stopped", False):
+        return
+    try:
+        it._dlio_stopped = True
+        shut()
+    except Exception as e:
+        sys.stderr.write("dlio-stall: could not end the DataLoader workers: %r\n" % (e,))
+
+
+def _replay_lim(it, rec, seq):
+    """Steps the iterator yields in the replay, None: unknown (no replay)."""
     lim = getattr(it, "_dlio_lim", None)
     if lim is None:
         lim = rec.limit_for(seq, None)
@@ -225,7 +241,19 @@ def _replay_next(it, orig, rec, seq):
             it._dlio_lim = lim if lim is not None else -2
         except AttributeError:
             pass
-    if lim == -2 or lim is None:
+    return None if lim is None or lim == -2 else lim
+
+
+def _replay_next(it, orig, rec, seq):
+    """Fill the cache from the real iterator, then serve it in a loop."""
+    if len(rec.cache) < rec.replay_k:
+        b = orig(it)
+        rec.cache.append(b)
+        if len(rec.cache) == rec.replay_k and _replay_lim(it, rec, seq) is not None:
+            _stop_pipeline(it)
+        return b, "c"
+    lim = _replay_lim(it, rec, seq)
+    if lim is None:
         return orig(it), "-"  # length unknown: replaying could loop for ever
     if 0 <= lim <= getattr(it, "_dlio_n", 0):
         raise StopIteration

@@ -203,8 +203,27 @@ struct st_diff {
 	char note[256];
 };
 
+/* ---- cpu.c: the prep ceiling against loader workers and cores ---- */
+#define ST_CPU_MAX 8
+struct st_cpu {
+	unsigned n;		       /* worker counts measured */
+	unsigned workers[ST_CPU_MAX];  /* as given to --workers */
+	double P[ST_CPU_MAX];	       /* the prep run's rate at each */
+	unsigned cores;		       /* this machine's, the job may use */
+	int fitted;
+	double p1, a;		       /* one worker's rate; contention */
+	char note[160];		       /* why there is no fit */
+};
+void st_cpu_fit(struct st_cpu *c);
+/* P at w workers on this many cores; NAN without a fit. */
+double st_cpu_predict(const struct st_cpu *c, unsigned workers, unsigned cores);
+void st_report_cpu(FILE *f, const struct st_cpu *c, const char *unit);
+struct dl_jw;
+void st_json_cpu(struct dl_jw *w, const struct st_cpu *c);
+
 struct st_report_ctx {
 	const char *mount;
+	const struct st_cpu *cpu; /* diff --workers: the CPU what-if, else NULL */
 	int gpu_present;
 	int cupti_built;
 	const char *cupti_lib;

@@ -213,15 +213,7 @@ uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, u
 	if (idepth)
 		pacer_bucket_take(&d->ios, rt->iops, idepth, rt->refill_ns, 1, s);
 	d->thr_last = s;
-	if (rt->queue_depth) {
-		pacer_slots_resize(d, rt->queue_depth);
-		if (d->nslots && d->slots[0] > s) {
-			s = d->slots[0];
-			*held |= PACER_HELD_QUEUE;
-		}
-	} else {
-		d->nslots = 0;
-	}
+	s = pacer_slot_wait(d, rt->queue_depth, s, held);
 	/* The fixed cost on the channel, then the bytes on the data path
 	 * that frees first (all of them at once without a lane limit). */
 	svc = (double)lat * z + (double)stall;

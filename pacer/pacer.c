@@ -117,6 +117,22 @@ void pacer_slots_resize(struct pacer_dev *d, uint32_t q)
 	}
 }
 
+/* When a request arriving at s gets one of depth queue slots (0: no
+ * limit), marking PACER_HELD_QUEUE when it has to wait for one. */
+uint64_t pacer_slot_wait(struct pacer_dev *d, uint32_t depth, uint64_t s, unsigned *held)
+{
+	if (!depth) {
+		d->nslots = 0;
+		return s;
+	}
+	pacer_slots_resize(d, depth);
+	if (d->nslots && d->slots[0] > s) {
+		*held |= PACER_HELD_QUEUE;
+		return d->slots[0];
+	}
+	return s;
+}
+
 static uint32_t max_queue_depth(const struct dl_pacer_cfg *cfg, int c)
 {
 	uint32_t q = cfg->m[c].queue_depth;
@@ -176,15 +192,7 @@ uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_
 		d->pipe_frac = 0;
 		d->nslots = 0;
 	}
-	if (rt->queue_depth) {
-		pacer_slots_resize(d, rt->queue_depth);
-		if (d->nslots && d->slots[0] > s) {
-			s = d->slots[0];
-			*held |= PACER_HELD_QUEUE;
-		}
-	} else {
-		d->nslots = 0;
-	}
+	s = pacer_slot_wait(d, rt->queue_depth, s, held);
 	if (rt->iops) {
 		if (d->iops_next > s) {
 			s = d->iops_next;

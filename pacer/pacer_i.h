@@ -173,6 +173,7 @@ struct pacer_rates {
 uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t, uint64_t lat,
 		      uint64_t len, uint64_t *start, unsigned *held);
 void pacer_slots_resize(struct pacer_dev *d, uint32_t q);
+uint64_t pacer_slot_wait(struct pacer_dev *d, uint32_t depth, uint64_t s, unsigned *held);
 /* The device model (rt->transfer > 0) for a request arriving at t with
  * fixed cost lat and service noise factor z: throttle buckets, then a
  * channel (a queue slot) for lat + len / transfer, both times z. Returns the

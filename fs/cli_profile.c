@@ -703,7 +703,10 @@ int dl_cli_profile(int argc, char **argv)
 				"written\n");
 		ret = 130;
 	} else if (!ret) {
-		ret = prof_write(r, x.o.out, &ntables) ? 1 : 0;
+		progress(&x.o, x.t0, "fitting the device model ...", 1);
+		ret = prof_fit(r) ? 1 : 0;
+		if (!ret)
+			ret = prof_write(r, x.o.out, &ntables) ? 1 : 0;
 		if (!ret) {
 			prof_summary(r, stdout);
 			printf("wrote %s and %u latency table%s beside it\n", x.o.out, ntables,
@@ -715,6 +718,7 @@ int dl_cli_profile(int argc, char **argv)
 	for (unsigned i = 0; i < r->npt; i++)
 		prof_point_free(&r->pt[i]);
 	prof_meta_free(&r->meta);
+	prof_fit_free(r);
 	prof_tree_free(&x.tree);
 	free(r);
 	return ret;

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dliofs/pacer.h"
+
 /* How the storage's client cache was kept out of the figures. */
 enum prof_bypass {
 	PROF_DIRECT,  /* O_DIRECT reads and writes */
@@ -117,7 +119,23 @@ struct prof_result {
 	unsigned npt;
 	struct prof_meta meta;
 	int have_meta;
+	/* The device model fitted per class (profile_fit.c), and what it
+	 * predicts for each point (model[i] for pt[i]). */
+	int fitted[2];	/* [write] */
+	struct dl_dev_model dev[2];
+	char fit_note[2][160];
+	struct dl_fit_point model[PROF_MAX_POINTS];
+	int have_model[PROF_MAX_POINTS];
 };
+
+/* profile_fit.c: fit the device model of each class measured, and replay
+ * every point on it (r->dev, r->model). 0, or -errno with a line on stderr. */
+int prof_fit(struct prof_result *r);
+void prof_fit_free(struct prof_result *r);
+/* How far pt[i]'s model is from the measurement: the largest of
+ * |model / measured - 1| over MB/s, p50, p99 (MB/s counted against the 10%
+ * goal, latencies against 20%: each divided by its goal). */
+double prof_misfit(const struct prof_result *r, unsigned i);
 
 const char *prof_bypass_name(enum prof_bypass b);
 const char *prof_bypass_how(enum prof_bypass b);

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dliofs/isotonic.h"
 #include "profile_i.h"
 
 /* Bins of at most this relative width: the table's quantiles are within
@@ -112,80 +111,46 @@ static void split_out(const char *out, char *dir, size_t dlen, char *stem, size_
 		*dot = '\0';
 }
 
-/* Was size measured with more than one client? */
-static int has_row(const struct prof_result *r, int write, uint64_t size)
+/* The fitted device model of one class, in the keys a what-if changes
+ * (README "Your own storage"): the throttle's buckets, the device's
+ * service time, channels and noise. */
+static void write_class(FILE *f, const struct prof_result *r, int write)
 {
-	for (unsigned j = 0; j < r->npt; j++)
-		if (r->pt[j].write == write && r->pt[j].size == size && r->pt[j].threads > 1 &&
-		    r->pt[j].ops)
-			return 1;
-	return 0;
-}
+	const struct dl_dev_model *m = &r->dev[write];
+	char lat[32], refill[32];
 
-/* The model of one class: latency_by_size from its points with one client,
- * bandwidth_by_concurrency from the sizes also measured with more. */
-static int write_class(FILE *f, const struct prof_result *r, int write, const char *dir,
-		       const char *stem, unsigned *ntables)
-{
-	const char *cls = write ? "write" : "read";
-	char size[32], path[PATH_MAX + 64], name[PATH_MAX], what[96];
-	int any = 0, ret;
-
-	fprintf(f, "  %s:\n    latency_by_size:", cls);
-	for (unsigned i = 0; i < r->npt; i++) {
-		const struct prof_point *p = &r->pt[i];
-
-		if (p->write != write || p->threads != 1 || !p->nlat)
-			continue;
-		prof_size_name(p->size, size, sizeof(size));
-		snprintf(name, sizeof(name), "%s.%s-%s.lat", stem, cls, size);
-		snprintf(path, sizeof(path), "%s/%s", dir, name);
-		snprintf(what, sizeof(what), "%s %s, one at a time, %s", cls, size,
-			 p->pat == PROF_RANDOM ? "random offsets" : "sequential");
-		ret = write_table(path, p->lat, p->nlat, what);
-		if (ret) {
-			fprintf(stderr, "dliofs profile: %s: %s\n", path, strerror(-ret));
-			return ret;
-		}
-		++*ntables;
-		fprintf(f, "\n      %s: \"empirical(%s)\"", size, name);
-		any = 1;
+	fmt_ns(m->latency.a_ns, lat, sizeof(lat));
+	fprintf(f, "  %s:\n    # %s\n", write ? "write" : "read", r->fit_note[write]);
+	fprintf(f, "    latency: %s          # fixed cost of a request on the device\n", lat);
+	fprintf(f, "    transfer: %.3fMB/s   # the rate one request moves its bytes at\n",
+		(double)m->transfer / 1e6);
+	if (m->queue_depth)
+		fprintf(f, "    queue_depth: %u         # channels: requests served at once\n",
+			m->queue_depth);
+	else
+		fprintf(f, "    queue_depth: unlimited  # channels: more in flight never queued\n");
+	if (m->lanes)
+		fprintf(f, "    lanes: %llu               # data paths: requests moving bytes at once\n",
+			(unsigned long long)m->lanes);
+	if (m->noise_ppm)
+		fprintf(f, "    noise: %.3g              # p99 / p50 of the service time's noise\n",
+			(double)m->noise_ppm / 1e6);
+	if (m->bandwidth)
+		fprintf(f, "    bandwidth: %.3fMB/s  # byte bucket: %s\n",
+			(double)m->bandwidth / 1e6,
+			m->refill_ns ? "a throttle" : "the device's (or its link's) ceiling");
+	else
+		fprintf(f, "    bandwidth: unlimited    # no byte limit beyond the service time\n");
+	if (m->iops)
+		fprintf(f, "    iops: %llu               # IO bucket\n",
+			(unsigned long long)m->iops);
+	else
+		fprintf(f, "    iops: unlimited         # no IO limit beyond the channels\n");
+	if (m->refill_ns) {
+		fmt_ns(m->refill_ns, refill, sizeof(refill));
+		fprintf(f, "    refill: %s            # the buckets refill in lumps every %s\n", refill,
+			refill);
 	}
-	fprintf(f, "%s\n    bandwidth_by_concurrency:", any ? "" : " {}");
-	any = 0;
-	for (unsigned i = 0; i < r->npt; i++) {
-		const struct prof_point *a = &r->pt[i];
-
-		if (a->write != write || a->threads != 1 || !a->ops || !has_row(r, write, a->size))
-			continue;
-		/* The row as measured (plan order: K ascending), then fitted
-		 * non-decreasing in K: a point measured while a shared or
-		 * throttled device dipped would otherwise be the model at that
-		 * concurrency (measured.requests keeps what was measured). */
-		double bw[DL_ISOTONIC_MAX];
-		unsigned ks[DL_ISOTONIC_MAX], nk = 0;
-
-		bw[nk] = prof_rate(a);
-		ks[nk++] = 1;
-		for (unsigned j = 0; j < r->npt && nk < DL_ISOTONIC_MAX; j++) {
-			const struct prof_point *p = &r->pt[j];
-
-			if (p->write == write && p->size == a->size && p->threads > 1 && p->ops) {
-				bw[nk] = prof_rate(p);
-				ks[nk++] = p->threads;
-			}
-		}
-		if (dl_isotonic_up(bw, NULL, nk))
-			return -EINVAL;
-		prof_size_name(a->size, size, sizeof(size));
-		fprintf(f, "\n      %s: {", size);
-		for (unsigned j = 0; j < nk; j++)
-			fprintf(f, "%s%u: %.3fMB/s", j ? ", " : "", ks[j], bw[j] / 1e6);
-		fprintf(f, "}");
-		any = 1;
-	}
-	fprintf(f, "%s\n", any ? "" : " {}");
-	return 0;
 }
 
 static void yaml_str(FILE *f, const char *s)
@@ -247,12 +212,21 @@ static void write_measured(FILE *f, const struct prof_result *r)
 		fmt_ns(prof_pct(p->lat, p->nlat, 0.5), a, sizeof(a));
 		fmt_ns(prof_pct(p->lat, p->nlat, 0.99), b, sizeof(b));
 		fprintf(f,
-			"    - {op: %s, size: %s, clients: %u, pattern: %s, requests: %llu, "
-			"MBps: %.3f, iops: %.0f, p50: %s, p99: %s%s%s}\n",
+			"    - {op: %s, size: %s, clients: %u, pattern: %s, time: %.3fs, requests: %llu, "
+			"MBps: %.3f, iops: %.0f, p50: %s, p99: %s%s%s",
 			p->write ? "write" : "read", size, p->threads,
-			p->pat == PROF_RANDOM ? "random" : "sequential", (unsigned long long)p->ops,
-			prof_rate(p) / 1e6, prof_iops(p), a, b, p->err ? ", error: " : "",
-			p->err ? strerror(p->err) : "");
+			p->pat == PROF_RANDOM ? "random" : "sequential", (double)p->time_ns / 1e9,
+			(unsigned long long)p->ops, prof_rate(p) / 1e6, prof_iops(p), a, b,
+			p->err ? ", error: " : "", p->err ? strerror(p->err) : "");
+		if (r->have_model[i]) {
+			const struct dl_fit_point *q = &r->model[i];
+
+			fmt_ns(q->p50_ns, a, sizeof(a));
+			fmt_ns(q->p99_ns, b, sizeof(b));
+			fprintf(f, ", model: {MBps: %.3f, iops: %.0f, p50: %s, p99: %s}", q->mb_s,
+				q->iops, a, b);
+		}
+		fprintf(f, "}\n");
 	}
 	if (!r->have_meta)
 		return;
@@ -287,18 +261,20 @@ int prof_write(const struct prof_result *r, const char *out, unsigned *ntables)
 		"# Storage profile of %s, measured by dliofs profile on %s.\n"
 		"# Use it with `pacer: {profile: ./%s.yaml}` (a path is relative to the config\n"
 		"# that names it; the latency tables %s.*.lat must stay beside this file).\n"
-		"# The model: each request's latency is drawn from the table of its size\n"
-		"# (measured one at a time, interpolated between sizes) and stretched when\n"
-		"# several are in service so that they complete at the measured bandwidth,\n"
-		"# fitted non-decreasing in the number in service (pool adjacent violators:\n"
-		"# a dip of the device while one point was measured is averaged with its\n"
-		"# neighbours; measured.requests has the rates as measured).\n",
+		"# The model of reads and writes is a device behind a throttle, fitted to every\n"
+		"# point measured: a request leaves the throttle when its byte and IO buckets\n"
+		"# hold enough (refilled every `refill`, or continuously), then takes one of\n"
+		"# queue_depth channels for latency + size / transfer, times a noise draw.\n"
+		"# measured.requests has, for each point, what was measured and what this model\n"
+		"# gives for the same pattern (model:). A what-if changes one part: bandwidth\n"
+		"# the byte bucket, iops the IO bucket, latency the fixed cost (README).\n",
 		r->dir, r->date, stem, stem);
 	write_measured(f, r);
 	fprintf(f, "pacer:\n");
-	ret = write_class(f, r, 0, dir, stem, ntables);
-	if (!ret && r->writable)
-		ret = write_class(f, r, 1, dir, stem, ntables);
+	if (r->fitted[0])
+		write_class(f, r, 0);
+	if (r->writable && r->fitted[1])
+		write_class(f, r, 1);
 	if (!ret && r->have_meta && r->meta.nstat) {
 		snprintf(path, sizeof(path), "%s/%s.meta-stat.lat", dir, stem);
 		ret = write_table(path, r->meta.stat, r->meta.nstat,
@@ -323,26 +299,95 @@ int prof_write(const struct prof_result *r, const char *out, unsigned *ntables)
 	return ret;
 }
 
+/* The fitted model in words, and the points it misses most. */
+static void prof_summary_fit(const struct prof_result *r, FILE *o)
+{
+	unsigned order[PROF_MAX_POINTS], n = 0;
+	char size[32];
+
+	for (int w = 0; w < 2; w++) {
+		const struct dl_dev_model *m = &r->dev[w];
+		char lat[32], refill[32] = "";
+
+		if (!r->fitted[w])
+			continue;
+		fmt_ns(m->latency.a_ns, lat, sizeof(lat));
+		if (m->refill_ns)
+			fmt_ns(m->refill_ns, refill, sizeof(refill));
+		fprintf(o,
+			"  %s model: service %s + size / %.1f MB/s on %u%s channel%s, %llu%s data "
+			"path%s, noise p99 x%.2f; ",
+			w ? "write" : "read", lat, (double)m->transfer / 1e6, m->queue_depth,
+			m->queue_depth ? "" : " (unlimited)", m->queue_depth == 1 ? "" : "s",
+			(unsigned long long)m->lanes, m->lanes ? "" : " (one per channel)",
+			m->lanes == 1 ? "" : "s", m->noise_ppm ? (double)m->noise_ppm / 1e6 : 1.0);
+		if (!m->bandwidth && !m->iops)
+			fprintf(o, "no throttle\n");
+		else
+			fprintf(o, "buckets %.1f MB/s, %llu IOPS, refilled %s%s\n",
+				(double)m->bandwidth / 1e6, (unsigned long long)m->iops,
+				m->refill_ns ? "every " : "continuously", refill);
+	}
+	for (unsigned i = 0; i < r->npt; i++)
+		if (r->have_model[i])
+			order[n++] = i;
+	if (!n)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = i + 1; j < n; j++)
+			if (prof_misfit(r, order[j]) > prof_misfit(r, order[i])) {
+				unsigned t = order[i];
+
+				order[i] = order[j];
+				order[j] = t;
+			}
+	fprintf(o, "  worst misfits (model / measured; goals: MB/s within 10%%, p50 and p99 "
+		   "within 20%%):\n");
+	for (unsigned k = 0; k < n && k < 3; k++) {
+		unsigned i = order[k];
+		const struct prof_point *p = &r->pt[i];
+		const struct dl_fit_point *q = &r->model[i];
+		double p50 = (double)prof_pct(p->lat, p->nlat, 0.5);
+		double p99 = (double)prof_pct(p->lat, p->nlat, 0.99);
+
+		prof_size_name(p->size, size, sizeof(size));
+		fprintf(o, "    %-5s %-7s x%-3u MB/s %.2f  p50 %.2f  p99 %.2f%s\n",
+			p->write ? "write" : "read", size, p->threads,
+			prof_rate(p) > 0 ? q->mb_s * 1e6 / prof_rate(p) : 0,
+			p50 > 0 ? (double)q->p50_ns / p50 : 0, p99 > 0 ? (double)q->p99_ns / p99 : 0,
+			prof_misfit(r, i) <= 1.0 ? "  (within the goals)" : "");
+	}
+}
+
 void prof_summary(const struct prof_result *r, FILE *o)
 {
 	char size[32], a[32], b[32];
 
 	fprintf(o, "\ndliofs profile: %s (%s on %s), %.1f s, cache: %s\n", r->dir, r->fstype,
 		r->source, (double)r->took_ns / 1e9, prof_bypass_name(r->bypass));
-	fprintf(o, "  %-5s %-7s %-7s %-10s %10s %10s %10s %10s %9s\n", "op", "size", "clients",
-		"pattern", "MB/s", "IOPS", "p50", "p99", "requests");
+	fprintf(o, "  %-5s %-7s %-7s %-10s %10s %10s %10s %10s %9s | %-27s\n", "op", "size",
+		"clients", "pattern", "MB/s", "IOPS", "p50", "p99", "requests",
+		"model: MB/s    p50     p99");
 	for (unsigned i = 0; i < r->npt; i++) {
 		const struct prof_point *p = &r->pt[i];
+		char c[32] = "", d[32] = "";
 
 		prof_size_name(p->size, size, sizeof(size));
 		fmt_ns(prof_pct(p->lat, p->nlat, 0.5), a, sizeof(a));
 		fmt_ns(prof_pct(p->lat, p->nlat, 0.99), b, sizeof(b));
-		fprintf(o, "  %-5s %-7s %-7u %-10s %10.1f %10.0f %10s %10s %9llu%s%s\n",
+		if (r->have_model[i]) {
+			fmt_ns(r->model[i].p50_ns, c, sizeof(c));
+			fmt_ns(r->model[i].p99_ns, d, sizeof(d));
+		}
+		fprintf(o, "  %-5s %-7s %-7u %-10s %10.1f %10.0f %10s %10s %9llu |",
 			p->write ? "write" : "read", size, p->threads,
 			p->pat == PROF_RANDOM ? "random" : "sequential", prof_rate(p) / 1e6,
-			prof_iops(p), a, b, (unsigned long long)p->ops, p->err ? "  " : "",
-			p->err ? strerror(p->err) : "");
+			prof_iops(p), a, b, (unsigned long long)p->ops);
+		if (r->have_model[i])
+			fprintf(o, " %11.1f %8s %8s", r->model[i].mb_s, c, d);
+		fprintf(o, "%s%s\n", p->err ? "  " : "", p->err ? strerror(p->err) : "");
 	}
+	prof_summary_fit(r, o);
 	if (!r->have_meta)
 		return;
 	fprintf(o, "  metadata on %u files in %u directories (caches %s):\n", r->meta.files,

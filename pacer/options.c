@@ -47,6 +47,22 @@ const struct opt pacer_opts[] = {
      "(itself included) takes its latency times k bw(1) / bw(k), linear in k between points "
      "and in log2(size) between rows. Set a point with KEY.SIZE.K=RATE (none removes it; "
      "KEY.SIZE=none the row), KEY=none clears"},
+    {"transfer", T_RATE, DEV(transfer), 0,
+     "a device model (what `dliofs profile` fits): the rate one request moves its bytes at "
+     "on the device; a request's service is (latency + size / transfer) x noise on one of "
+     "queue_depth channels, after the throttle: bandwidth/burst and iops/iops_burst become "
+     "token buckets refilled every `refill`. 0: the plain model"},
+    {"refill", T_TIME, DEV(refill_ns), 0,
+     "device model: the buckets get their tokens in lumps of rate x refill at the start of "
+     "each period (Linux blk-throttle: 100ms slices); 0: continuously"},
+    {"iops_burst", T_COUNT, DEV(iops_burst), 0,
+     "device model: the IO bucket's depth in requests (at least iops x refill; 0: 1)"},
+    {"lanes", T_COUNT, DEV(lanes), 0,
+     "device model: data paths: the bytes of at most this many requests move at once, each "
+     "at transfer (at most 64; unlimited or 0: every channel moves its own)"},
+    {"noise", T_FACTOR, DEV(noise_ppm), 0,
+     "device model: the service time's residual noise, a lognormal factor with median 1 "
+     "and this p99 (1.3: the slowest 1% take 1.3x the median or more); 1 or none: no noise"},
     {"phases.count", T_NPHASES, TOP(nphases), 1,
      "number of phases (0: the constant model above; at most 16); setting phases.N.* with "
      "N = count appends a phase that starts as a copy of the constant model"},
@@ -137,6 +153,8 @@ static const char *expected(enum opt_type t)
 	case T_CONC:
 		return "none (KEY.SIZE.K=RATE sets a point, e.g. "
 		       "read.bandwidth_by_concurrency.1MiB.4=800MB/s)";
+	case T_FACTOR:
+		return "a factor of 1 or more such as 1.3, or none";
 	case T_LAT:
 		break;
 	}
@@ -259,6 +277,21 @@ static int parse_val(const struct opt *o, const char *sub, const char *s, struct
 			}
 		}
 		break;
+	case T_FACTOR: {
+		char *end;
+		double x;
+
+		if (!strcmp(s, "none")) {
+			v->u = 0;
+			break;
+		}
+		x = strtod(s, &end);
+		if (end == s || *end || !(x >= 1.0) || x > 1000.0)
+			ret = -EINVAL;
+		else
+			v->u = x == 1.0 ? 0 : (uint64_t)(x * 1e6 + 0.5);
+		break;
+	}
 	case T_LAT:
 		return pacer_lat_parse(s, &v->lat, why, whylen);
 	case T_LATSIZE:
@@ -795,6 +828,19 @@ static int check_models(const struct dl_dev_model *m, const char *prefix, char *
 		if (pacer_conc_check(&m[c].conc, why, sizeof(why))) {
 			snprintf(err, errlen, "%s%s.bandwidth_by_concurrency: %s", prefix,
 				 pacer_class_names[c], why);
+			return -EINVAL;
+		}
+		if (m[c].transfer && (m[c].lat_size.n || m[c].conc.n)) {
+			snprintf(err, errlen,
+				 "%s%s.transfer: a device model (transfer, refill, noise) and the "
+				 "tables latency_by_size / bandwidth_by_concurrency describe the same "
+				 "thing two ways: use one (transfer=0 or KEY=none)",
+				 prefix, pacer_class_names[c]);
+			return -EINVAL;
+		}
+		if (m[c].lanes > DL_PACER_MAX_LANES) {
+			snprintf(err, errlen, "%s%s.lanes: at most %d", prefix, pacer_class_names[c],
+				 DL_PACER_MAX_LANES);
 			return -EINVAL;
 		}
 		if (m[c].queue_depth > PACER_MAX_QUEUE_DEPTH) {

@@ -1,5 +1,6 @@
 /* The pacer's options as text: a value as the config writes it, the
  * effective model as YAML, and the help, all from the options table. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -135,6 +136,13 @@ void pacer_fmt_val(const struct opt *o, const void *field, char *buf, size_t len
 	case T_NRULES:
 		snprintf(buf, len, "%u", *(const unsigned *)field);
 		break;
+	case T_FACTOR:
+		u = *(const uint64_t *)field;
+		if (!u)
+			snprintf(buf, len, "none");
+		else
+			snprintf(buf, len, "%.4g", (double)u / 1e6);
+		break;
 	case T_SHARE:
 		u = (uint64_t) * (const enum dl_share_policy *)field;
 		snprintf(buf, len, "%s", u < 2 ? pacer_share_names[u] : "?");
@@ -145,6 +153,19 @@ void pacer_fmt_val(const struct opt *o, const void *field, char *buf, size_t len
 
 /* ---- dump and help, from the same table ---- */
 
+/* The keys only a device model has (transfer > 0): a plain model's dump
+ * stays as it was. */
+static int device_only(const struct opt *o)
+{
+	size_t off = o->off;
+
+	return o->scope == S_DEV && (off == offsetof(struct dl_dev_model, transfer) ||
+				     off == offsetof(struct dl_dev_model, refill_ns) ||
+				     off == offsetof(struct dl_dev_model, iops_burst) ||
+				     off == offsetof(struct dl_dev_model, noise_ppm) ||
+				     off == offsetof(struct dl_dev_model, lanes));
+}
+
 static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
 {
 	char buf[8192];
@@ -152,7 +173,7 @@ static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		fprintf(out, "%*s%s:\n", indent, "", pacer_class_names[c]);
 		for (unsigned i = 0; i < pacer_nopts; i++) {
-			if (pacer_opts[i].scope != S_DEV)
+			if (pacer_opts[i].scope != S_DEV || (device_only(&pacer_opts[i]) && !m[c].transfer))
 				continue;
 			pacer_fmt_val(&pacer_opts[i], (const char *)&m[c] + pacer_opts[i].off, buf, sizeof(buf));
 			fprintf(out, "%*s%s: %s\n", indent + 2, "", pacer_opts[i].name, buf);

@@ -60,7 +60,7 @@ static uint64_t div_rem(u128 num, uint64_t den, uint64_t *rem)
 
 /* ---- slot heap ---- */
 
-static void heap_down(uint64_t *h, uint32_t n, uint32_t i)
+void pacer_heap_down(uint64_t *h, uint32_t n, uint32_t i)
 {
 	for (;;) {
 		uint32_t l = 2 * i + 1, r = l + 1, m = i;
@@ -100,7 +100,7 @@ void pacer_slots_resize(struct pacer_dev *d, uint32_t q)
 {
 	while (d->nslots > q) {
 		d->slots[0] = d->slots[--d->nslots];
-		heap_down(d->slots, d->nslots, 0);
+		pacer_heap_down(d->slots, d->nslots, 0);
 	}
 	while (d->nslots < q && d->nslots < d->slots_cap) {
 		d->slots[d->nslots] = 0;
@@ -205,7 +205,7 @@ uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_
 	}
 	if (rt->queue_depth && d->nslots) {
 		d->slots[0] = due;
-		heap_down(d->slots, d->nslots, 0);
+		pacer_heap_down(d->slots, d->nslots, 0);
 	}
 	*start = s;
 	return due;
@@ -227,7 +227,8 @@ static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
 	struct pacer_job_cls *jc = &k->jobs[js];
 
 	if (p->cfg.share.policy != DL_SHARE_FAIR) {
-		*rt = (struct pacer_rates){m->bandwidth, m->burst, m->iops, m->queue_depth};
+		*rt = (struct pacer_rates){m->bandwidth, m->burst,	  m->iops,	 m->queue_depth,
+					   m->transfer,	 m->refill_ns, m->iops_burst, m->lanes};
 		return &k->dev;
 	}
 	/* A job's own heap has room for the whole queue depth: its share may
@@ -323,7 +324,13 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 			res->flags |= DL_PRES_BUSY;
 			if (m->conc.n && k->busy > 1)
 				lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
-			due = pacer_device(d, &rt, now_ns, lat, miss, &start, &held);
+			if (rt.transfer)
+				due = pacer_device_model(
+				    d, &rt, now_ns, lat,
+				    pacer_noise(m->noise_ppm, k->noise_key, k->draws - 1), miss,
+				    &start, &held);
+			else
+				due = pacer_device(d, &rt, now_ns, lat, miss, &start, &held);
 			pacer_share_account(jc, r->len, held);
 		}
 		if (hit_due > due)
@@ -434,7 +441,9 @@ static int swap_prepare(struct dl_pacer *p, struct swap *s, int first)
 
 static int model_changed(const struct dl_dev_model *a, const struct dl_dev_model *b)
 {
-	return a->bandwidth != b->bandwidth || a->burst != b->burst || a->iops != b->iops;
+	return a->bandwidth != b->bandwidth || a->burst != b->burst || a->iops != b->iops ||
+	       a->refill_ns != b->refill_ns || a->iops_burst != b->iops_burst ||
+	       !a->transfer != !b->transfer;
 }
 
 static int share_changed(const struct dl_share_cfg *a, const struct dl_share_cfg *b)
@@ -583,6 +592,7 @@ int dl_pacer_new(const struct dl_pacer_cfg *cfg, uint64_t now_ns, uint64_t seed,
 
 		pthread_mutex_init(&k->lock, NULL);
 		k->key = dl_key2(seed, (uint64_t)c + 1);
+		k->noise_key = dl_key3(seed, (uint64_t)c + 1, 0x9015e);
 		k->dev.pipe_x = now_ns; /* the bucket starts empty */
 		k->win_start = now_ns;
 		k->jobs = calloc(PACER_JOB_SLOTS, sizeof(*k->jobs));

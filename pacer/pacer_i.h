@@ -92,6 +92,14 @@ uint64_t pacer_cache_capacity(const struct pacer_cache *c);	/* bytes */
 
 /* ---- the device state a request goes through ---- */
 
+/* A token bucket (device.c): tokens x 10^9 at time ref; with a refill
+ * granularity, ref is the start of the current refill period. */
+struct pacer_bucket {
+	__int128 tok;
+	uint64_t ref;
+	int primed; /* 0: full at the next request (a throttle grants its allowance at once) */
+};
+
 /* Queue slots, IOPS spacing and the token bucket of one device: the class's
  * own (fcfs), or one job's share of it (fair). Under the class lock. */
 struct pacer_dev {
@@ -100,12 +108,19 @@ struct pacer_dev {
 	uint64_t iops_next, iops_frac;
 	uint64_t pipe_x, pipe_frac; /* token bucket: the time it is empty, + frac/B ns */
 	int restart;		    /* bandwidth or iops changed: start empty at next request */
+	/* The device model (device.c): the throttle's two buckets and the
+	 * time the last request left the throttle (it is FIFO). */
+	struct pacer_bucket bytes, ios;
+	uint64_t thr_last;
+	uint64_t lane_free[DL_PACER_MAX_LANES]; /* when each data path is free */
 };
 
 /* The limits a request meets (0: unlimited). */
 struct pacer_rates {
 	uint64_t bandwidth, burst, iops;
 	uint32_t queue_depth;
+	/* device model (device.c): 0 transfer means the plain model */
+	uint64_t transfer, refill_ns, iops_burst, lanes;
 };
 
 /* What held a request back (for fair sharing's demand estimate). */
@@ -119,6 +134,22 @@ struct pacer_rates {
 uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t, uint64_t lat,
 		      uint64_t len, uint64_t *start, unsigned *held);
 void pacer_slots_resize(struct pacer_dev *d, uint32_t q);
+/* The device model (rt->transfer > 0) for a request arriving at t with
+ * fixed cost lat and service noise factor z: throttle buckets, then a
+ * channel (a queue slot) for lat + len / transfer, both times z. Returns the
+ * due time; *start, *held as pacer_device. */
+uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
+			    uint64_t lat, double z, uint64_t len, uint64_t *start, unsigned *held);
+/* The noise factor of draw i (median 1, p99 noise_ppm / 10^6). */
+double pacer_noise(uint64_t noise_ppm, uint64_t key, uint64_t i);
+/* Token bucket primitives (rate per second, depth in units, refill period
+ * g ns, 0: continuous): the earliest time >= t at which need units are
+ * there (a need above depth waits for a full bucket), and taking them. */
+uint64_t pacer_bucket_when(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint64_t g,
+			   uint64_t need, uint64_t t);
+void pacer_bucket_take(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint64_t g,
+		       uint64_t need, uint64_t t);
+void pacer_heap_down(uint64_t *h, uint32_t n, uint32_t i);
 
 /* ---- statistics ---- */
 struct pacer_cls_stats {
@@ -203,7 +234,8 @@ void pacer_share_end(struct pacer_job_cls *jc);
 /* ---- the pacer (pacer.c) ---- */
 struct pacer_class {
 	pthread_mutex_t lock;
-	uint64_t key; /* latency stream */
+	uint64_t key;	    /* latency stream */
+	uint64_t noise_key; /* the device model's service noise stream */
 	uint64_t draws;
 	/* Requests submitted to the device and not yet completed (replied):
 	 * how many are in service when one arrives. A count of completions,

@@ -234,5 +234,11 @@ void pacer_share_update(struct pacer_job_cls *jobs, uint64_t *win_start, uint64_
 		 * device's: by one burst per job, once.) */
 		rt->burst = burst > big ? burst : big;
 		rt->queue_depth = m->queue_depth ? (aq[i] >= 1 ? (uint32_t)aq[i] : 1) : 0;
+		/* A device model: each job's requests take the device's
+		 * service time on its share of the channels. */
+		rt->transfer = m->transfer;
+		rt->refill_ns = m->refill_ns;
+		rt->iops_burst = m->iops_burst;
+		rt->lanes = m->lanes;
 	}
 }

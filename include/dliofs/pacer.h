@@ -69,7 +69,21 @@ struct dl_dev_model {
 	 * requests are in service (pacer/curves.c has the rules). */
 	struct dl_lat_sizes lat_size;
 	struct dl_conc_table conc;
+	/* A fitted device (what `dliofs profile` writes; pacer/device.c):
+	 * transfer > 0 turns it on, and the keys above then mean parts of a
+	 * device behind a throttle:
+	 *   throttle: a byte bucket (bandwidth, burst) and an IO bucket (iops,
+	 *     iops_burst), both refilled every `refill` (0: continuously);
+	 *   device: queue_depth channels; a request holds one for its service:
+	 *     its fixed cost (latency), then its bytes at `transfer` on one of
+	 *     `lanes` data paths, both times a noise draw. */
+	uint64_t transfer;	/* bytes/s one request moves at on the device (0: no device model) */
+	uint64_t refill_ns;	/* buckets refill in lumps every refill_ns (0: continuously) */
+	uint64_t iops_burst;	/* IO bucket depth in requests (0: 1, or iops x refill) */
+	uint64_t noise_ppm;	/* p99 / p50 of the service noise x 10^6 (0 or 10^6: none) */
+	uint64_t lanes;		/* requests moving bytes at once, each at transfer (0: all) */
 };
+#define DL_PACER_MAX_LANES 64
 
 #define DL_PACER_MAX_PHASES 16
 
@@ -237,5 +251,30 @@ int dl_pacer_stats_write(struct dl_pacer *p, uint64_t now_ns, struct dl_jw *w);
 /* The same as a whole document in a malloc'd buffer. */
 int dl_pacer_stats_json(struct dl_pacer *p, uint64_t now_ns, char **buf, size_t *len);
 void dl_pacer_stats_reset(struct dl_pacer *p);
+
+/* ---- a device model in virtual time (pacer/sim.c, pacer/fit.c) ---- */
+
+/* What one measurement saw (or a simulation of it predicts): `clients`
+ * each with one request of `size` in flight for time_ns, the first warm_ns
+ * not counted. */
+struct dl_fit_point {
+	uint64_t size;
+	uint32_t clients;
+	uint64_t time_ns, warm_ns;
+	double mb_s, iops;
+	uint64_t p10_ns, p50_ns, p90_ns, p99_ns;
+};
+
+/* Run the measurement pattern of pt (size, clients, time_ns, warm_ns) on
+ * class cls of cfg in virtual time, closed loop (each client sends its next
+ * request when the last one is due), and fill pt's figures. 0 or -errno. */
+int dl_pacer_sim_point(const struct dl_pacer_cfg *cfg, enum dl_op_class cls, uint64_t seed,
+		       struct dl_fit_point *pt);
+
+/* Fit a device model (transfer, latency, noise, queue_depth, the buckets)
+ * to measured points of one class (pacer/fit.c); m's other keys are left.
+ * why gets a line on what was found (throttles, their refill). 0 or -errno. */
+int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model *m, char *why,
+		 size_t whylen);
 
 #endif

@@ -1,0 +1,113 @@
+/* `dliofs profile`: the device model of what was measured. Each class's
+ * points go to the pacer's fit (pacer/fit.c: service time, throttle
+ * buckets and their refill, channels, noise), then every point is replayed
+ * on the fitted model in virtual time (pacer/sim.c), so that the profile
+ * says for each measurement what the model predicts there: goodness of fit
+ * said out loud, not assumed. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "profile_i.h"
+
+/* The measurement's warm-up, as prof_run counts it. */
+static uint64_t warm_of(uint64_t time_ns)
+{
+	return time_ns / 20 < 100000000ULL ? time_ns / 20 : 100000000ULL;
+}
+
+static void to_fit(const struct prof_point *p, struct dl_fit_point *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->size = p->size;
+	q->clients = p->threads ? p->threads : 1;
+	q->time_ns = p->time_ns;
+	q->warm_ns = warm_of(p->time_ns);
+	q->mb_s = prof_rate(p) / 1e6;
+	q->iops = prof_iops(p);
+	q->p10_ns = prof_pct(p->lat, p->nlat, 0.10);
+	q->p50_ns = prof_pct(p->lat, p->nlat, 0.50);
+	q->p90_ns = prof_pct(p->lat, p->nlat, 0.90);
+	q->p99_ns = prof_pct(p->lat, p->nlat, 0.99);
+}
+
+static int fit_class(struct prof_result *r, int write)
+{
+	struct dl_fit_point fp[PROF_MAX_POINTS];
+	unsigned idx[PROF_MAX_POINTS], n = 0;
+	struct dl_pacer_cfg cfg;
+	int ret;
+
+	for (unsigned i = 0; i < r->npt; i++) {
+		const struct prof_point *p = &r->pt[i];
+
+		if (p->write != write || !p->ops || !p->nlat || !p->elapsed_ns)
+			continue;
+		idx[n] = i;
+		to_fit(p, &fp[n++]);
+	}
+	if (!n)
+		return 0;
+	dl_pacer_cfg_init(&cfg);
+	ret = dl_pacer_fit(fp, n, &cfg.m[DL_OP_READ], r->fit_note[write],
+			   sizeof(r->fit_note[write]));
+	if (ret) {
+		fprintf(stderr, "dliofs profile: %s: no device model fitted: %s\n",
+			write ? "write" : "read", r->fit_note[write]);
+		dl_pacer_cfg_free(&cfg);
+		return ret;
+	}
+	for (unsigned j = 0; j < n; j++) {
+		struct dl_fit_point q = fp[j];
+
+		if (!dl_pacer_sim_point(&cfg, DL_OP_READ, 0x70f11e, &q)) {
+			r->model[idx[j]] = q;
+			r->have_model[idx[j]] = 1;
+		}
+	}
+	r->dev[write] = cfg.m[DL_OP_READ];
+	memset(&cfg.m[DL_OP_READ], 0, sizeof(cfg.m[DL_OP_READ]));
+	dl_pacer_cfg_free(&cfg);
+	r->fitted[write] = 1;
+	return 0;
+}
+
+int prof_fit(struct prof_result *r)
+{
+	int ret = fit_class(r, 0);
+
+	if (!ret && r->writable)
+		ret = fit_class(r, 1);
+	return ret;
+}
+
+void prof_fit_free(struct prof_result *r)
+{
+	for (int w = 0; w < 2; w++) {
+		if (!r->fitted[w])
+			continue;
+		/* Only a constant latency is fitted: nothing is owned. */
+		memset(&r->dev[w], 0, sizeof(r->dev[w]));
+		r->fitted[w] = 0;
+	}
+}
+
+static double rel(double model, double meas)
+{
+	return meas > 0 ? fabs(model / meas - 1) : 0;
+}
+
+double prof_misfit(const struct prof_result *r, unsigned i)
+{
+	const struct dl_fit_point *m = &r->model[i];
+	const struct prof_point *p = &r->pt[i];
+	double a, b, c;
+
+	if (!r->have_model[i])
+		return 0;
+	a = rel(m->mb_s, prof_rate(p) / 1e6) / 0.10;
+	b = rel((double)m->p50_ns, (double)prof_pct(p->lat, p->nlat, 0.5)) / 0.20;
+	c = rel((double)m->p99_ns, (double)prof_pct(p->lat, p->nlat, 0.99)) / 0.20;
+	return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}

@@ -1,0 +1,280 @@
+/* Fit a device model (device.c) to what `dliofs profile` measured for one
+ * class: points of one request size with N clients, each with its MB/s,
+ * IOPS and latency quantiles. In steps, each on what shows it best:
+ *   1. service time by size = fixed + size / transfer, a weighted least
+ *      squares fit (relative errors) to the one-client medians; a point
+ *      whose median is already a throttle's stall (median above 3x its
+ *      10th percentile: two populations) gives its 10th percentile;
+ *   2. the throttle: a byte bucket at the highest MB/s measured and/or an
+ *      IO bucket at the highest IOPS (a throttle is the ceiling every point
+ *      that reaches it shares), refilled every g, for g from continuous to
+ *      1 s: which of these, and g, are chosen by replaying every measured
+ *      point on the candidate in virtual time (sim.c) and keeping the one
+ *      that misses least (MB/s twice as much as p50 and p99). A slice
+ *      refilled bucket is what gives fast medians with long stalls: 1 MiB
+ *      reads under blk-throttle at QD1, p50 0.6 ms and p99 80 ms;
+ *   3. channels (queue_depth) likewise from the points with more clients,
+ *      then the data paths (lanes: 1, 2, 4, 8 or one per channel);
+ *   4. the bucket rates from the three highest measured rates;
+ *   5. the residual noise's p99 factor, likewise.
+ * A point's quantiles come from log-linear histograms (3%). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pacer_i.h"
+
+#define FIT_SEED 0x5eed0f17ULL
+/* A point is replayed for at most this long: several refill periods of the
+ * slowest bucket tried, and quick. */
+#define FIT_MAX_NS (3ULL * PACER_NS)
+
+struct fit {
+	const struct dl_fit_point *pts;
+	unsigned n;
+	struct dl_pacer_cfg cfg;
+};
+
+static double lr(double a, double b)
+{
+	if (!(a > 0) || !(b > 0))
+		return a == b ? 0 : 3.0;
+	return fabs(log(a / b));
+}
+
+/* How far the model of f->cfg is from the points: the sum over points of
+ * 2 |ln MB/s ratio| + |ln p50 ratio| + |ln p99 ratio|. */
+static double misfit(struct fit *f)
+{
+	double s = 0;
+
+	for (unsigned i = 0; i < f->n; i++) {
+		struct dl_fit_point q = f->pts[i];
+
+		if (q.time_ns > FIT_MAX_NS) {
+			q.warm_ns = q.warm_ns * FIT_MAX_NS / q.time_ns;
+			q.time_ns = FIT_MAX_NS;
+		}
+		if (dl_pacer_sim_point(&f->cfg, DL_OP_READ, FIT_SEED, &q))
+			return INFINITY;
+		s += 2 * lr(q.mb_s, f->pts[i].mb_s) + lr((double)q.p50_ns, (double)f->pts[i].p50_ns) +
+		     lr((double)q.p99_ns, (double)f->pts[i].p99_ns);
+	}
+	return s;
+}
+
+/* Step 1: fixed cost and transfer rate from the one-client points. */
+static void fit_service(const struct dl_fit_point *p, unsigned n, double *fixed, double *rate)
+{
+	double sw = 0, sx = 0, sxx = 0, sy = 0, sxy = 0, a, b, det;
+	unsigned used = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		double y, x = (double)p[i].size, w;
+
+		if (p[i].clients != 1 || !p[i].p50_ns)
+			continue;
+		y = (double)p[i].p50_ns;
+		if (p[i].p10_ns && y > 3.0 * (double)p[i].p10_ns)
+			y = (double)p[i].p10_ns;
+		w = 1.0 / (y * y);
+		sw += w;
+		sx += w * x;
+		sxx += w * x * x;
+		sy += w * y;
+		sxy += w * x * y;
+		used++;
+	}
+	*fixed = 0;
+	*rate = 0;
+	if (!used)
+		return;
+	det = sw * sxx - sx * sx;
+	if (used < 2 || fabs(det) < 1e-300) {
+		*fixed = sy / sw;
+		return;
+	}
+	a = (sxx * sy - sx * sxy) / det;
+	b = (sw * sxy - sx * sy) / det;
+	if (a < 0) { /* through the origin */
+		a = 0;
+		b = sxy / sxx;
+	}
+	if (b <= 0) { /* no growth with size: all fixed cost */
+		a = sy / sw;
+		b = 0;
+	}
+	*fixed = a;
+	*rate = b > 0 ? 1e9 / b : 0;
+}
+
+/* The k-th highest (k from 0) of a point figure. */
+static double kth(const struct dl_fit_point *p, unsigned n, int iops, unsigned k)
+{
+	double v[64];
+	unsigned m = 0;
+
+	for (unsigned i = 0; i < n && m < 64; i++)
+		v[m++] = iops ? p[i].iops : p[i].mb_s;
+	for (unsigned i = 0; i < m; i++)
+		for (unsigned j = i + 1; j < m; j++)
+			if (v[j] > v[i]) {
+				double t = v[i];
+
+				v[i] = v[j];
+				v[j] = t;
+			}
+	return m ? v[k < m ? k : m - 1] : 0;
+}
+
+static void set_throttle(struct dl_dev_model *m, int which, double bw, double iops, uint64_t g)
+{
+	m->bandwidth = (which & 1) ? (uint64_t)(bw * 1e6 + 0.5) : 0; /* bw in MB/s */
+	m->iops = (which & 2) ? (uint64_t)(iops + 0.5) : 0;
+	m->refill_ns = which ? g : 0;
+	m->burst = 0;
+	m->iops_burst = 0;
+}
+
+int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model *out, char *why,
+		 size_t whylen)
+{
+	static const uint64_t gs[] = {0,	   10000000,  20000000,	 50000000,
+				      100000000, 200000000, 500000000, 1000000000};
+	static const uint32_t qs[] = {0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+	static const double noises[] = {1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0};
+	struct fit f;
+	struct dl_dev_model *m;
+	double fixed, rate, best, e, bw, iops;
+	int which = 0, w;
+	uint64_t g = 0;
+	int ret;
+
+	if (!pts || !n || n > 64 || !out)
+		return -EINVAL;
+	fit_service(pts, n, &fixed, &rate);
+	if (!(fixed > 0) && !(rate > 0)) {
+		snprintf(why, whylen, "no point with one client to fit the service time to");
+		return -EINVAL;
+	}
+	memset(&f, 0, sizeof(f));
+	f.pts = pts;
+	f.n = n;
+	dl_pacer_cfg_init(&f.cfg);
+	m = &f.cfg.m[DL_OP_READ];
+	/* A device without a measurable size cost moves bytes very fast. */
+	m->transfer = rate > 0 ? (uint64_t)(rate + 0.5) : 1000000000000ULL;
+	m->latency.kind = DL_LAT_CONST;
+	m->latency.a_ns = (uint64_t)(fixed + 0.5);
+	bw = kth(pts, n, 0, 1);
+	iops = kth(pts, n, 1, 1);
+	/* Step 2: which throttle, refilled how. */
+	best = misfit(&f);
+	for (w = 1; w <= 3; w++) {
+		for (unsigned i = 0; i < sizeof(gs) / sizeof(gs[0]); i++) {
+			set_throttle(m, w, bw, iops, gs[i]);
+			e = misfit(&f);
+			if (e < best * 0.98) {
+				best = e;
+				which = w;
+				g = gs[i];
+			}
+		}
+	}
+	set_throttle(m, which, bw, iops, g);
+	/* Step 3: channels. */
+	{
+		static const uint64_t lns[] = {1, 2, 4, 8};
+		uint32_t bq = 0;
+		uint64_t bl = 0;
+
+		best = INFINITY;
+		for (unsigned i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+			m->queue_depth = qs[i];
+			e = misfit(&f);
+			/* The fewest channels that do (nearly) as well. */
+			if (e < best * 0.98) {
+				best = e;
+				bq = qs[i];
+			}
+		}
+		m->queue_depth = bq;
+		/* The data paths: one shared, a few, or one per channel. */
+		best = misfit(&f);
+		for (unsigned i = 0; i < sizeof(lns) / sizeof(lns[0]); i++) {
+			m->lanes = lns[i];
+			e = misfit(&f);
+			if (e < best * 0.98) {
+				best = e;
+				bl = lns[i];
+			}
+		}
+		m->lanes = bl;
+	}
+	/* Step 4: the rates, from the highest measured ones. */
+	if (which) {
+		double bb = bw, bi = iops;
+
+		for (unsigned k = 0; k < 3; k++) {
+			double cb = (which & 1) ? kth(pts, n, 0, k) : bw;
+			double ci = (which & 2) ? kth(pts, n, 1, k) : iops;
+
+			set_throttle(m, which, cb, ci, g);
+			e = misfit(&f);
+			if (e < best) {
+				best = e;
+				bb = cb;
+				bi = ci;
+			}
+		}
+		bw = bb;
+		iops = bi;
+		set_throttle(m, which, bw, iops, g);
+		/* The refill again, with the channels known. */
+		for (unsigned i = 0; i < sizeof(gs) / sizeof(gs[0]); i++) {
+			set_throttle(m, which, bw, iops, gs[i]);
+			e = misfit(&f);
+			if (e < best * 0.98) {
+				best = e;
+				g = gs[i];
+			}
+		}
+		set_throttle(m, which, bw, iops, g);
+	}
+	/* Step 5: the noise. */
+	{
+		uint64_t bn = 0;
+
+		for (unsigned i = 1; i < sizeof(noises) / sizeof(noises[0]); i++) {
+			m->noise_ppm = (uint64_t)(noises[i] * 1e6);
+			e = misfit(&f);
+			if (e < best * 0.99) {
+				best = e;
+				bn = m->noise_ppm;
+			}
+		}
+		m->noise_ppm = bn;
+	}
+	out->transfer = m->transfer;
+	pacer_lat_free(&out->latency);
+	out->latency = m->latency;
+	out->queue_depth = m->queue_depth;
+	out->bandwidth = m->bandwidth;
+	out->burst = m->burst;
+	out->iops = m->iops;
+	out->iops_burst = m->iops_burst;
+	out->refill_ns = m->refill_ns;
+	out->noise_ppm = m->noise_ppm;
+	out->lanes = m->lanes;
+	pacer_sizes_free(&out->lat_size);
+	pacer_conc_free(&out->conc);
+	snprintf(why, whylen, "%s%s%s, refilled %s", which ? "throttle:" : "no throttle",
+		 (which & 1) ? " bytes" : "", (which & 2) ? " IOs" : "",
+		 !which ? "-" : g ? "in periods" : "continuously");
+	ret = 0;
+	memset(&f.cfg.m[DL_OP_READ].latency, 0, sizeof(struct dl_lat_model));
+	dl_pacer_cfg_free(&f.cfg);
+	return ret;
+}

@@ -163,10 +163,13 @@ class Device:
         self.throttle = Throttle("dliofs-fid-%d-%s" % (os.getpid(), shape),
                                  whole_disk(self.server), self.shape["bps"], self.shape["iops"])
         self.root, self.write_root = self.server, self.server
-        self.sshd = None
-        self.ns = None
+        self.sshd = self.ns = None
         if self.shape.get("sshfs"):
-            self.start_sshfs(tag)
+            try:
+                self.start_sshfs(tag)
+            except BaseException:
+                self.close()
+                raise
 
     def wrap(self, cmd):
         # sshfs: the server (sshd, in the throttle) reads the disk, the client
@@ -204,8 +207,10 @@ class Device:
         sh(["ip", "-n", self.ns, "link", "set", self.veth + "b", "up"])
         sh(["ip", "-n", self.ns, "link", "set", "lo", "up"])
         self.sshd = subprocess.Popen(
-            ["ip", "netns", "exec", self.ns] + self.throttle.wrap(
-                ["/usr/sbin/sshd", "-D", "-e", "-f", os.path.join(d, "sshd_config")]),
+            # Into the cgroup first: `ip netns exec` mounts a sysfs of the
+            # namespace's own, without the cgroup tree.
+            self.throttle.wrap(["ip", "netns", "exec", self.ns, "/usr/sbin/sshd", "-D", "-e",
+                                "-f", os.path.join(d, "sshd_config")]),
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(d, "sshd.log"), "w"))
         self.root = os.path.join(self.top, "sshfs-mnt")
         os.makedirs(self.root)
@@ -217,11 +222,13 @@ class Device:
             if r.returncode == 0:
                 return
             time.sleep(0.2)
-        raise RuntimeError("sshfs did not mount: " + r.stderr)
+        with open(os.path.join(d, "sshd.log")) as f:
+            raise RuntimeError("sshfs did not mount: %s; sshd: %s" % (r.stderr, f.read()[-1500:]))
 
     def close(self):
         if self.sshd:
-            subprocess.run(["fusermount3", "-u", self.root], capture_output=True)
+            if os.path.ismount(self.root):
+                subprocess.run(["fusermount3", "-u", self.root], capture_output=True)
             self.sshd.send_signal(signal.SIGTERM)
             self.sshd.wait(10)
         if self.ns:
@@ -312,10 +319,10 @@ def knee_real(build, dev, cfg, lo, hi, res):
         return au >= 0.90
 
     try:
+        # As dlio-whatif search: the demanding end, then halvings (the low
+        # end is not run: a job far below its knee takes long and fails).
         if not met(hi):
             return None, probes
-        if met(lo):
-            return lo, probes
         while hi / lo > 1 + res:
             mid = (lo * hi) ** 0.5
             if met(mid):

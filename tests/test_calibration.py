@@ -51,6 +51,8 @@ class Calibration(unittest.TestCase):
                             "--dir", tmp, "--json", out],
                            capture_output=True, text=True, timeout=800)
         print(r.stdout[-5000:])
+        # 1: a ratio outside the bounds (checked below, row by row); else it broke.
+        self.assertIn(r.returncode, (0, 1), r.stderr[-3000:])
         with open(out) as f:
             res = json.load(f)
         rows = {(x["job"], x["metric"]): x for x in res["rows"]}

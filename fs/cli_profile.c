@@ -44,15 +44,21 @@
 static const char usage[] =
     "usage: dliofs profile DIR -o OUT.yaml [--time TIME] [--read-only] [--keep-caches]\n"
     "                      [--max-clients N] [--probe-size SIZE] [--quiet]\n"
+    "       dliofs profile --check PROFILE\n"
     "\n"
     "Measure the storage DIR is on (a local disk, an NFS, Lustre or S3 FUSE mount...)\n"
     "and write a storage profile that `pacer: {profile: ./OUT.yaml}` takes, so that\n"
     "the mount behaves like this storage. Measured, with the client cache bypassed:\n"
-    "  reads of 4KiB .. 4MiB one at a time (latency distributions, written beside\n"
-    "  OUT as OUT.read-SIZE.lat tables), 4KiB and 1MiB reads with 2 .. 32 clients\n"
-    "  (bandwidth by concurrency, IOPS at 4KiB); writes likewise when DIR is\n"
-    "  writable; stat, open and readdir on many small files, fsync.\n"
+    "  reads of 4KiB .. 4MiB one at a time, 4KiB and 1MiB reads with 2 .. 32\n"
+    "  clients; writes likewise when DIR is writable; stat, open and readdir on many\n"
+    "  small files, fsync. Reads and writes are fitted with a device model: a\n"
+    "  throttle (byte and IO buckets, refilled continuously or per period, as Linux\n"
+    "  blk-throttle's slices), channels, a fixed cost plus size / transfer rate per\n"
+    "  request, and noise; the profile says for every point what the model gives\n"
+    "  there, and the summary ends with the worst misfits.\n"
     "\n"
+    "  --check PROFILE        replay every point PROFILE measured on the model it\n"
+    "                         holds now (virtual time) and print both\n"
     "  -o, --output OUT.yaml  the profile (its tables go beside it)\n"
     "  --time TIME            the whole run, e.g. 30s, 2min (default 60s)\n"
     "  --read-only            write nothing in DIR: read the largest files already\n"
@@ -77,6 +83,7 @@ struct opts {
 	uint64_t time_ns, probe_size;
 	unsigned max_clients;
 	int read_only, keep_caches, quiet;
+	const char *check; /* --check PROFILE */
 };
 
 /* The one thing a signal handler may touch is static storage: the flag
@@ -99,6 +106,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"max-clients", required_argument, NULL, 'c'},
 	    {"probe-size", required_argument, NULL, 's'},
 	    {"quiet", no_argument, NULL, 'q'},
+	    {"check", required_argument, NULL, 'C'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -150,6 +158,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'q':
 			o->quiet = 1;
 			break;
+		case 'C':
+			o->check = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 1;
@@ -157,6 +168,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			fputs(usage, stderr);
 			return 2;
 		}
+	}
+	if (o->check) {
+		if (optind != argc) {
+			fprintf(stderr, "dliofs profile: --check PROFILE takes no DIR\n%s", usage);
+			return 2;
+		}
+		return 0;
 	}
 	if (optind != argc - 1 || !o->out) {
 		fprintf(stderr, "dliofs profile: %s\n%s",
@@ -676,6 +694,11 @@ int dl_cli_profile(int argc, char **argv)
 	if (ret) {
 		free(r);
 		return ret == 1 ? 0 : 2;
+	}
+	if (x.o.check) {
+		ret = prof_check(x.o.check, stdout);
+		free(r);
+		return ret ? 1 : 0;
 	}
 	x.r = r;
 	if (!realpath(x.o.dir, r->dir) || stat(r->dir, &st) || !S_ISDIR(st.st_mode)) {

@@ -147,6 +147,10 @@ void prof_summary(const struct prof_result *r, FILE *o);
 /* "4KiB", "1MiB": the sizes the profile uses as keys. */
 void prof_size_name(uint64_t b, char *buf, size_t len);
 
+/* profile_check.c: `dliofs profile --check PROFILE`: each measured point
+ * against the profile's model replayed in virtual time, printed to o. */
+int prof_check(const char *path, FILE *o);
+
 /* cli_profile.c */
 int dl_cli_profile(int argc, char **argv);
 

@@ -132,6 +132,11 @@ static void write_class(FILE *f, const struct prof_result *r, int write)
 	if (m->lanes)
 		fprintf(f, "    lanes: %llu               # data paths: requests moving bytes at once\n",
 			(unsigned long long)m->lanes);
+	if (m->serial_ns) {
+		fmt_ns(m->serial_ns, lat, sizeof(lat));
+		fprintf(f, "    serial: %s          # per request on its data path, one at a time\n",
+			lat);
+	}
 	if (m->noise_ppm)
 		fprintf(f, "    noise: %.3g              # p99 / p50 of the service time's noise\n",
 			(double)m->noise_ppm / 1e6);
@@ -315,9 +320,10 @@ static void prof_summary_fit(const struct prof_result *r, FILE *o)
 		if (m->refill_ns)
 			fmt_ns(m->refill_ns, refill, sizeof(refill));
 		fprintf(o,
-			"  %s model: service %s + size / %.1f MB/s on %u%s channel%s, %llu%s data "
-			"path%s, noise p99 x%.2f; ",
-			w ? "write" : "read", lat, (double)m->transfer / 1e6, m->queue_depth,
+			"  %s model: service %s + %.1fus serial + size / %.1f MB/s on %u%s channel%s, "
+			"%llu%s data path%s, noise p99 x%.2f; ",
+			w ? "write" : "read", lat, (double)m->serial_ns / 1e3,
+			(double)m->transfer / 1e6, m->queue_depth,
 			m->queue_depth ? "" : " (unlimited)", m->queue_depth == 1 ? "" : "s",
 			(unsigned long long)m->lanes, m->lanes ? "" : " (one per channel)",
 			m->lanes == 1 ? "" : "s", m->noise_ppm ? (double)m->noise_ppm / 1e6 : 1.0);

@@ -4,24 +4,27 @@
  *   1. throttle: it leaves a FIFO queue when the byte bucket holds n tokens
  *      and the IO bucket one. A bucket has a rate, a depth and a refill
  *      period g: with g = 0 tokens flow in continuously; with g > 0 they
- *      come in lumps of rate x g at the start of each period (Linux's
+ *      come in lumps of rate x g at the start of each period, as Linux's
  *      blk-throttle grants a whole slice's allowance at the start of each
- *      throtl_slice, 100 ms by default, and holds what does not fit until a
- *      later slice: fast requests, then a stall, as provisioned-IOPS
- *      volumes do too). A bucket's depth is at least one period's lump.
- *      A bucket that was full starts its period at the request that finds
- *      it so, as blk-throttle starts a new slice for an idle group, and
- *      buckets start full: a throttle's first allowance is there at once.
+ *      throtl_slice (100 ms by default) and holds what does not fit until a
+ *      later slice: fast requests, then a stall (provisioned-IOPS volumes
+ *      behave alike). Its state is blk-throttle's (slice_when below): what
+ *      a period does not use is lost, what a request takes beyond it is
+ *      carried, an idle bucket starts a new period at its next request.
+ *      A continuous bucket holds `burst` (iops_burst) at most. Buckets
+ *      start full: a throttle's first allowance is there at once.
  *   2. device: queue_depth channels (internal parallelism: requests served
  *      at once; 0 unlimited). The request takes the channel that frees
- *      first and holds it for its service time
- *        (latency + n / transfer) x z
- *      latency: the fixed cost (a draw of `latency`), transfer: the rate one
- *      request moves its bytes at, on one of `lanes` data paths (the bytes
- *      of at most `lanes` requests move at once: a disk with one data path
- *      serves 4 requests of 1 MiB in 4 transfer times, however many channels
- *      overlap their fixed costs; 0: no limit), z: the residual noise, a
- *      lognormal factor with median 1 and p99 noise (1: none).
+ *      first and holds it for its service time: its fixed cost, a draw of
+ *      `latency` times z, then on the data path that frees first a
+ *      `serial` time times z (what requests pay one at a time: a
+ *      controller's or a link's per-request work) and its bytes at
+ *      `transfer`, the rate one request moves them at. The bytes of at most
+ *      `lanes` requests move at once (a disk with one data path serves 4
+ *      requests of 1 MiB in 4 transfer times, however many channels overlap
+ *      their fixed costs; 0: no limit). z is the residual noise, a lognormal
+ *      factor with median 1 and p99 `noise` (1: none), on the fixed cost
+ *      only: interference that stretches a request's start, not its bytes.
  * due = start of service + service time. queue = due - arrival - service
  * (the throttle's hold and the wait for a channel): a tail that comes from
  * the throttle comes out of its bucket, never from a latency draw. */
@@ -35,8 +38,9 @@ typedef __int128 i128;
 
 #define SCALE ((i128)PACER_NS)
 
-static void advance(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint64_t g,
-		    uint64_t t)
+/* ---- continuous refill: a token bucket of depth tokens ---- */
+
+static void advance(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint64_t t)
 {
 	i128 full = (i128)depth * SCALE;
 
@@ -48,21 +52,68 @@ static void advance(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint6
 	}
 	if (t <= b->ref)
 		return;
-	if (g) {
-		uint64_t k = (t - b->ref) / g;
-
-		if (!k)
-			return;
-		b->tok += (i128)k * rate * g;
-		b->ref += k * g;
-	} else {
-		b->tok += (i128)(t - b->ref) * rate;
-		b->ref = t;
-	}
-	if (b->tok >= full) {
+	b->tok += (i128)(t - b->ref) * rate;
+	b->ref = t;
+	if (b->tok > full)
 		b->tok = full;
-		/* Idle long enough to fill: the next period starts now. */
+}
+
+/* ---- refill in periods: Linux blk-throttle's slices ----
+ * State: the slice start S (ref), what was dispatched since (tok, scaled),
+ * the last dispatch (last). At t a request of n is allowed when
+ *   rate x g x (floor((t - S) / g) + 1) >= dispatched + n,
+ * i.e. each started period grants its whole lump at once. After a
+ * dispatch, whole periods that have passed are trimmed off (their lumps
+ * subtracted from what was dispatched, never below 0: what a period did not
+ * use is lost). A bucket idle for a whole period starts a new slice at its
+ * next request (blk-throttle: the slice expired and the group is empty). */
+
+static int slice_idle(const struct pacer_bucket *b, uint64_t g, uint64_t t)
+{
+	return !b->primed || t >= b->last + g;
+}
+
+static uint64_t slice_when(const struct pacer_bucket *b, uint64_t rate, uint64_t g, uint64_t need,
+			   uint64_t t)
+{
+	i128 lump = (i128)rate * g, disp = b->tok, m, have;
+	uint64_t S = b->ref, w;
+
+	if (slice_idle(b, g, t)) {
+		S = t;
+		disp = 0;
+	}
+	m = (disp + (i128)need * SCALE + lump - 1) / lump; /* periods' worth needed */
+	have = (t > S ? (i128)(t - S) / g : 0) + 1;	    /* periods started by t */
+	if (m <= have)
+		return t;
+	/* When period m starts, its lump is granted. */
+	{
+		i128 x = (i128)S + (m - 1) * (i128)g;
+
+		w = x > (i128)UINT64_MAX ? UINT64_MAX : (uint64_t)x;
+	}
+	return w > t ? w : t;
+}
+
+static void slice_take(struct pacer_bucket *b, uint64_t rate, uint64_t g, uint64_t need, uint64_t t)
+{
+	i128 lump = (i128)rate * g;
+	uint64_t k;
+
+	if (slice_idle(b, g, t)) {
+		b->primed = 1;
 		b->ref = t;
+		b->tok = 0;
+	}
+	b->tok += (i128)need * SCALE;
+	b->last = t;
+	k = t > b->ref ? (t - b->ref) / g : 0;
+	if (k) {
+		b->tok -= (i128)k * lump;
+		if (b->tok < 0)
+			b->tok = 0;
+		b->ref += k * g;
 	}
 }
 
@@ -70,31 +121,27 @@ uint64_t pacer_bucket_when(struct pacer_bucket *b, uint64_t rate, uint64_t depth
 			   uint64_t need, uint64_t t)
 {
 	struct pacer_bucket c = *b;
-	i128 target, deficit;
+	i128 target, deficit, w;
 
-	advance(&c, rate, depth, g, t);
+	if (g)
+		return slice_when(b, rate, g, need, t);
+	advance(&c, rate, depth, t);
 	target = (i128)(need < depth ? need : depth) * SCALE;
 	if (c.tok >= target)
 		return t;
 	deficit = target - c.tok;
-	if (g) {
-		i128 per = (i128)rate * g;
-		i128 k = (deficit + per - 1) / per;
-		i128 w = (i128)c.ref + k * (i128)g;
-
-		return w > (i128)UINT64_MAX ? UINT64_MAX : (uint64_t)w;
-	}
-	{
-		i128 w = (i128)t + (deficit + rate - 1) / rate;
-
-		return w > (i128)UINT64_MAX ? UINT64_MAX : (uint64_t)w;
-	}
+	w = (i128)t + (deficit + rate - 1) / rate;
+	return w > (i128)UINT64_MAX ? UINT64_MAX : (uint64_t)w;
 }
 
 void pacer_bucket_take(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint64_t g,
 		       uint64_t need, uint64_t t)
 {
-	advance(b, rate, depth, g, t);
+	if (g) {
+		slice_take(b, rate, g, need, t);
+		return;
+	}
+	advance(b, rate, depth, t);
 	b->tok -= (i128)need * SCALE;
 }
 
@@ -108,13 +155,11 @@ double pacer_noise(uint64_t noise_ppm, uint64_t key, uint64_t i)
 	return exp(sigma * dl_prng_normal(key, i));
 }
 
-/* A bucket's depth: at least one refill period's lump, and one unit. */
-static uint64_t depth_of(uint64_t rate, uint64_t burst, uint64_t g)
+/* A continuous bucket's depth (at least one unit); a slice bucket's is
+ * its lump, rate x refill. */
+static uint64_t depth_of(uint64_t burst)
 {
-	uint64_t lump = g ? (uint64_t)((unsigned __int128)rate * g / PACER_NS) : 0;
-	uint64_t d = burst > lump ? burst : lump;
-
-	return d ? d : 1;
+	return burst ? burst : 1;
 }
 
 uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
@@ -133,8 +178,7 @@ uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, u
 	if (d->thr_last > s)
 		s = d->thr_last;
 	if (rt->bandwidth && len) {
-		bdepth = depth_of(rt->bandwidth, rt->burst ? rt->burst : PACER_DEFAULT_BURST,
-				  rt->refill_ns);
+		bdepth = depth_of(rt->burst ? rt->burst : PACER_DEFAULT_BURST);
 		w = pacer_bucket_when(&d->bytes, rt->bandwidth, bdepth, rt->refill_ns, len, s);
 		if (w > s) {
 			s = w;
@@ -142,7 +186,7 @@ uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, u
 		}
 	}
 	if (rt->iops) {
-		idepth = depth_of(rt->iops, rt->iops_burst, rt->refill_ns);
+		idepth = depth_of(rt->iops_burst);
 		w = pacer_bucket_when(&d->ios, rt->iops, idepth, rt->refill_ns, 1, s);
 		if (w > s) {
 			s = w;
@@ -169,11 +213,11 @@ uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, u
 	due = svc >= 1.8e19 ? UINT64_MAX : s + (uint64_t)(svc + 0.5);
 	if (due < s)
 		due = UINT64_MAX;
-	if (len) {
+	if (len || rt->serial_ns) {
 		unsigned nl = rt->lanes > DL_PACER_MAX_LANES ? DL_PACER_MAX_LANES
 							     : (unsigned)rt->lanes,
 			 l = 0;
-		double x = (double)len * 1e9 / (double)rt->transfer * z;
+		double x = (double)rt->serial_ns * z + (double)len * 1e9 / (double)rt->transfer;
 
 		if (nl) {
 			for (unsigned i = 1; i < nl; i++)

@@ -49,7 +49,7 @@ const struct opt pacer_opts[] = {
      "KEY.SIZE=none the row), KEY=none clears"},
     {"transfer", T_RATE, DEV(transfer), 0,
      "a device model (what `dliofs profile` fits): the rate one request moves its bytes at "
-     "on the device; a request's service is (latency + size / transfer) x noise on one of "
+     "on the device; a request's service is latency x noise + size / transfer on one of "
      "queue_depth channels, after the throttle: bandwidth/burst and iops/iops_burst become "
      "token buckets refilled every `refill`. 0: the plain model"},
     {"refill", T_TIME, DEV(refill_ns), 0,
@@ -60,9 +60,12 @@ const struct opt pacer_opts[] = {
     {"lanes", T_COUNT, DEV(lanes), 0,
      "device model: data paths: the bytes of at most this many requests move at once, each "
      "at transfer (at most 64; unlimited or 0: every channel moves its own)"},
+    {"serial", T_TIME, DEV(serial_ns), 0,
+     "device model: per request on its data path before its bytes: the part of the fixed "
+     "cost requests pay one at a time (a controller's or link's per-request work); 0: none"},
     {"noise", T_FACTOR, DEV(noise_ppm), 0,
-     "device model: the service time's residual noise, a lognormal factor with median 1 "
-     "and this p99 (1.3: the slowest 1% take 1.3x the median or more); 1 or none: no noise"},
+     "device model: the residual noise, a lognormal factor with median 1 and this p99 on "
+     "the fixed cost (latency and serial, not the bytes); 1 or none: no noise"},
     {"phases.count", T_NPHASES, TOP(nphases), 1,
      "number of phases (0: the constant model above; at most 16); setting phases.N.* with "
      "N = count appends a phase that starts as a copy of the constant model"},
@@ -251,7 +254,9 @@ static int parse_val(const struct opt *o, const char *sub, const char *s, struct
 			ret = -EINVAL;
 		break;
 	case T_TIME:
-		ret = dl_parse_time(s, &v->u, &w);
+		/* "0" needs no unit (refill=0: continuously). */
+		if (strcmp(s, "0"))
+			ret = dl_parse_time(s, &v->u, &w);
 		break;
 	case T_POLICY:
 		ret = -EINVAL;

@@ -104,7 +104,10 @@ void pacer_fmt_val(const struct opt *o, const void *field, char *buf, size_t len
 		break;
 	case T_COUNT:
 		u = *(const uint64_t *)field;
-		if (!u)
+		/* iops_burst 0 is not "unlimited": the bucket's least depth. */
+		if (!u && o->scope == S_DEV && o->off == offsetof(struct dl_dev_model, iops_burst))
+			snprintf(buf, len, "0");
+		else if (!u)
 			snprintf(buf, len, "unlimited");
 		else
 			fmt_count(u, buf, len);
@@ -163,7 +166,54 @@ static int device_only(const struct opt *o)
 				     off == offsetof(struct dl_dev_model, refill_ns) ||
 				     off == offsetof(struct dl_dev_model, iops_burst) ||
 				     off == offsetof(struct dl_dev_model, noise_ppm) ||
-				     off == offsetof(struct dl_dev_model, lanes));
+				     off == offsetof(struct dl_dev_model, lanes) ||
+				     off == offsetof(struct dl_dev_model, serial_ns));
+}
+
+/* A device model in words, as YAML comment lines: what each key is. */
+static void describe(const struct dl_dev_model *m, const char *cls, FILE *out, int indent)
+{
+	char ch[32], lat[320];
+
+	if (!m->transfer)
+		return;
+	if (m->latency.kind == DL_LAT_CONST)
+		snprintf(lat, sizeof(lat), "%.1fus", (double)m->latency.a_ns / 1e3);
+	else
+		pacer_lat_format(&m->latency, lat, sizeof(lat));
+	snprintf(ch, sizeof(ch), "%u", m->queue_depth);
+	fprintf(out,
+		"%*s# a device model: a request leaves the throttle, then holds one of %s channels "
+		"(%s.queue_depth)\n",
+		indent, "", m->queue_depth ? ch : "unlimited", cls);
+	fprintf(out, "%*s# for its fixed cost %s (%s.latency) and its bytes at %.1f MB/s (%s.transfer)",
+		indent, "", lat, cls, (double)m->transfer / 1e6, cls);
+	if (m->lanes)
+		fprintf(out, " on one of %llu data paths (%s.lanes)", (unsigned long long)m->lanes, cls);
+	else
+		fprintf(out, " on a data path of its own (%s.lanes unlimited)", cls);
+	if (m->serial_ns)
+		fprintf(out, " after %.1fus there (%s.serial)", (double)m->serial_ns / 1e3, cls);
+	if (m->noise_ppm)
+		fprintf(out, ", times a noise of p99 x%.3g (%s.noise)", (double)m->noise_ppm / 1e6, cls);
+	fprintf(out, "\n");
+	if (!m->bandwidth && !m->iops) {
+		fprintf(out, "%*s# throttle: none (%s.bandwidth and %s.iops unlimited)\n", indent, "",
+			cls, cls);
+		return;
+	}
+	fprintf(out, "%*s# throttle:", indent, "");
+	if (m->bandwidth)
+		fprintf(out, " a byte bucket of %.1f MB/s (%s.bandwidth)", (double)m->bandwidth / 1e6,
+			cls);
+	if (m->iops)
+		fprintf(out, "%s an IO bucket of %llu/s (%s.iops)", m->bandwidth ? " and" : "",
+			(unsigned long long)m->iops, cls);
+	if (m->refill_ns)
+		fprintf(out, ", refilled in lumps every %.0f ms (%s.refill; blk-throttle: 100 ms)\n",
+			(double)m->refill_ns / 1e6, cls);
+	else
+		fprintf(out, ", refilled continuously (%s.refill 0)\n", cls);
 }
 
 static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
@@ -172,6 +222,7 @@ static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
 
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		fprintf(out, "%*s%s:\n", indent, "", pacer_class_names[c]);
+		describe(&m[c], pacer_class_names[c], out, indent + 2);
 		for (unsigned i = 0; i < pacer_nopts; i++) {
 			if (pacer_opts[i].scope != S_DEV || (device_only(&pacer_opts[i]) && !m[c].transfer))
 				continue;
@@ -280,8 +331,15 @@ void dl_pacer_cfg_help(FILE *out)
 		"  `burst` bytes, empty at start). Its slot is held until it completes.\n"
 		"  Reads first look in the emulated cache: hit bytes cost size/hit_bandwidth,\n"
 		"  miss bytes go through the model; the request completes when both are done.\n"
-		"  A measured device (dliofs profile) gives latency_by_size, drawn for the\n"
-		"  request's size, and bandwidth_by_concurrency, which stretches that latency\n"
-		"  by k bw(1) / bw(k) when k requests of the class are in service.\n");
+		"  A device model (transfer above 0; what dliofs profile fits): a request\n"
+		"  leaves the throttle when the byte bucket (bandwidth, burst) and the IO\n"
+		"  bucket (iops, iops_burst), refilled every `refill` (0: continuously), hold\n"
+		"  enough, then holds one of queue_depth channels for latency x noise, then\n"
+		"  serial x noise + size / transfer on one of `lanes` data paths. A what-if\n"
+		"  key changes its part only: bandwidth the byte bucket, iops the IO bucket,\n"
+		"  latency the fixed cost. Older profiles give latency_by_size, drawn for the\n"
+		"  request's size,\n"
+		"  and bandwidth_by_concurrency, which stretches that latency by\n"
+		"  k bw(1) / bw(k) when k requests of the class are in service.\n");
 }
 

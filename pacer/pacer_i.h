@@ -95,9 +95,10 @@ uint64_t pacer_cache_capacity(const struct pacer_cache *c);	/* bytes */
 /* A token bucket (device.c): tokens x 10^9 at time ref; with a refill
  * granularity, ref is the start of the current refill period. */
 struct pacer_bucket {
-	__int128 tok;
-	uint64_t ref;
-	int primed; /* 0: full at the next request (a throttle grants its allowance at once) */
+	__int128 tok;  /* continuous: tokens x 10^9; periods: dispatched since ref, x 10^9 */
+	uint64_t ref;  /* continuous: last update; periods: the slice start */
+	uint64_t last; /* periods: the last dispatch */
+	int primed;    /* 0: full (a fresh slice) at the next request */
 };
 
 /* Queue slots, IOPS spacing and the token bucket of one device: the class's
@@ -120,7 +121,7 @@ struct pacer_rates {
 	uint64_t bandwidth, burst, iops;
 	uint32_t queue_depth;
 	/* device model (device.c): 0 transfer means the plain model */
-	uint64_t transfer, refill_ns, iops_burst, lanes;
+	uint64_t transfer, refill_ns, iops_burst, lanes, serial_ns;
 };
 
 /* What held a request back (for fair sharing's demand estimate). */

@@ -240,5 +240,6 @@ void pacer_share_update(struct pacer_job_cls *jobs, uint64_t *win_start, uint64_
 		rt->refill_ns = m->refill_ns;
 		rt->iops_burst = m->iops_burst;
 		rt->lanes = m->lanes;
+		rt->serial_ns = m->serial_ns;
 	}
 }

@@ -138,6 +138,58 @@ datasets:
             dliofs("set", self.mnt, "meta.latency=none")
 
 
+class DeviceModel(dltest.MountedTestCase):
+    """A device model (what dliofs profile fits) through the mount: a throttle
+    refilled in 100 ms slices gives reads at the device's service time and
+    a stall per slice, at the bucket's long-run rate, as Linux blk-throttle
+    does; a what-if on the bandwidth moves the rate and keeps the service
+    time (the tables model replayed the stalls as latency draws and kept
+    them: 110 MB/s where the disk throttled at 150 MB/s gives 150)."""
+    GEN = False
+    CONFIG = """\
+seed: 3
+datasets:
+  - {name: d, format: raw, files: 2, sample_size: 256MiB}
+pacer:
+  read: {transfer: 1GB/s, latency: 200us, queue_depth: 4, lanes: 1,
+         bandwidth: 40MB/s, refill: 100ms}
+cache: {policy: none}
+"""
+
+    def run_reads(self, secs):
+        root = os.path.join(self.mnt, "d", "train")
+        path = os.path.join(root, sorted(os.listdir(root))[0])
+        fd = os.open(path, os.O_RDONLY)
+        lat, off, t0 = [], 0, time.monotonic()
+        try:
+            while time.monotonic() - t0 < secs:
+                a = time.monotonic()
+                n = len(os.pread(fd, MiB, off))
+                lat.append(time.monotonic() - a)
+                off += n
+        finally:
+            os.close(fd)
+        el = time.monotonic() - t0
+        lat.sort()
+        return off / el, lat[len(lat) // 2], lat[int(len(lat) * 0.99)]
+
+    def test_slices_and_whatif(self):
+        rate, p50, p99 = self.run_reads(2.5)
+        self.assertLess(abs(rate / 40e6 - 1), 0.12, "%.1f MB/s under a 40 MB/s bucket" % (rate / 1e6))
+        # 1 MiB at 1 GB/s plus 200 us (the kernel may split the read: a fixed
+        # cost each): a few ms, not the 26 ms a continuous bucket would give.
+        self.assertLess(p50, 0.008, "p50 %.2f ms: the service time, not the throttle" % (p50 * 1e3))
+        self.assertGreater(p99, 0.040, "p99 %.1f ms: the wait for the next slice" % (p99 * 1e3))
+        dliofs("set", self.mnt, "read.bandwidth=80MB/s")
+        rate2, p50b, _ = self.run_reads(2.5)
+        self.assertLess(abs(rate2 / 80e6 - 1), 0.12, "%.1f MB/s after the what-if" % (rate2 / 1e6))
+        self.assertLess(abs(p50b / p50 - 1), 0.5,
+                        "the service time stays: p50 %.2f ms, was %.2f" % (p50b * 1e3, p50 * 1e3))
+        st = dliofs("check", self.config).stdout
+        self.assertIn("a byte bucket of 40.0 MB/s (read.bandwidth)", st)
+        self.assertIn("refilled in lumps every 100 ms (read.refill", st)
+
+
 class SmallFileCache(dltest.MountedTestCase):
     """CoorDL's result on ImageNet-like files with the default 1 MiB block: a
     cache of half the dataset holds half of the files. MinIO hits what it

@@ -94,20 +94,31 @@ class Profile(unittest.TestCase):
             text = f.read()
         for key in ("measured:", "directory: \"%s\"" % os.path.realpath(self.data),
                     "filesystem:", "date:", "cache_bypass:", "cache_bypass_how:", "requests:",
-                    "pacer:", "latency_by_size:", "bandwidth_by_concurrency:", "cache: {policy: none}"):
+                    "pacer:", "cache: {policy: none}"):
             self.assertIn(key, text)
         m = re.search(r"cache_bypass: (\w+)", text)
         self.assertIn(m.group(1), BYPASS)
-        # What the model gets by concurrency never falls as more are in
-        # flight (fitted; measured.requests has the raw rates).
-        rows = re.findall(r"^      (\d+[KM]iB): \{(1: [^}]*)\}$", text, re.M)
-        self.assertGreaterEqual(len(rows), 4, text)  # 4KiB and 1MiB, read and write
-        for size, pts in rows:
-            rates = [float(x) for x in re.findall(r"\d+: ([\d.]+)MB/s", pts)]
-            self.assertGreater(len(rates), 1, pts)
-            self.assertEqual(rates, sorted(rates), "%s: %s" % (size, pts))
+        # A new profile is a device model, not latency tables.
+        self.assertNotIn("latency_by_size", text)
+        self.assertNotIn("bandwidth_by_concurrency", text)
+        pacer = text[text.index("\npacer:"):]
+        for cls in ("read", "write"):
+            sec = pacer[pacer.index("  %s:" % cls):]
+            for key in ("latency: ", "transfer: ", "queue_depth: ", "bandwidth: ", "iops: "):
+                self.assertRegex(sec, r"\n    %s\S" % key, (cls, key, sec[:800]))
+            self.assertRegex(sec, r"transfer: [\d.]+MB/s")
+        # Goodness of fit said out loud: every point measured carries what
+        # the fitted model gives for the same pattern.
+        reqs = re.findall(r"^    - \{op: (\w+), .*\}$", text, re.M)
+        self.assertGreaterEqual(len(reqs), 6 + 4, text)
+        for ln in re.findall(r"^    - \{op: .*\}$", text, re.M):
+            if "error:" in ln:
+                continue
+            self.assertRegex(ln, r"time: [\d.]+s, requests: \d+, MBps: [\d.]+, ")
+            self.assertRegex(ln, r", model: \{MBps: [\d.]+, iops: \d+, p50: [\d.]+[mu]?s, "
+                                 r"p99: [\d.]+[mu]?s\}\}$")
         tables = re.findall(r'"empirical\(([^)]+)\)"', text)
-        self.assertGreaterEqual(len(tables), 6 + 4 + 1, text)  # read sizes, write sizes, stat
+        self.assertEqual(len(tables), 1, text)  # the metadata's stat table
         for t in tables:
             path = os.path.join(os.path.dirname(self.out), t)
             self.assertTrue(os.path.exists(path), path)
@@ -116,6 +127,13 @@ class Profile(unittest.TestCase):
             self.assertGreater(len(lines), 0, path)
             for ln in lines:
                 self.assertRegex(ln, r"^\d+ns \d+$")
+
+    def test_summary_says_the_fit(self):
+        out = self.r.stdout
+        self.assertIn("model: MB/s", out)
+        self.assertRegex(out, r"read model: service [\d.]+[mu]s \+ [\d.]+us serial \+ size / [\d.]+ MB/s on ")
+        self.assertIn("worst misfits (model / measured", out)
+        self.assertRegex(out, r"\n    (read|write) +\d+[KM]iB +x\d+ +MB/s [\d.]+  p50 [\d.]+  p99 [\d.]+")
 
     def test_config_takes_it(self):
         # A config beside another directory names the profile by a relative
@@ -127,10 +145,54 @@ class Profile(unittest.TestCase):
         r = subprocess.run([DLIOFS, "check", cfg], capture_output=True, text=True, cwd="/")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn('profile: "mystorage"', r.stdout)
-        self.assertIn("empirical(%s/mystorage.read-4KiB.lat)" % os.path.dirname(self.out), r.stdout)
-        self.assertRegex(r.stdout, r"bandwidth_by_concurrency: \{4KiB: \{1: ")
+        # The device model, in the terms a what-if changes.
+        self.assertIn("# a device model: a request leaves the throttle", r.stdout)
+        self.assertRegex(r.stdout, r"its bytes at [\d.]+ MB/s \(read.transfer\)")
         self.assertIn("latency: 7us", r.stdout)  # the config's keys override the profile
         self.assertIn("policy: none", r.stdout)
+
+    def test_check_replays_the_points(self):
+        r = profile("--check", self.out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.out) as f:
+            npts = len(re.findall(r"^    - \{op: \w+, .*model: ", f.read(), re.M))
+        rows = re.findall(r"^  (read|write) +\d+[KM]iB +\d+ +\| +[\d.]+ .*\| +[\d.]+ .*\| +"
+                          r"([\d.]+) +([\d.]+) +([\d.]+)", r.stdout, re.M)
+        self.assertEqual(len(rows), npts, r.stdout)
+        m = re.search(r"(\d+) of (\d+) points within the goals", r.stdout)
+        self.assertEqual(int(m.group(2)), npts, r.stdout)
+        # The profile's own model: lines and the replay are the same model.
+        self.assertGreater(int(m.group(1)), 0, r.stdout)
+        # A file that is no profile is said so.
+        bad = os.path.join(self.tmp, "notaprofile.yaml")
+        with open(bad, "w") as f:
+            f.write("pacer: {read: {bandwidth: 1MB/s}}\n")
+        r = profile("--check", bad)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no measured point", r.stderr)
+
+    def test_whatif_changes_one_part(self):
+        # read.bandwidth on a fitted device is its byte bucket: the
+        # service time (latency, transfer) stays as fitted.
+        cfgdir = os.path.join(self.tmp, "cfg")
+        os.makedirs(cfgdir, exist_ok=True)
+        base = dltest.write_config(cfgdir, "datasets: [{name: d, format: raw, files: 2, sample_size: 1MB}]\n"
+                                   "pacer: {profile: ../out/mystorage.yaml}\n", name="base.yaml")
+        wif = dltest.write_config(cfgdir, "datasets: [{name: d, format: raw, files: 2, sample_size: 1MB}]\n"
+                                  "pacer: {profile: ../out/mystorage.yaml, read: {bandwidth: 123MB/s}}\n",
+                                  name="whatif.yaml")
+        a = subprocess.run([DLIOFS, "check", base], capture_output=True, text=True)
+        b = subprocess.run([DLIOFS, "check", wif], capture_output=True, text=True)
+        self.assertEqual((a.returncode, b.returncode), (0, 0), a.stderr + b.stderr)
+        self.assertIn("a byte bucket of 123.0 MB/s (read.bandwidth)", b.stdout)
+
+        def part(text, key):
+            sec = text[text.index("  read:"):text.index("  write:")]
+            return re.search(r"\n    %s: (\S+)" % key, sec).group(1)
+        for key in ("transfer", "latency", "queue_depth", "iops", "refill"):
+            if key == "refill" and "refill:" not in a.stdout:
+                continue
+            self.assertEqual(part(a.stdout, key), part(b.stdout, key), key)
 
     def test_mount_runs_on_it(self):
         dltest.require(dltest.fuse_available(), "/dev/fuse not available")

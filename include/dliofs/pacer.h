@@ -75,13 +75,16 @@ struct dl_dev_model {
 	 *   throttle: a byte bucket (bandwidth, burst) and an IO bucket (iops,
 	 *     iops_burst), both refilled every `refill` (0: continuously);
 	 *   device: queue_depth channels; a request holds one for its service:
-	 *     its fixed cost (latency), then its bytes at `transfer` on one of
-	 *     `lanes` data paths, both times a noise draw. */
+	 *     its fixed cost (latency), then `serial` and its bytes at
+	 *     `transfer` on one of `lanes` data paths; a noise draw multiplies
+	 *     the fixed cost and serial. */
 	uint64_t transfer;	/* bytes/s one request moves at on the device (0: no device model) */
 	uint64_t refill_ns;	/* buckets refill in lumps every refill_ns (0: continuously) */
 	uint64_t iops_burst;	/* IO bucket depth in requests (0: 1, or iops x refill) */
 	uint64_t noise_ppm;	/* p99 / p50 of the service noise x 10^6 (0 or 10^6: none) */
 	uint64_t lanes;		/* requests moving bytes at once, each at transfer (0: all) */
+	uint64_t serial_ns;	/* per request on its data path, before its bytes: the part
+				 * of the fixed cost requests pay one at a time (per lane) */
 };
 #define DL_PACER_MAX_LANES 64
 

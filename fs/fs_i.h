@@ -79,6 +79,9 @@ void dl_fs_trace_reply(struct dl_fs *fs, const struct dl_reply *r, uint64_t now)
 /* Open data files with direct_io now? (io: direct, or an emulated cache:
  * then no page the kernel keeps may answer a read the model does not see.) */
 int dl_fs_direct_io(struct dl_fs *fs);
+/* The block size files report (st_blksize): the storage model's, as its
+ * profile states it (1 MiB without one). */
+uint64_t dl_fs_blksize(struct dl_fs *fs);
 /* Invalidate the kernel's pages of every synthetic file served so far;
  * returns how many files were invalidated. */
 uint64_t dl_fs_drop_kernel_cache(struct dl_fs *fs);

@@ -105,7 +105,7 @@ int dl_node_stat(struct dl_fs *fs, const struct dl_node *n, struct stat *st)
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
 	st->st_atim = st->st_mtim = st->st_ctim = fs->mount_time;
-	st->st_blksize = 1 << 20;
+	st->st_blksize = (blksize_t)dl_fs_blksize(fs);
 	if (n->type == DL_NODE_FILE) {
 		ret = dl_node_file(fs, n, &f);
 		if (ret)

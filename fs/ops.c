@@ -26,6 +26,7 @@ struct dl_handle {
 	struct dl_client who;	/* who opened it (the close is theirs) */
 	struct dl_ctl_handle c;	/* its snapshot and pending write */
 	struct dl_file f;	/* a synthetic file */
+	int odirect;		/* opened O_DIRECT: each read is an IO of its own */
 };
 
 static struct dl_fs *fs_of(fuse_req_t req)
@@ -145,6 +146,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = 0;
 	} else if (!ret) {
 		ret = fill_entry(fs, &c, &r->e);
+		r->preq.inode = r->e.ino; /* the inode a real lookup reads */
 	}
 	if (ret) {
 		r->kind = DL_R_ERR;
@@ -171,6 +173,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	r->preq.file_id = ino;
+	r->preq.inode = ino;
 	if (!ret)
 		ret = dl_node_stat(fs, &n, &r->st);
 	r->attr_timeout = n.type == DL_NODE_CTL ? 0 : DL_TIMEOUT;
@@ -205,6 +208,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	r->preq.file_id = ino;
+	r->preq.inode = ino;
 	r->fi = *fi;
 	r->fi.cache_readdir = 1;
 	r->fi.keep_cache = 1;
@@ -388,6 +392,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	r->preq.file_id = ino;
+	r->preq.inode = ino;
 	if (ret)
 		goto out;
 	if (n.type == DL_NODE_CTL) {
@@ -404,6 +409,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ret = dl_node_file(fs, &n, &h->f);
 		if (ret)
 			goto out;
+		h->odirect = !!(fi->flags & O_DIRECT);
 		/* Decided per open from the policy in force now, so a live
 		 * change of cache.policy takes effect for the next open. */
 		if (dl_fs_direct_io(fs)) {
@@ -463,12 +469,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	r->preq.file_id = ino;
 	r->preq.off = (uint64_t)off;
 	r->preq.file_size = fsize;
+	/* Through the page cache, the pieces of a read (the kernel's split, or
+	 * a reader's small calls without the cache) are one IO on a device. */
+	if (!h->odirect)
+		r->preq.flags |= DL_PREQ_BUFFERED;
 	if (off < 0) {
 		ret = -EINVAL;
 		goto out;
 	}
 	if ((uint64_t)off >= fsize)
-		goto out; /* EOF: an empty reply */
+		goto out; /* EOF: an empty reply, which no device is asked for */
 	len = size;
 	if (len > fsize - (uint64_t)off)
 		len = (size_t)(fsize - (uint64_t)off);

@@ -18,6 +18,13 @@ int dl_fs_direct_io(struct dl_fs *fs)
 	return pol != DL_CACHE_KERNEL;
 }
 
+uint64_t dl_fs_blksize(struct dl_fs *fs)
+{
+	if (fs->pacer)
+		return dl_pacer_blksize(fs->pacer);
+	return fs->cfg->pacer.blksize ? fs->cfg->pacer.blksize : 1ULL << 20;
+}
+
 static void inval_one(void *arg, const struct dl_node *n)
 {
 	struct dl_fs *fs = arg;

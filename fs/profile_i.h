@@ -90,6 +90,9 @@ struct prof_meta {
 	uint64_t create_ns;		 /* creating the tree (writable) */
 	uint64_t *stat, *open, *readdir; /* sorted latencies; owned */
 	size_t nstat, nopen, nreaddir;
+	uint64_t *stat_cached; /* the stat'ed files again, caches kept; owned */
+	size_t nstat_cached;
+	uint64_t blksize; /* st_blksize of the files (0: not known) */
 	uint64_t *fsync; /* writable: fsync after a 4 KiB write */
 	size_t nfsync;
 };

@@ -239,6 +239,8 @@ static void write_measured(FILE *f, const struct prof_result *r)
 		r->meta.cold ? "dropped before each pass" : "kept (not root, or --keep-caches)");
 	if (r->meta.nstat)
 		lat_fig(f, "stat", r->meta.stat, r->meta.nstat, ", ");
+	if (r->meta.nstat_cached)
+		lat_fig(f, "stat_cached", r->meta.stat_cached, r->meta.nstat_cached, ", ");
 	if (r->meta.nopen)
 		lat_fig(f, "open_close", r->meta.open, r->meta.nopen, ", ");
 	if (r->meta.nreaddir)
@@ -290,9 +292,28 @@ int prof_write(const struct prof_result *r, const char *out, unsigned *ntables)
 			++*ntables;
 		/* The mount's metadata requests (lookup, getattr, open, readdir)
 		 * each take what a stat took here: an open is a lookup and an open
-		 * on the mount, as a stat and an open are on most file systems. */
-		fprintf(f, "  meta: {latency: \"empirical(%s.meta-stat.lat)\"}\n", stem);
+		 * on the mount, as a stat and an open are on most file systems.
+		 * A first touch of an inode takes the cold stat, a touch of one
+		 * the client has seen the stat repeated (meta.cached_latency). */
+		fprintf(f, "  meta: {latency: \"empirical(%s.meta-stat.lat)\"", stem);
+		if (!ret && r->meta.nstat_cached) {
+			snprintf(path, sizeof(path), "%s/%s.meta-stat-cached.lat", dir, stem);
+			ret = write_table(path, r->meta.stat_cached, r->meta.nstat_cached,
+					  "stat of a file whose inode the client has cached");
+			if (ret)
+				fprintf(stderr, "dliofs profile: %s: %s\n", path, strerror(-ret));
+			else
+				++*ntables;
+			fprintf(f, ", cached_latency: \"empirical(%s.meta-stat-cached.lat)\"", stem);
+		}
+		fprintf(f, "}\n");
 	}
+	if (r->have_meta && r->meta.blksize)
+		fprintf(f,
+			"  # st_blksize of its files: buffered readers (Python, stdio) size their\n"
+			"  # reads by it, and so how many IOs a small file costs them\n"
+			"  blksize: %llu\n",
+			(unsigned long long)r->meta.blksize);
 	fprintf(f, "# Measured with the client cache bypassed: the mount reads every request\n"
 		   "# from the model. To add this node's page cache, give a size:\n"
 		   "# cache: {policy: lru, size: 64GiB}\n"
@@ -402,6 +423,12 @@ void prof_summary(const struct prof_result *r, FILE *o)
 		fmt_ns(prof_pct(r->meta.stat, r->meta.nstat, 0.5), a, sizeof(a));
 		fmt_ns(prof_pct(r->meta.stat, r->meta.nstat, 0.99), b, sizeof(b));
 		fprintf(o, "    %-12s p50 %10s  p99 %10s  (%zu)\n", "stat", a, b, r->meta.nstat);
+	}
+	if (r->meta.nstat_cached) {
+		fmt_ns(prof_pct(r->meta.stat_cached, r->meta.nstat_cached, 0.5), a, sizeof(a));
+		fmt_ns(prof_pct(r->meta.stat_cached, r->meta.nstat_cached, 0.99), b, sizeof(b));
+		fprintf(o, "    %-12s p50 %10s  p99 %10s  (%zu)\n", "stat, cached", a, b,
+			r->meta.nstat_cached);
 	}
 	if (r->meta.nopen) {
 		fmt_ns(prof_pct(r->meta.open, r->meta.nopen, 0.5), a, sizeof(a));

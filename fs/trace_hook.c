@@ -46,6 +46,8 @@ void dl_fs_trace_reply(struct dl_fs *fs, const struct dl_reply *r, uint64_t now)
 		}
 		if (r->pres.hit_bytes && !r->pres.miss_bytes)
 			rec.flags |= 1;
+		if (r->preq.flags & DL_PREQ_BUFFERED)
+			rec.flags |= 4;
 		dl_trace_record(t, &rec);
 	}
 	atomic_fetch_sub(&fs->trace_users, 1);

@@ -36,6 +36,10 @@ const struct opt pacer_opts[] = {
      "unlimited or 0: no limit"},
     {"latency", T_LAT, DEV(latency), 0,
      "per-request latency, in YAML also {dist: NAME, PARAM: time, ...}: "},
+    {"cached_latency", T_LAT, DEV(cached_latency), 0,
+     "meta: the latency of a request for an inode the client has cached (seen before, not "
+     "evicted, no `dliofs cache drop` since); `latency` is then a first touch's. none or 0: "
+     "no inode cache, every request takes `latency`. Same forms as latency: "},
     {"latency_by_size", T_LATSIZE, DEV(lat_size), 0,
      "latency of a request alone on the device by its size, {4KiB: LATENCY, 1MiB: LATENCY, "
      "...} (measured by `dliofs profile`); replaces latency for requests with data: between "
@@ -66,6 +70,11 @@ const struct opt pacer_opts[] = {
     {"noise", T_FACTOR, DEV(noise_ppm), 0,
      "device model: the residual noise, a lognormal factor with median 1 and this p99 on "
      "the fixed cost (latency and serial, not the bytes); 1 or none: no noise"},
+    {"blksize", T_SIZE, TOP(blksize), 0,
+     "the block size files report (st_blksize), which buffered readers size their reads by "
+     "(Python's open() buffer, stdio), as on the storage: ext4 4KiB, NFS its rsize; a power of "
+     "two from 512 to 16MiB, 0: 1MiB (dliofs profile records its storage's); a live change "
+     "applies to files the kernel looks up or stats afterwards"},
     {"phases.count", T_NPHASES, TOP(nphases), 1,
      "number of phases (0: the constant model above; at most 16); setting phases.N.* with "
      "N = count appends a phase that starts as a copy of the constant model"},
@@ -603,6 +612,7 @@ static void free_models(struct dl_dev_model *m)
 {
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		pacer_lat_free(&m[c].latency);
+		pacer_lat_free(&m[c].cached_latency);
 		pacer_sizes_free(&m[c].lat_size);
 		pacer_conc_free(&m[c].conc);
 	}
@@ -616,11 +626,15 @@ static int copy_models(struct dl_dev_model *dst, const struct dl_dev_model *src)
 		dst[c] = src[c];
 		dst[c].latency.values_ns = NULL;
 		dst[c].latency.cdf = NULL;
+		dst[c].cached_latency.values_ns = NULL;
+		dst[c].cached_latency.cdf = NULL;
 		memset(&dst[c].lat_size, 0, sizeof(dst[c].lat_size));
 		memset(&dst[c].conc, 0, sizeof(dst[c].conc));
 	}
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		ret = pacer_lat_copy(&dst[c].latency, &src[c].latency);
+		if (!ret)
+			ret = pacer_lat_copy(&dst[c].cached_latency, &src[c].cached_latency);
 		if (!ret)
 			ret = pacer_sizes_copy(&dst[c].lat_size, &src[c].lat_size);
 		if (!ret)
@@ -825,6 +839,18 @@ static int check_models(const struct dl_dev_model *m, const char *prefix, char *
 				 why);
 			return -EINVAL;
 		}
+		if (pacer_lat_check(&m[c].cached_latency, why, sizeof(why))) {
+			snprintf(err, errlen, "%s%s.cached_latency: %s", prefix,
+				 pacer_class_names[c], why);
+			return -EINVAL;
+		}
+		if (c != DL_OP_META && m[c].cached_latency.kind != DL_LAT_NONE) {
+			snprintf(err, errlen,
+				 "%s%s.cached_latency: only metadata has an inode cache (use "
+				 "meta.cached_latency; a cache of data is cache.policy)",
+				 prefix, pacer_class_names[c]);
+			return -EINVAL;
+		}
 		if (pacer_sizes_check(&m[c].lat_size, why, sizeof(why))) {
 			snprintf(err, errlen, "%s%s.latency_by_size: %s", prefix,
 				 pacer_class_names[c], why);
@@ -867,6 +893,11 @@ int dl_pacer_cfg_check(const struct dl_pacer_cfg *cfg, char *err, size_t errlen)
 	ret = check_models(cfg->m, "", err, errlen);
 	if (ret)
 		return ret;
+	if (cfg->blksize && (cfg->blksize < 512 || cfg->blksize > (16ULL << 20) ||
+			     (cfg->blksize & (cfg->blksize - 1)))) {
+		snprintf(err, errlen, "blksize: a power of two from 512 to 16MiB (or 0: 1MiB)");
+		return -EINVAL;
+	}
 	if (cfg->nphases > DL_PACER_MAX_PHASES) {
 		snprintf(err, errlen, "phases.count: at most %d phases", DL_PACER_MAX_PHASES);
 		return -EINVAL;

@@ -31,7 +31,14 @@
  * own copy of steps 1, 2 and 4, with its share of the queue depth, IOPS and
  * bandwidth (share.c), and the same latency draws.
  * A request flagged DL_PREQ_NODEV (a close, a refused call) reaches no
- * device: it is counted and answered at once.
+ * device, nor does a read of nothing (at the end of a file): it is counted
+ * and answered at once. What the device does is counted as a device would
+ * (devwork.c): a read flagged DL_PREQ_BUFFERED that continues the run of
+ * its file's previous one is part of that IO (no IOPS slot, no fixed cost:
+ * the latency draw's growth from the run's size to the run's size plus
+ * its own, not before the run's earlier pieces are due); with
+ * meta.cached_latency a metadata request for an inode seen before takes
+ * that latency and no device at all.
  *
  * Locking: the jobs table first, then the cache, then one mutex per class
  * (the model state, the class and per-job statistics); each is held for a
@@ -266,6 +273,70 @@ static void count_cache(struct pacer_cls_stats *st, struct pacer_job_cls *jc, ui
 	jc->miss_bytes += len - hit;
 }
 
+/* The miss bytes of request r (class lock held): from the client's inode
+ * cache (metadata seen before, with meta.cached_latency), or through the
+ * device: its latency draw (a continuation of a buffered reader's run only
+ * grows the run's IO: no fixed cost, no IOPS slot; devwork.c), the queue,
+ * IOPS and bandwidth. Returns the due time; *start is when it left the
+ * queue, *busy whether it is in service until completed. */
+static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
+			      const struct dl_pacer_req *r, uint32_t js, uint64_t now, uint64_t miss,
+			      uint64_t *start, int *busy)
+{
+	const struct dl_dev_model *m = model_at(p, r->cls, now);
+	int buffered = r->cls == DL_OP_READ && (r->flags & DL_PREQ_BUFFERED);
+	const struct pacer_run *run = NULL;
+	uint64_t i = k->draws++, lat, due, run_due = 0, run_bytes = 0;
+	struct pacer_rates rt;
+	struct pacer_dev *d;
+	unsigned held;
+
+	*busy = 0;
+	if (r->cls == DL_OP_META && m->cached_latency.kind != DL_LAT_NONE &&
+	    pacer_inode_seen(&k->inodes, r->inode)) {
+		k->st.cached++;
+		return sat_add(now, pacer_lat_sample(&m->cached_latency, k->key, i));
+	}
+	if (buffered && (run = pacer_run_continues(&k->runs, r->file_id, r->off, r->len, now))) {
+		run_due = run->due;
+		run_bytes = run->bytes;
+	}
+	lat = run ? pacer_run_latency(m, k->key, i, run_bytes, miss)
+		  : pacer_dev_latency(m, k->key, i, miss);
+	d = device_for(p, k, m, js, now, &rt);
+	if (run)
+		rt.iops = 0;
+	/* In service: the requests of the class submitted to the device and
+	 * not yet completed, this one included. */
+	k->busy++;
+	*busy = 1;
+	if (m->conc.n && k->busy > 1)
+		lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
+	if (rt.transfer)
+		due = pacer_device_model(d, &rt, now, lat, pacer_noise(m->noise_ppm, k->noise_key, i),
+					 miss, start, &held);
+	else
+		due = pacer_device(d, &rt, now, lat, miss, start, &held);
+	pacer_share_account(&k->jobs[js], r->len, held);
+	/* One IO completes as one: not before the run's earlier pieces. */
+	if (run && due < run_due)
+		due = run_due;
+	if (buffered)
+		pacer_run_note(&k->runs, r->file_id, r->off, r->len, now, due, run != NULL);
+	if (run)
+		k->st.merged++;
+	else
+		k->st.dev_ops++;
+	return due;
+}
+
+/* No device is involved: flagged so, or a read of nothing (at or beyond the
+ * end of its file: the file system knows the size without any IO). */
+static int pacer_nodev(const struct dl_pacer_req *r)
+{
+	return (r->flags & DL_PREQ_NODEV) || (r->cls == DL_OP_READ && !r->len);
+}
+
 int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t now_ns,
 		    struct dl_pacer_result *res)
 {
@@ -273,7 +344,7 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 	struct pacer_cls_stats *st;
 	struct pacer_job_cls *jc;
 	uint64_t hit = 0, hit_due = now_ns, due = now_ns, start = now_ns, rem, hbw;
-	int emulated = 0, is_new = 0;
+	int emulated = 0, is_new = 0, busy;
 	uint32_t js;
 
 	if (!p || !r || !res || (unsigned)r->cls >= DL_OP__COUNT)
@@ -284,7 +355,7 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 	res->flags = is_new ? DL_PRES_NEW_JOB : 0;
 	k = &p->cls[r->cls];
 	st = &k->st;
-	if (r->flags & DL_PREQ_NODEV) {
+	if (pacer_nodev(r)) {
 		pthread_mutex_lock(&k->lock);
 		st->nodev++;
 		k->jobs[js].nodev++;
@@ -312,27 +383,9 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 	pacer_share_begin(jc, now_ns);
 	if (p->cfg.enabled) {
 		if (!emulated || hit < r->len) {
-			const struct dl_dev_model *m = model_at(p, r->cls, now_ns);
-			uint64_t miss = r->len - hit;
-			uint64_t lat = pacer_dev_latency(m, k->key, k->draws++, miss);
-			struct pacer_rates rt;
-			struct pacer_dev *d = device_for(p, k, m, js, now_ns, &rt);
-			unsigned held;
-
-			/* In service: the requests of the class submitted to the
-			 * device and not yet completed, this one included. */
-			k->busy++;
-			res->flags |= DL_PRES_BUSY;
-			if (m->conc.n && k->busy > 1)
-				lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
-			if (rt.transfer)
-				due = pacer_device_model(
-				    d, &rt, now_ns, lat,
-				    pacer_noise(m->noise_ppm, k->noise_key, k->draws - 1), miss,
-				    &start, &held);
-			else
-				due = pacer_device(d, &rt, now_ns, lat, miss, &start, &held);
-			pacer_share_account(jc, r->len, held);
+			due = model_request(p, k, r, js, now_ns, r->len - hit, &start, &busy);
+			if (busy)
+				res->flags |= DL_PRES_BUSY;
 		}
 		if (hit_due > due)
 			due = hit_due;
@@ -365,7 +418,7 @@ void dl_pacer_complete(struct dl_pacer *p, const struct dl_pacer_req *r,
 
 	if (!p || !r || !res || (unsigned)r->cls >= DL_OP__COUNT)
 		return;
-	if (r->flags & DL_PREQ_NODEV) {
+	if (pacer_nodev(r)) {
 		pacer_job_put(p, res->slot);
 		return;
 	}
@@ -558,6 +611,7 @@ void dl_pacer_free(struct dl_pacer *p)
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		pthread_mutex_destroy(&p->cls[c].lock);
 		free(p->cls[c].dev.slots);
+		pacer_inodes_free(&p->cls[c].inodes);
 		for (unsigned j = 0; p->cls[c].jobs && j < PACER_JOB_SLOTS; j++)
 			free(p->cls[c].jobs[j].dev.slots);
 		free(p->cls[c].jobs);
@@ -695,6 +749,16 @@ int dl_pacer_get_cfg(struct dl_pacer *p, struct dl_pacer_cfg *out)
 	return ret;
 }
 
+uint64_t dl_pacer_blksize(struct dl_pacer *p)
+{
+	uint64_t b;
+
+	pthread_mutex_lock(&p->cache_lock);
+	b = p->cfg.blksize;
+	pthread_mutex_unlock(&p->cache_lock);
+	return b ? b : 1ULL << 20;
+}
+
 enum dl_cache_policy dl_pacer_cache_policy(struct dl_pacer *p)
 {
 	enum dl_cache_policy pol;
@@ -719,6 +783,14 @@ void dl_pacer_cache_drop(struct dl_pacer *p)
 	pthread_mutex_lock(&p->cache_lock);
 	if (p->cache)
 		pacer_cache_clear(p->cache);
+	/* The kernel's pages and inodes go with a drop: so do a reader's
+	 * runs (read ahead into pages now gone) and the inodes seen. */
+	pthread_mutex_lock(&p->cls[DL_OP_READ].lock);
+	pacer_runs_clear(&p->cls[DL_OP_READ].runs);
+	pthread_mutex_unlock(&p->cls[DL_OP_READ].lock);
+	pthread_mutex_lock(&p->cls[DL_OP_META].lock);
+	pacer_inodes_clear(&p->cls[DL_OP_META].inodes);
+	pthread_mutex_unlock(&p->cls[DL_OP_META].lock);
 	pthread_mutex_unlock(&p->cache_lock);
 }
 

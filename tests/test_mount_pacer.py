@@ -171,6 +171,106 @@ class MetadataShaping(dltest.MountedTestCase):
         self.assertGreaterEqual(s["latency_us"]["p50"], 1900)
 
 
+class DeviceWork(dltest.MountedTestCase):
+    """Device work counted as a device would: a small-file reader's EOF read
+    costs nothing, a buffered reader's pieces of one file are one IO, an
+    O_DIRECT reader's are one each, and metadata of an inode the client has
+    seen takes meta.cached_latency until `dliofs cache drop`."""
+    GEN = False
+    CONFIG = ("pacer: {read: {iops: 200}, meta: {latency: 5ms, cached_latency: 50us},"
+              " blksize: 4KiB}\n"
+              "cache: {policy: none}\n"
+              "datasets:\n"
+              "  - {name: img, format: raw, files: 40, sample_size: 110kB}\n")
+
+    def path(self, i):
+        return os.path.join(self.mnt, "img", "train", "img_%02d_of_40.raw" % i)
+
+    def delta(self, before, cls, key):
+        return stats(self.mnt)["classes"][cls][key] - before["classes"][cls][key]
+
+    def test_whole_file_reader_is_one_io(self):
+        # PIL / torchvision's pil_loader: open, read() to the end, close.
+        s0 = stats(self.mnt)
+        for i in range(0, 4):
+            with open(self.path(i), "rb") as f:
+                self.assertEqual(len(f.read()), 110000)
+        # The read at the end of each file reaches no device.
+        self.assertEqual(self.delta(s0, "read", "nodev_ops"), 4)
+        self.assertEqual(self.delta(s0, "read", "device_ops"), 4)
+
+    def test_small_calls_merge(self):
+        # A reader of 8 KiB calls (no page cache on this mount: each reaches
+        # the daemon): 14 requests a file, two IOs on a device that reads
+        # ahead (a 32 KiB window, then a 128 KiB one: ext4 does the same).
+        s0 = stats(self.mnt)
+        t0 = time.monotonic()
+        for i in range(4, 12):
+            n = read_all(self.path(i), 8192)
+            self.assertEqual(n, 110000)
+        dt = time.monotonic() - t0
+        # 16 IOs at 200 IOPS, not 112 (0.56 s).
+        self.assertLess(dt, 0.3, "8 files in %.3f s" % dt)
+        self.assertEqual(self.delta(s0, "read", "device_ops"), 16)
+        self.assertEqual(self.delta(s0, "read", "merged_ops"), 8 * 12)
+        self.assertEqual(self.delta(s0, "read", "bytes"), 8 * 110000)
+
+    def test_odirect_reader_is_one_io_per_call(self):
+        import mmap
+        buf = mmap.mmap(-1, 64 << 10)
+        s0 = stats(self.mnt)
+        fd = os.open(self.path(12), os.O_RDONLY | os.O_DIRECT)
+        try:
+            n = 0
+            while True:
+                k = os.readv(fd, [buf])
+                n += k
+                if k < len(buf):
+                    break
+        finally:
+            os.close(fd)
+        self.assertEqual(n, 110000)
+        self.assertEqual(self.delta(s0, "read", "device_ops"), 2)
+        self.assertEqual(self.delta(s0, "read", "merged_ops"), 0)
+
+    def test_blksize(self):
+        # Files report the storage's block size, which Python's open() sizes
+        # its buffer by: a PIL reader then reads a JPEG in a few calls, as
+        # on the storage, instead of one 1 MiB read.
+        self.assertEqual(os.stat(self.path(30)).st_blksize, 4096)
+        r = subprocess.run([dltest.DLIOFS, "set", self.mnt, "blksize=64KiB"], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        try:
+            self.assertEqual(os.stat(self.path(31)).st_blksize, 65536)
+            r = subprocess.run([dltest.DLIOFS, "set", self.mnt, "blksize=3000"],
+                               capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("blksize", r.stderr)
+        finally:
+            subprocess.run([dltest.DLIOFS, "set", self.mnt, "blksize=4KiB"], capture_output=True)
+
+    def test_inode_cache(self):
+        def timed(fn):
+            t0 = time.monotonic()
+            fn()
+            return time.monotonic() - t0
+        s0 = stats(self.mnt)
+        p = self.path(20)
+        cold = timed(lambda: os.stat(p))          # lookup: the inode's first touch
+        warm = timed(lambda: os.close(os.open(p, os.O_RDONLY)))  # open: seen before
+        other = timed(lambda: os.stat(self.path(21)))
+        self.assertGreaterEqual(cold, 0.0049)
+        self.assertGreaterEqual(other, 0.0049)
+        self.assertLess(warm, 0.0025, "open of a looked-up file took %.4f s" % warm)
+        self.assertGreaterEqual(self.delta(s0, "meta", "inode_cache_hits"), 1)
+        r = subprocess.run([dltest.DLIOFS, "cache", "drop", self.mnt], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        again = timed(lambda: os.close(os.open(p, os.O_RDONLY)))
+        self.assertGreaterEqual(again, 0.0049, "after cache drop the inode is cold")
+
+
 class TracingOnMount(dltest.MountedTestCase):
     GEN = False
     CONFIG = BASE

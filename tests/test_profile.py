@@ -61,8 +61,8 @@ class Profile(unittest.TestCase):
         out = self.r.stdout
         self.assertIn("MB/s", out)
         self.assertIn("p99", out)
-        for what in ("read  4KiB    1", "read  1MiB    4", "write 4KiB    1", "stat", "open+close",
-                     "readdir", "fsync"):
+        for what in ("read  4KiB    1", "read  1MiB    4", "write 4KiB    1", "stat", "stat, cached",
+                     "open+close", "readdir", "fsync"):
             self.assertIn(what, out)
         self.assertIn("wrote %s" % self.out, out)
         # No progress line: stderr is not a terminal here.
@@ -117,8 +117,15 @@ class Profile(unittest.TestCase):
             self.assertRegex(ln, r"time: [\d.]+s, requests: \d+, MBps: [\d.]+, ")
             self.assertRegex(ln, r", model: \{MBps: [\d.]+, iops: \d+, p50: [\d.]+[mu]?s, "
                                  r"p99: [\d.]+[mu]?s\}\}$")
+        # Metadata: a first touch (caches dropped) and a touch of an inode
+        # the client has (the same names again).
+        self.assertRegex(text, r'meta: \{latency: "empirical\([^)]*meta-stat\.lat\)", '
+                               r'cached_latency: "empirical\([^)]*meta-stat-cached\.lat\)"\}')
+        self.assertRegex(text, r"stat_cached: \{n: \d+")
+        # The block size its files report (what buffered readers size reads by).
+        self.assertRegex(text, r"\n  blksize: %d\n" % os.stat(self.data).st_blksize)
         tables = re.findall(r'"empirical\(([^)]+)\)"', text)
-        self.assertEqual(len(tables), 1, text)  # the metadata's stat table
+        self.assertEqual(len(tables), 2, text)  # the metadata's stat tables
         for t in tables:
             path = os.path.join(os.path.dirname(self.out), t)
             self.assertTrue(os.path.exists(path), path)

@@ -297,6 +297,14 @@ static int build(const struct dt_trace *t, uint64_t origin, struct model *m, uin
 		q->preq.len = x->op == DL_TOP_READ || x->op == DL_TOP_WRITE ? x->size : 0;
 		q->preq.job = x->job;
 		q->preq.flags = nodev(x) ? DL_PREQ_NODEV : 0;
+		if (x->flags & 4)
+			q->preq.flags |= DL_PREQ_BUFFERED;
+		/* The inode a metadata request reads, as the mount tells the
+		 * pacer; a lookup's record names the directory, not what it
+		 * found, so it stays a first touch. */
+		if (q->preq.cls == DL_OP_META && x->op != DL_TOP_LOOKUP &&
+		    x->op != DL_TOP_READDIR)
+			q->preq.inode = x->file_id;
 		rjob[i] = x->job;
 	}
 	file_sizes(t, m, idx);

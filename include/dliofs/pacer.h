@@ -69,6 +69,10 @@ struct dl_dev_model {
 	 * requests are in service (pacer/curves.c has the rules). */
 	struct dl_lat_sizes lat_size;
 	struct dl_conc_table conc;
+	/* Metadata of an inode the client has read before (its inode cache):
+	 * with this set, `latency` is a first touch's cost and this a
+	 * repeated one's (pacer/devwork.c). */
+	struct dl_lat_model cached_latency;
 	/* A fitted device (what `dliofs profile` writes; pacer/device.c):
 	 * transfer > 0 turns it on, and the keys above then mean parts of a
 	 * device behind a throttle:
@@ -148,6 +152,10 @@ struct dl_pacer_cfg {
 	struct dl_phase phases[DL_PACER_MAX_PHASES];
 	struct dl_cache_cfg cache;
 	struct dl_share_cfg share;
+	/* The block size files report (st_blksize; 0: 1 MiB): buffered readers
+	 * size their reads by it (Python's open() buffer, stdio), and so how
+	 * many IOs a small file costs them. A profile states its storage's. */
+	uint64_t blksize;
 };
 
 /* ---- configuration (pacer/options.c): one options table drives the YAML
@@ -186,8 +194,13 @@ int dl_lat_dist_arg(const char *dist, const char *arg, char *why, size_t whylen)
 struct dl_pacer;
 
 /* The request reaches no device: a close, a flush of a clean file, a refused
- * call. It is counted (per class, per job) but takes no time. */
+ * call, a read at or beyond the end of its file (len 0: a file system answers
+ * it from the inode's size). It is counted (per class, per job) but takes no
+ * time. */
 #define DL_PREQ_NODEV 1u
+/* A read through the page cache (not O_DIRECT): it merges with the read of
+ * its file that it continues into one IO of the device (pacer/devwork.c). */
+#define DL_PREQ_BUFFERED 2u
 
 struct dl_pacer_req {
 	enum dl_op_class cls;
@@ -196,6 +209,8 @@ struct dl_pacer_req {
 	uint32_t job;		/* the client's job (0: none known), for per-job accounting */
 	uint32_t flags;		/* DL_PREQ_* */
 	uint64_t file_size;	/* the file's size, for the cache's byte accounting (0: unknown) */
+	uint64_t inode;		/* metadata: the inode it reads (a lookup: the one found); 0:
+				 * not known, always a first touch */
 };
 
 /* The job is new to the pacer: tell it the job's name (dl_pacer_job_info). */
@@ -236,8 +251,12 @@ int dl_pacer_get_cfg(struct dl_pacer *p, struct dl_pacer_cfg *out);
 /* The cache policy in force now (fs/ decides per open whether the kernel's
  * page cache may keep a file's pages). */
 enum dl_cache_policy dl_pacer_cache_policy(struct dl_pacer *p);
+/* The block size files report now (blksize, 1 MiB when unset). */
+uint64_t dl_pacer_blksize(struct dl_pacer *p);
 /* Say where the cache policy in force came from (see dl_cache_cfg.origin). */
 void dl_pacer_cache_origin(struct dl_pacer *p, const char *origin);
+/* Forget what the emulated client caches hold: data blocks, and the inodes
+ * metadata requests have read (meta.cached_latency). */
 void dl_pacer_cache_drop(struct dl_pacer *p);
 /* Mark [0, len) of file_id resident (subject to the policy and size).
  * -EINVAL when no emulated cache can hold anything (policy kernel or none). */

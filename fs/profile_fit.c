@@ -58,16 +58,22 @@ static int fit_class(struct prof_result *r, int write)
 		dl_pacer_cfg_free(&cfg);
 		return ret;
 	}
+	/* Replayed in its own class, as a mount (and --check) replays it: the
+	 * same random streams, so the same figures. */
+	if (write) {
+		cfg.m[DL_OP_WRITE] = cfg.m[DL_OP_READ];
+		memset(&cfg.m[DL_OP_READ], 0, sizeof(cfg.m[DL_OP_READ]));
+	}
 	for (unsigned j = 0; j < n; j++) {
 		struct dl_fit_point q = fp[j];
 
-		if (!dl_pacer_sim_point(&cfg, DL_OP_READ, 0x70f11e, &q)) {
+		if (!dl_pacer_sim_point(&cfg, write ? DL_OP_WRITE : DL_OP_READ, 0x70f11e, &q)) {
 			r->model[idx[j]] = q;
 			r->have_model[idx[j]] = 1;
 		}
 	}
-	r->dev[write] = cfg.m[DL_OP_READ];
-	memset(&cfg.m[DL_OP_READ], 0, sizeof(cfg.m[DL_OP_READ]));
+	r->dev[write] = cfg.m[write ? DL_OP_WRITE : DL_OP_READ];
+	memset(&cfg.m[write ? DL_OP_WRITE : DL_OP_READ], 0, sizeof(cfg.m[DL_OP_READ]));
 	dl_pacer_cfg_free(&cfg);
 	r->fitted[write] = 1;
 	return 0;
@@ -75,11 +81,13 @@ static int fit_class(struct prof_result *r, int write)
 
 int prof_fit(struct prof_result *r)
 {
+	/* A class that cannot be fitted is said (fit_class) and left out of
+	 * the profile: the other one is still worth having. */
 	int ret = fit_class(r, 0);
 
-	if (!ret && r->writable)
-		ret = fit_class(r, 1);
-	return ret;
+	if (r->writable && fit_class(r, 1) == -ENOMEM)
+		return -ENOMEM;
+	return ret == -ENOMEM ? ret : 0;
 }
 
 void prof_fit_free(struct prof_result *r)

@@ -132,7 +132,8 @@ struct prof_result {
 };
 
 /* profile_fit.c: fit the device model of each class measured, and replay
- * every point on it (r->dev, r->model). 0, or -errno with a line on stderr. */
+ * every point on it (r->dev, r->model). A class that cannot be fitted is
+ * said on stderr and left out (r->fitted[w] 0); -ENOMEM only. */
 int prof_fit(struct prof_result *r);
 void prof_fit_free(struct prof_result *r);
 /* How far pt[i]'s model is from the measurement: the largest of

@@ -137,6 +137,12 @@ static void write_class(FILE *f, const struct prof_result *r, int write)
 		fprintf(f, "    serial: %s          # per request on its data path, one at a time\n",
 			lat);
 	}
+	if (m->stall_every && m->stall_ns) {
+		fmt_ns(m->stall_ns, lat, sizeof(lat));
+		fprintf(f, "    stall_every: %llu        # one request in this many stalls on its channel\n",
+			(unsigned long long)m->stall_every);
+		fprintf(f, "    stall: %s            # for this long on average (exponential)\n", lat);
+	}
 	if (m->noise_ppm)
 		fprintf(f, "    noise: %.3g              # p99 / p50 of the service time's noise\n",
 			(double)m->noise_ppm / 1e6);
@@ -146,11 +152,16 @@ static void write_class(FILE *f, const struct prof_result *r, int write)
 			m->refill_ns ? "a throttle" : "the device's (or its link's) ceiling");
 	else
 		fprintf(f, "    bandwidth: unlimited    # no byte limit beyond the service time\n");
+	if (m->bandwidth && m->burst && !m->refill_ns)
+		fprintf(f, "    burst: %.3fMB            # byte bucket depth\n", (double)m->burst / 1e6);
 	if (m->iops)
 		fprintf(f, "    iops: %llu               # IO bucket\n",
 			(unsigned long long)m->iops);
 	else
 		fprintf(f, "    iops: unlimited         # no IO limit beyond the channels\n");
+	if (m->iops && m->iops_burst && !m->refill_ns)
+		fprintf(f, "    iops_burst: %llu         # IO bucket depth\n",
+			(unsigned long long)m->iops_burst);
 	if (m->refill_ns) {
 		fmt_ns(m->refill_ns, refill, sizeof(refill));
 		fprintf(f, "    refill: %s            # the buckets refill in lumps every %s\n", refill,
@@ -342,12 +353,13 @@ static void prof_summary_fit(const struct prof_result *r, FILE *o)
 			fmt_ns(m->refill_ns, refill, sizeof(refill));
 		fprintf(o,
 			"  %s model: service %s + %.1fus serial + size / %.1f MB/s on %u%s channel%s, "
-			"%llu%s data path%s, noise p99 x%.2f; ",
+			"%llu%s data path%s, noise p99 x%.2f, a stall of %.2f ms in %llu; ",
 			w ? "write" : "read", lat, (double)m->serial_ns / 1e3,
 			(double)m->transfer / 1e6, m->queue_depth,
 			m->queue_depth ? "" : " (unlimited)", m->queue_depth == 1 ? "" : "s",
 			(unsigned long long)m->lanes, m->lanes ? "" : " (one per channel)",
-			m->lanes == 1 ? "" : "s", m->noise_ppm ? (double)m->noise_ppm / 1e6 : 1.0);
+			m->lanes == 1 ? "" : "s", m->noise_ppm ? (double)m->noise_ppm / 1e6 : 1.0,
+			(double)m->stall_ns / 1e6, (unsigned long long)m->stall_every);
 		if (!m->bandwidth && !m->iops)
 			fprintf(o, "no throttle\n");
 		else

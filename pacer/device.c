@@ -24,7 +24,11 @@
  *      requests of 1 MiB in 4 transfer times, however many channels overlap
  *      their fixed costs; 0: no limit). z is the residual noise, a lognormal
  *      factor with median 1 and p99 `noise` (1: none), on the fixed cost
- *      only: interference that stretches a request's start, not its bytes.
+ *      only: interference that stretches a request's start, not its bytes;
+ *      and one request in `stall_every` stalls on its channel for an
+ *      exponential time of mean `stall` (a shared disk's neighbours: rare
+ *      waits of milliseconds that make the mean, and so the throughput of
+ *      small requests, what it is while the median stays).
  * due = start of service + service time. queue = due - arrival - service
  * (the throttle's hold and the wait for a channel): a tail that comes from
  * the throttle comes out of its bucket, never from a latency draw. */
@@ -162,8 +166,19 @@ static uint64_t depth_of(uint64_t burst)
 	return burst ? burst : 1;
 }
 
+uint64_t pacer_stall(uint64_t stall_every, uint64_t stall_ns, uint64_t key, uint64_t i)
+{
+	double u;
+
+	if (!stall_every || !stall_ns || dl_prng_below(key, 2 * i, stall_every))
+		return 0;
+	u = dl_prng_unit(key, 2 * i + 1);
+	return (uint64_t)(-(double)stall_ns * log(1.0 - u) + 0.5);
+}
+
 uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
-			    uint64_t lat, double z, uint64_t len, uint64_t *start, unsigned *held)
+			    uint64_t lat, double z, uint64_t stall, uint64_t len, uint64_t *start,
+			    unsigned *held)
 {
 	uint64_t s = t, w, bdepth = 0, idepth = 0, due;
 	double svc;
@@ -209,7 +224,7 @@ uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, u
 	}
 	/* The fixed cost on the channel, then the bytes on the data path
 	 * that frees first (all of them at once without a lane limit). */
-	svc = (double)lat * z;
+	svc = (double)lat * z + (double)stall;
 	due = svc >= 1.8e19 ? UINT64_MAX : s + (uint64_t)(svc + 0.5);
 	if (due < s)
 		due = UINT64_MAX;

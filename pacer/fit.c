@@ -17,8 +17,11 @@
  *      then the data paths (lanes: 1, 2, 4, 8 or one per channel) and the
  *      part of the fixed cost paid on them one at a time (serial), then the
  *      channels again;
- *   4. the bucket rates from the three highest measured rates;
- *   5. the residual noise's p99 factor, likewise.
+ *   4. the bucket rates from the three highest measured rates, and a
+ *      continuous bucket's depth (burst);
+ *   5. the residual noise's p99 factor, likewise;
+ *   6. stalls: how often one request stalls on its channel, and for how
+ *      long on average, likewise.
  * A point's quantiles come from log-linear histograms (3%). */
 #include <errno.h>
 #include <math.h>
@@ -40,7 +43,21 @@ struct fit {
 	const struct dl_fit_point *pts;
 	unsigned n;
 	struct dl_pacer_cfg cfg;
+	int skip[64]; /* disturbed points, left out (disturbed()) */
 };
+
+/* A point whose MB/s is under 70% of what fewer clients got at its size was
+ * disturbed while it was measured (a neighbour's burst on a shared disk): no
+ * device delivers half as much to more requests in flight, and a fit that
+ * followed it would slow every point at depth. */
+static int disturbed(const struct dl_fit_point *p, unsigned n, unsigned i)
+{
+	for (unsigned j = 0; j < n; j++)
+		if (p[j].size == p[i].size && p[j].clients < p[i].clients &&
+		    p[i].mb_s < 0.7 * p[j].mb_s)
+			return 1;
+	return 0;
+}
 
 /* |ln(a / b)|, at most ln 4: a point the model misses by more than 4x
  * counts as a miss, however far. Without the cap the p99 of a few points
@@ -66,6 +83,8 @@ static double misfit(struct fit *f)
 	for (unsigned i = 0; i < f->n; i++) {
 		struct dl_fit_point q = f->pts[i];
 
+		if (f->skip[i])
+			continue;
 		if (q.time_ns > FIT_MAX_NS) {
 			q.warm_ns = q.warm_ns * FIT_MAX_NS / q.time_ns;
 			q.time_ns = FIT_MAX_NS;
@@ -78,8 +97,21 @@ static double misfit(struct fit *f)
 	return s;
 }
 
-/* Step 1: fixed cost and transfer rate from the one-client points. */
-static void fit_service(const struct dl_fit_point *p, unsigned n, double *fixed, double *rate)
+/* A one-client point's service time: its median, or its 10th percentile
+ * when the median is already a stall (two populations). */
+static double qd1_time(const struct dl_fit_point *p)
+{
+	double y = (double)p->p50_ns;
+
+	if (p->p10_ns && y > 3.0 * (double)p->p10_ns)
+		y = (double)p->p10_ns;
+	return y;
+}
+
+/* Weighted least squares (relative errors) of time = a + b size over the
+ * one-client points not dropped. */
+static unsigned fit_line(const struct dl_fit_point *p, unsigned n, const int *drop, double *ra,
+			 double *rb)
 {
 	double sw = 0, sx = 0, sxx = 0, sy = 0, sxy = 0, a, b, det;
 	unsigned used = 0;
@@ -87,11 +119,9 @@ static void fit_service(const struct dl_fit_point *p, unsigned n, double *fixed,
 	for (unsigned i = 0; i < n; i++) {
 		double y, x = (double)p[i].size, w;
 
-		if (p[i].clients != 1 || !p[i].p50_ns)
+		if (p[i].clients != 1 || !p[i].p50_ns || drop[i])
 			continue;
-		y = (double)p[i].p50_ns;
-		if (p[i].p10_ns && y > 3.0 * (double)p[i].p10_ns)
-			y = (double)p[i].p10_ns;
+		y = qd1_time(&p[i]);
 		w = 1.0 / (y * y);
 		sw += w;
 		sx += w * x;
@@ -100,14 +130,13 @@ static void fit_service(const struct dl_fit_point *p, unsigned n, double *fixed,
 		sxy += w * x * y;
 		used++;
 	}
-	*fixed = 0;
-	*rate = 0;
+	*ra = *rb = 0;
 	if (!used)
-		return;
+		return 0;
 	det = sw * sxx - sx * sx;
 	if (used < 2 || fabs(det) < 1e-300) {
-		*fixed = sy / sw;
-		return;
+		*ra = sy / sw;
+		return used;
 	}
 	a = (sxx * sy - sx * sxy) / det;
 	b = (sw * sxy - sx * sy) / det;
@@ -118,6 +147,41 @@ static void fit_service(const struct dl_fit_point *p, unsigned n, double *fixed,
 	if (b <= 0) { /* no growth with size: all fixed cost */
 		a = sy / sw;
 		b = 0;
+	}
+	*ra = a;
+	*rb = b;
+	return used;
+}
+
+/* Step 1: fixed cost and transfer rate from the one-client points. A point
+ * more than twice as slow as the line through the others was disturbed
+ * (a neighbour's burst on a shared disk only ever slows): it is dropped
+ * and the line fitted again, keeping at least three points. */
+static void fit_service(const struct dl_fit_point *p, unsigned n, double *fixed, double *rate)
+{
+	int drop[64] = {0};
+	double a, b;
+	unsigned used = fit_line(p, n, drop, &a, &b);
+
+	for (int round = 0; round < 3 && used > 3; round++) {
+		unsigned worst = n;
+		double wr = 2.0;
+
+		for (unsigned i = 0; i < n; i++) {
+			double r;
+
+			if (p[i].clients != 1 || !p[i].p50_ns || drop[i] || !(a + b * (double)p[i].size > 0))
+				continue;
+			r = qd1_time(&p[i]) / (a + b * (double)p[i].size);
+			if (r > wr) {
+				wr = r;
+				worst = i;
+			}
+		}
+		if (worst == n)
+			break;
+		drop[worst] = 1;
+		used = fit_line(p, n, drop, &a, &b);
 	}
 	*fixed = a;
 	*rate = b > 0 ? 1e9 / b : 0;
@@ -157,7 +221,10 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 	static const uint64_t gs[] = {0,	   10000000,  20000000,	 50000000,
 				      100000000, 200000000, 500000000, 1000000000};
 	static const uint32_t qs[] = {0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
-	static const double noises[] = {1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0};
+	/* Up to 3x: a larger spread at QD1 is interference (neighbours on a
+	 * shared disk), and a noise that large would lengthen every service
+	 * (its mean) and so every queue at depth. */
+	static const double noises[] = {1.0, 1.1, 1.25, 1.5, 2.0, 3.0};
 	struct fit f;
 	struct dl_dev_model *m;
 	double fixed, rate, best, e, bw, iops;
@@ -175,6 +242,8 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 	memset(&f, 0, sizeof(f));
 	f.pts = pts;
 	f.n = n;
+	for (unsigned i = 0; i < n; i++)
+		f.skip[i] = disturbed(pts, n, i);
 	dl_pacer_cfg_init(&f.cfg);
 	m = &f.cfg.m[DL_OP_READ];
 	/* A device without a measurable size cost moves bytes very fast. */
@@ -214,8 +283,9 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 		for (unsigned i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
 			m->queue_depth = qs[i];
 			e = misfit(&f);
-			/* The fewest channels that do (nearly) as well. */
-			if (e < best * 0.98) {
+			/* The best: on a flat stretch (1 to 4 channels within 2%
+			 * on a noisy disk) the fewest would be an extreme. */
+			if (e < best) {
 				best = e;
 				bq = qs[i];
 			}
@@ -286,6 +356,34 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 			}
 		}
 		set_throttle(m, which, bw, iops, g);
+		/* A continuous bucket's depth: what it lets through at once
+		 * after idle time, as rate x 10 ms, 100 ms or 1 s (a period's
+		 * bucket gets its lump instead). */
+		if (!g) {
+			/* A deep bucket makes a short measurement faster than
+			 * the rate: the rate is tried lower with it. */
+			static const double depths[] = {0.01, 0.1, 1.0}, lower[] = {1.0, 0.93, 0.86};
+			double br = 1.0;
+			uint64_t bb0 = 0, bi0 = 0;
+
+			for (unsigned i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
+				for (unsigned j = 0; j < sizeof(lower) / sizeof(lower[0]); j++) {
+					set_throttle(m, which, bw * lower[j], iops * lower[j], 0);
+					m->burst = (which & 1) ? (uint64_t)(bw * 1e6 * depths[i]) : 0;
+					m->iops_burst = (which & 2) ? (uint64_t)(iops * depths[i]) : 0;
+					e = misfit(&f);
+					if (e < best * 0.98) {
+						best = e;
+						bb0 = m->burst;
+						bi0 = m->iops_burst;
+						br = lower[j];
+					}
+				}
+			}
+			set_throttle(m, which, bw * br, iops * br, 0);
+			m->burst = bb0;
+			m->iops_burst = bi0;
+		}
 	}
 	/* Step 5: the noise. */
 	{
@@ -301,6 +399,31 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 		}
 		m->noise_ppm = bn;
 	}
+	/* Step 6: stalls, rare and long (a shared disk's neighbours): they
+	 * make the mean, so the MB/s of small requests, what it is while the
+	 * median stays. */
+	{
+		static const uint64_t every[] = {200, 100, 50, 20, 10};
+		static const uint64_t mean[] = {200000, 500000, 1000000, 2000000, 5000000};
+		uint64_t be = 0, bm = 0;
+
+		for (unsigned i = 0; i < sizeof(every) / sizeof(every[0]); i++) {
+			for (unsigned j = 0; j < sizeof(mean) / sizeof(mean[0]); j++) {
+				m->stall_every = every[i];
+				m->stall_ns = mean[j];
+				e = misfit(&f);
+				/* Clearly better only: a stall is not a knob to
+				 * tune a few p99s with. */
+				if (e < best * 0.95) {
+					best = e;
+					be = every[i];
+					bm = mean[j];
+				}
+			}
+		}
+		m->stall_every = be;
+		m->stall_ns = bm;
+	}
 	out->transfer = m->transfer;
 	pacer_lat_free(&out->latency);
 	out->latency = m->latency;
@@ -313,6 +436,8 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 	out->noise_ppm = m->noise_ppm;
 	out->lanes = m->lanes;
 	out->serial_ns = m->serial_ns;
+	out->stall_every = m->stall_every;
+	out->stall_ns = m->stall_ns;
 	pacer_sizes_free(&out->lat_size);
 	pacer_conc_free(&out->conc);
 	snprintf(why, whylen, "%s%s%s, refilled %s", which ? "throttle:" : "no throttle",

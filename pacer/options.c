@@ -29,7 +29,8 @@ const struct opt pacer_opts[] = {
      "bytes/s shared by all requests of the class: 500MB/s (10^6), 1GiB/s (2^20); "
      "unlimited or 0: no limit"},
     {"burst", T_SIZE, DEV(burst), 0,
-     "token-bucket depth: bytes that may pass at once after idle time (0: 1MiB)"},
+     "token-bucket depth: bytes that may pass at once after idle time (0: 1MiB; a device "
+     "model with refill grants rate x refill per period instead)"},
     {"iops", T_COUNT, DEV(iops), 0, "requests/s, e.g. 20k; unlimited or 0: no limit"},
     {"queue_depth", T_QD, DEV(queue_depth), 0,
      "requests in service at once (at most 65536); later ones wait in arrival order; "
@@ -60,13 +61,18 @@ const struct opt pacer_opts[] = {
      "device model: the buckets get their tokens in lumps of rate x refill at the start of "
      "each period (Linux blk-throttle: 100ms slices); 0: continuously"},
     {"iops_burst", T_COUNT, DEV(iops_burst), 0,
-     "device model: the IO bucket's depth in requests (at least iops x refill; 0: 1)"},
+     "device model: the IO bucket's depth in requests when it refills continuously (0: 1; "
+     "with refill a period grants iops x refill)"},
     {"lanes", T_COUNT, DEV(lanes), 0,
      "device model: data paths: the bytes of at most this many requests move at once, each "
      "at transfer (at most 64; unlimited or 0: every channel moves its own)"},
     {"serial", T_TIME, DEV(serial_ns), 0,
      "device model: per request on its data path before its bytes: the part of the fixed "
      "cost requests pay one at a time (a controller's or link's per-request work); 0: none"},
+    {"stall_every", T_COUNT, DEV(stall_every), 0,
+     "device model: one request in this many stalls on its channel for an exponential time "
+     "of mean `stall` (a shared disk's neighbours); 0 or unlimited: none"},
+    {"stall", T_TIME, DEV(stall_ns), 0, "device model: the mean of a stall (see stall_every)"},
     {"noise", T_FACTOR, DEV(noise_ppm), 0,
      "device model: the residual noise, a lognormal factor with median 1 and this p99 on "
      "the fixed cost (latency and serial, not the bytes); 1 or none: no noise"},

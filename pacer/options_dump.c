@@ -167,7 +167,9 @@ static int device_only(const struct opt *o)
 				     off == offsetof(struct dl_dev_model, iops_burst) ||
 				     off == offsetof(struct dl_dev_model, noise_ppm) ||
 				     off == offsetof(struct dl_dev_model, lanes) ||
-				     off == offsetof(struct dl_dev_model, serial_ns));
+				     off == offsetof(struct dl_dev_model, serial_ns) ||
+				     off == offsetof(struct dl_dev_model, stall_every) ||
+				     off == offsetof(struct dl_dev_model, stall_ns));
 }
 
 /* A device model in words, as YAML comment lines: what each key is. */
@@ -196,6 +198,9 @@ static void describe(const struct dl_dev_model *m, const char *cls, FILE *out, i
 		fprintf(out, " after %.1fus there (%s.serial)", (double)m->serial_ns / 1e3, cls);
 	if (m->noise_ppm)
 		fprintf(out, ", times a noise of p99 x%.3g (%s.noise)", (double)m->noise_ppm / 1e6, cls);
+	if (m->stall_every && m->stall_ns)
+		fprintf(out, ", one in %llu stalling %.2f ms on average (%s.stall_every, %s.stall)",
+			(unsigned long long)m->stall_every, (double)m->stall_ns / 1e6, cls, cls);
 	fprintf(out, "\n");
 	if (!m->bandwidth && !m->iops) {
 		fprintf(out, "%*s# throttle: none (%s.bandwidth and %s.iops unlimited)\n", indent, "",

@@ -314,6 +314,7 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 		lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
 	if (rt.transfer)
 		due = pacer_device_model(d, &rt, now, lat, pacer_noise(m->noise_ppm, k->noise_key, i),
+					 pacer_stall(m->stall_every, m->stall_ns, k->stall_key, i),
 					 miss, start, &held);
 	else
 		due = pacer_device(d, &rt, now, lat, miss, start, &held);
@@ -648,6 +649,7 @@ int dl_pacer_new(const struct dl_pacer_cfg *cfg, uint64_t now_ns, uint64_t seed,
 		pthread_mutex_init(&k->lock, NULL);
 		k->key = dl_key2(seed, (uint64_t)c + 1);
 		k->noise_key = dl_key3(seed, (uint64_t)c + 1, 0x9015e);
+		k->stall_key = dl_key3(seed, (uint64_t)c + 1, 0x57a11);
 		k->dev.pipe_x = now_ns; /* the bucket starts empty */
 		k->win_start = now_ns;
 		k->jobs = calloc(PACER_JOB_SLOTS, sizeof(*k->jobs));

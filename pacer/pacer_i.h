@@ -181,7 +181,11 @@ void pacer_slots_resize(struct pacer_dev *d, uint32_t q);
  * channel (a queue slot) for lat + len / transfer, both times z. Returns the
  * due time; *start, *held as pacer_device. */
 uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
-			    uint64_t lat, double z, uint64_t len, uint64_t *start, unsigned *held);
+			    uint64_t lat, double z, uint64_t stall, uint64_t len, uint64_t *start,
+			    unsigned *held);
+/* The stall of draw i: 0, or with probability 1 / stall_every an
+ * exponential time of mean stall_ns (interference on a shared device). */
+uint64_t pacer_stall(uint64_t stall_every, uint64_t stall_ns, uint64_t key, uint64_t i);
 /* The noise factor of draw i (median 1, p99 noise_ppm / 10^6). */
 double pacer_noise(uint64_t noise_ppm, uint64_t key, uint64_t i);
 /* Token bucket primitives (rate per second, depth in units, refill period
@@ -281,6 +285,7 @@ struct pacer_class {
 	pthread_mutex_t lock;
 	uint64_t key;	    /* latency stream */
 	uint64_t noise_key; /* the device model's service noise stream */
+	uint64_t stall_key; /* and its stalls' */
 	uint64_t draws;
 	/* Requests submitted to the device and not yet completed (replied):
 	 * how many are in service when one arrives. A count of completions,

@@ -1,5 +1,6 @@
 /* The device model (pacer/device.c) and its fit (pacer/fit.c), in virtual
- * time: a throttle's buckets with a refill period (blk-throttle's slices),
+ * time: a throttle's buckets with a refill period (blk-throttle's slices) or
+ * continuous with a depth,
  * channels and data paths, the noise, what a what-if key changes, and a fit
  * that finds a known device again from its own measurement pattern. */
 #include <errno.h>
@@ -190,6 +191,26 @@ static void test_noise(void)
 	dl_pacer_cfg_free(&cfg);
 }
 
+/* Stalls make the mean (so small requests' MB/s) while the median stays. */
+static void test_stalls(void)
+{
+	const char *const kv[] = {"read.transfer=1GB/s", "read.latency=100us",
+				  "read.stall_every=10", "read.stall=1ms", NULL};
+	struct dl_pacer_cfg cfg;
+	struct dl_fit_point a;
+
+	if (test_pacer_cfg(&cfg, kv)) {
+		CHECK(0, "config");
+		return;
+	}
+	sim(&cfg, 4 * KiB, 1, 20 * SEC, &a);
+	CHECK(near(a.iops, 1e9 / (100e3 + 4096 + 100e3), 0.05),
+	      "one in 10 stalls 1 ms: mean service 204 us, %.0f IOPS", a.iops);
+	CHECK(near((double)a.p50_ns / 1e3, 104.1, 0.05), "the median stays: p50 %.1f us",
+	      (double)a.p50_ns / 1e3);
+	dl_pacer_cfg_free(&cfg);
+}
+
 static void test_keys(void)
 {
 	struct dl_pacer_cfg cfg;
@@ -234,10 +255,10 @@ static unsigned pattern(const struct dl_pacer_cfg *cfg, struct dl_fit_point *pts
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < 6; i++)
-		sim(cfg, sizes[i], 1, 1000 * MS, &pts[n++]);
+		sim(cfg, sizes[i], 1, 700 * MS, &pts[n++]);
 	for (unsigned s = 0; s < 2; s++)
 		for (unsigned i = 0; i < 5; i++)
-			sim(cfg, s ? MiB : 4 * KiB, ks[i], 1000 * MS, &pts[n++]);
+			sim(cfg, s ? MiB : 4 * KiB, ks[i], 700 * MS, &pts[n++]);
 	return n;
 }
 
@@ -268,6 +289,44 @@ static void test_fit_unthrottled(void)
 			near((double)q.p50_ns, (double)pts[i].p50_ns, 0.20);
 	}
 	CHECK(good >= n - 2, "unthrottled: %u of %u points within 10%% (MB/s) and 20%% (p50)", good,
+	      n);
+	dl_pacer_cfg_free(&got);
+	dl_pacer_cfg_free(&cfg);
+}
+
+/* A throttle refilled continuously is not taken for slices, and its
+ * points come back. (A bucket's depth below what the device moves in a
+ * point's warm-up is not visible in the profile's pattern.) */
+static void test_fit_continuous(void)
+{
+	const char *const kv[] = {"read.transfer=1GB/s", "read.latency=100us", "read.queue_depth=4",
+				  "read.lanes=1", "read.bandwidth=200MB/s", NULL};
+	struct dl_fit_point pts[20];
+	struct dl_pacer_cfg cfg, got;
+	char why[160] = "";
+	unsigned n, good = 0;
+
+	if (test_pacer_cfg(&cfg, kv)) {
+		CHECK(0, "config");
+		return;
+	}
+	n = pattern(&cfg, pts);
+	dl_pacer_cfg_init(&got);
+	CHECK(!dl_pacer_fit(pts, n, &got.m[DL_OP_READ], why, sizeof(why)), "fit: %s", why);
+	CHECK(got.m[DL_OP_READ].refill_ns == 0, "continuous: refill %llu ns (0): %s",
+	      (unsigned long long)got.m[DL_OP_READ].refill_ns, why);
+	for (unsigned i = 0; i < n; i++) {
+		struct dl_fit_point q = pts[i];
+
+		sim(&got, q.size, q.clients, q.time_ns, &q);
+		good += near(q.mb_s, pts[i].mb_s, 0.10) &&
+			near((double)q.p50_ns, (double)pts[i].p50_ns, 0.20);
+	}
+	/* One request at a time, a continuous bucket and a slower transfer
+	 * look alike: the fit's coordinate steps end a little off at the small
+	 * sizes (12 of 16 today, deterministic in virtual time; the misses
+	 * within 25%). */
+	CHECK(good >= n - 4, "continuous: %u of %u points within 10%% (MB/s) and 20%% (p50)", good,
 	      n);
 	dl_pacer_cfg_free(&got);
 	dl_pacer_cfg_free(&cfg);
@@ -321,8 +380,10 @@ int main(void)
 	test_channels_lanes();
 	test_whatif();
 	test_noise();
+	test_stalls();
 	test_keys();
 	test_fit();
 	test_fit_unthrottled();
+	test_fit_continuous();
 	return tap_done("pacer_device");
 }

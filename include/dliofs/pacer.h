@@ -89,6 +89,8 @@ struct dl_dev_model {
 	uint64_t lanes;		/* requests moving bytes at once, each at transfer (0: all) */
 	uint64_t serial_ns;	/* per request on its data path, before its bytes: the part
 				 * of the fixed cost requests pay one at a time (per lane) */
+	uint64_t stall_every;	/* one request in this many stalls (0: none) ... */
+	uint64_t stall_ns;	/* ... for an exponential time of this mean, on its channel */
 };
 #define DL_PACER_MAX_LANES 64
 

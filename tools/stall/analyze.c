@@ -298,10 +298,20 @@ double st_fetch_rate(const char *pacer, double mean_req, double conc)
 	rate = bw;
 	if (m->iops && mean_req > 0)
 		rate = fmin(rate, (double)m->iops * mean_req);
-	/* Latency overlaps across the job's requests in flight; transfers
-	 * share the bandwidth. */
-	if (lat > 0 && mean_req > 0)
+	if (m->transfer && mean_req > 0) {
+		/* A device model: the buckets' long-run rates above, the
+		 * channels' service (fixed cost, serial, bytes) and the data
+		 * paths' (serial and bytes, lanes at once). */
+		double ser = (double)m->serial_ns / 1e9, x = mean_req / (double)m->transfer;
+
+		rate = fmin(rate, c * mean_req / (lat + ser + x));
+		if (m->lanes)
+			rate = fmin(rate, (double)m->lanes * mean_req / (ser + x));
+	} else if (lat > 0 && mean_req > 0) {
+		/* Latency overlaps across the job's requests in flight;
+		 * transfers share the bandwidth. */
 		rate = fmin(rate, c * mean_req / (lat + mean_req / bw));
+	}
 	dl_pacer_cfg_free(&cfg);
 	return rate;
 }

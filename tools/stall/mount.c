@@ -55,6 +55,9 @@ void st_mount_pacer_desc(const char *mnt, char *buf, size_t len)
 			in_read = !strncmp(line, "read:", 5);
 			continue;
 		}
+		/* A device model is described in comment lines: not keys. */
+		if (line[strspn(line, " ")] == '#')
+			continue;
 		if (!in_read || sscanf(line, " %63[^:]: %127[^\n]", key, val) != 2)
 			continue;
 		if (!strcmp(val, "unlimited") || !strcmp(val, "none") || !strcmp(val, "{}") ||

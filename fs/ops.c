@@ -26,7 +26,7 @@ struct dl_handle {
 	struct dl_client who;	/* who opened it (the close is theirs) */
 	struct dl_ctl_handle c;	/* its snapshot and pending write */
 	struct dl_file f;	/* a synthetic file */
-	int odirect;		/* opened O_DIRECT: each read is an IO of its own */
+	int readahead;		/* emulate the page cache's readahead for its reads */
 };
 
 static struct dl_fs *fs_of(fuse_req_t req)
@@ -409,11 +409,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ret = dl_node_file(fs, &n, &h->f);
 		if (ret)
 			goto out;
-		h->odirect = !!(fi->flags & O_DIRECT);
 		/* Decided per open from the policy in force now, so a live
 		 * change of cache.policy takes effect for the next open. */
 		if (dl_fs_direct_io(fs)) {
 			fi->direct_io = 1;
+			/* The reader's calls reach us as made: unless it asked for
+			 * O_DIRECT, a device would see them through readahead. With
+			 * the page cache on, the kernel's requests are that already. */
+			h->readahead = !(fi->flags & O_DIRECT);
 		} else {
 			fi->keep_cache = 1; /* bytes never change: reuse cached pages */
 			/* Its pages may now stay in the kernel: remember it, so a
@@ -469,9 +472,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	r->preq.file_id = ino;
 	r->preq.off = (uint64_t)off;
 	r->preq.file_size = fsize;
-	/* Through the page cache, the pieces of a read (the kernel's split, or
-	 * a reader's small calls without the cache) are one IO on a device. */
-	if (!h->odirect)
+	if (h->readahead)
 		r->preq.flags |= DL_PREQ_BUFFERED;
 	if (off < 0) {
 		ret = -EINVAL;

@@ -2,25 +2,30 @@
  * sees requests as the FUSE kernel module sends them; a block device behind
  * a local file system would see less:
  *
- * - merged runs: the page cache reads a file ahead in windows, and the
- *   block layer merges a window's pages into one bio. Only reads the caller
- *   marks DL_PREQ_BUFFERED (not O_DIRECT: an O_DIRECT read is one IO, as on
- *   a real device) of a file merge, each with the read that ended where it
- *   starts (its file's stream):
- *     . while that one is in service (not yet due): the pieces of one window
- *       the kernel split (FUSE's max_read), merged up to a bio of
- *       PACER_RUN_MAX bytes;
- *     . after it, within PACER_RUN_WINDOW_NS: a reader's next call (small
- *       read() calls reach the mount one by one when it bypasses the page
- *       cache), merged while the run stays within its readahead window. The
- *       windows grow as the kernel's do (mm/readahead.c): the first is the
- *       first read's size rounded up to a power of two times 4 (small) or 2,
- *       each next one 4 or 2 times the last, up to PACER_RUN_MAX; a stream
- *       that breaks (a seek, a pause) starts over. A reader of 8 KiB calls
- *       costs a 110 kB file two IOs (32 KiB, then the rest), as ext4 does.
- *   A continuation moves its bytes but takes no IOPS slot and pays no
- *   per-request cost. Streams are kept in a small table (the most recent
- *   PACER_RUN_SLOTS files), so the state is bounded.
+ * - readahead: a buffered reader (not O_DIRECT: an O_DIRECT read is one IO,
+ *   as on a real device) gets its file from the page cache, which the
+ *   device fills a readahead window at a time, one IO per window; what the
+ *   reader asks for again, or skips to inside a window, is there already.
+ *   With the mount's page cache bypassed (cache.policy other than kernel)
+ *   every read call reaches the mount, and a read the caller marks
+ *   DL_PREQ_BUFFERED goes through an emulated readahead per file (its
+ *   stream): a read inside the bytes its stream has fetched costs no IO
+ *   (it is due when those bytes are); one that starts inside them or right
+ *   after them and goes beyond takes the next window; any other starts a
+ *   stream. Windows grow as the kernel's (mm/readahead.c): a stream that
+ *   starts inside a file reads as is, one from its start or going on from
+ *   a read as is takes the first window, its size rounded up to a power of
+ *   two times 4 (small) or 2,
+ *   each next one 4 or 2 times the last, up to PACER_RUN_MAX, never past
+ *   the end of the file. An IO moves its window's bytes (so a reader of
+ *   8 KiB calls costs a 110 kB file two IOs, 32 KiB then the rest, and PIL's
+ *   header pass then second pass over a JPEG three, as on ext4). A stream
+ *   keeps only the last PACER_RUN_KEEP bytes it fetched, and is forgotten
+ *   PACER_RUN_WINDOW_NS after its last read (its pages stand
+ *   for a page cache that keeps a file while it is read, not across
+ *   epochs), and is a job's own: another job reading the same file pays
+ *   its own IOs, as the cache policy says no cache is shared; the table
+ *   holds the most recent PACER_RUN_SLOTS streams.
  * - the inode cache: once a file's inode is read, its stat, open and lookup
  *   are answered from the client's memory until evicted. With
  *   meta.cached_latency set, a metadata request for an inode seen before
@@ -75,68 +80,87 @@ static uint64_t next_window(uint64_t cur)
 	return n * PAGE;
 }
 
-static struct pacer_run *stream_of(struct pacer_runs *t, uint64_t file)
+static struct pacer_run *stream_of(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t now)
 {
-	for (unsigned i = 0; i < PACER_RUN_SLOTS; i++)
-		if (t->run[i].live && t->run[i].file == file)
-			return &t->run[i];
+	for (unsigned i = 0; i < PACER_RUN_SLOTS; i++) {
+		struct pacer_run *r = &t->run[i];
+
+		if (r->live && r->file == file && r->job == job)
+			return now <= r->last + PACER_RUN_WINDOW_NS ? r : NULL;
+	}
 	return NULL;
 }
 
-/* The read at off continues the stream: it starts where the stream's last
- * read ended, in service or not long after. */
-static int in_stream(const struct pacer_run *r, uint64_t off, uint64_t now)
+/* The slot for file's new stream: its old one, a free one, or the one read
+ * longest ago. */
+static struct pacer_run *new_stream(struct pacer_runs *t, uint64_t file, uint32_t job)
 {
-	return r && r->end == off && now <= r->due + PACER_RUN_WINDOW_NS;
+	struct pacer_run *r = &t->run[0];
+
+	for (unsigned i = 0; i < PACER_RUN_SLOTS; i++)
+		if (t->run[i].live && t->run[i].file == file && t->run[i].job == job)
+			return &t->run[i];
+	for (unsigned i = 1; i < PACER_RUN_SLOTS && r->live; i++)
+		if (!t->run[i].live || t->run[i].last < r->last)
+			r = &t->run[i];
+	return r;
 }
 
-const struct pacer_run *pacer_run_continues(struct pacer_runs *t, uint64_t file, uint64_t off,
-					    uint64_t len, uint64_t now)
+int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t size, uint64_t off,
+		  uint64_t len, uint64_t now, uint64_t *fetch, uint64_t *after)
 {
-	struct pacer_run *r = stream_of(t, file);
+	struct pacer_run *r = stream_of(t, file, job, now);
+	uint64_t end = off + len, from, w;
 
-	if (!in_stream(r, off, now))
-		return NULL;
-	/* In service: a piece of the same window, up to a bio. */
-	if (now <= r->due)
-		return r->bytes + len <= PACER_RUN_MAX ? r : NULL;
-	/* After it: the reader's next call, inside the window read ahead. */
-	return r->bytes + len <= r->window ? r : NULL;
-}
-
-void pacer_run_note(struct pacer_runs *t, uint64_t file, uint64_t off, uint64_t len, uint64_t now,
-		    uint64_t due, int cont)
-{
-	struct pacer_run *r = stream_of(t, file);
-	unsigned i;
-
-	if (cont) {
-		r->bytes += len;
-		if (r->window < r->bytes)
-			r->window = r->bytes;
-	} else if (in_stream(r, off, now)) {
-		/* The stream goes on past its window: the next, larger one. */
-		r->window = next_window(r->window);
-		if (r->window < len)
-			r->window = len;
-		r->bytes = len;
+	*after = now;
+	if (r && off >= r->lo && off <= r->fetched) {
+		if (r->due > now)
+			*after = r->due;
+		r->last = now;
+		if (end <= r->fetched)
+			return 0; /* read ahead already */
+		/* The stream goes on past what was read: the next window (the
+		 * first one after a read that was read as is). */
+		from = r->fetched;
+		w = r->window ? next_window(r->window) : first_window(end - from);
 	} else {
-		if (!r) {
-			/* A new stream takes the slot of the one done longest ago. */
-			r = &t->run[0];
-			for (i = 1; i < PACER_RUN_SLOTS && r->live; i++)
-				if (!t->run[i].live || t->run[i].due < r->due)
-					r = &t->run[i];
-		}
-		r->window = first_window(len);
-		r->bytes = len;
+		r = new_stream(t, file, job);
+		memset(r, 0, sizeof(*r));
+		r->live = 1;
+		r->file = file;
+		r->job = job;
+		r->lo = from = off;
+		r->last = now;
+		/* The kernel reads ahead from the start of a file; a read
+		 * elsewhere is read as is until the reader goes on from it. */
+		w = off ? 0 : first_window(len);
 	}
-	r->live = 1;
-	r->file = file;
-	r->end = off + len;
-	/* A run completes as one IO: its end is its latest piece's. */
-	if (!cont || due > r->due)
-		r->due = due;
+	if (w && w < end - from)
+		w = end - from;
+	/* A read as is leaves no window: the next read takes the first. */
+	r->window = w;
+	if (!w)
+		w = end - from;
+	/* Never past the end of the file (a window there reads what is left). */
+	if (size && from + w > size)
+		w = size > end ? size - from : end - from;
+	r->fetched = from + w;
+	/* Its pages are what it read last, not all it ever read: no cache
+	 * of the file's data is kept. */
+	if (r->fetched - r->lo > PACER_RUN_KEEP)
+		r->lo = r->fetched - PACER_RUN_KEEP;
+	*fetch = w;
+	return 1;
+}
+
+void pacer_ra_done(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t due)
+{
+	for (unsigned i = 0; i < PACER_RUN_SLOTS; i++)
+		if (t->run[i].live && t->run[i].file == file && t->run[i].job == job) {
+			if (due > t->run[i].due)
+				t->run[i].due = due;
+			return;
+		}
 }
 
 void pacer_runs_clear(struct pacer_runs *t) { memset(t, 0, sizeof(*t)); }
@@ -176,22 +200,4 @@ void pacer_inodes_free(struct pacer_inodes *c)
 {
 	free(c->seen);
 	c->seen = NULL;
-}
-
-uint64_t pacer_run_latency(const struct dl_dev_model *m, uint64_t key, uint64_t i,
-			   uint64_t run_bytes, uint64_t len)
-{
-	uint64_t before, after;
-
-	/* A plain model's latency is a per-request cost, and a device model's
-	 * (transfer) its fixed cost: a continuation's bytes only go through
-	 * the token bucket, or the device's transfer. */
-	if (!m->lat_size.n || m->transfer)
-		return 0;
-	/* latency_by_size holds a whole request's time: growing the run's IO
-	 * from run_bytes by len takes the difference (the same draw at both
-	 * sizes, so the fixed part cancels). */
-	before = pacer_dev_latency(m, key, i, run_bytes);
-	after = pacer_dev_latency(m, key, i, run_bytes + len);
-	return after > before ? after - before : 0;
 }

@@ -33,10 +33,9 @@
  * A request flagged DL_PREQ_NODEV (a close, a refused call) reaches no
  * device, nor does a read of nothing (at the end of a file): it is counted
  * and answered at once. What the device does is counted as a device would
- * (devwork.c): a read flagged DL_PREQ_BUFFERED that continues the run of
- * its file's previous one is part of that IO (no IOPS slot, no fixed cost:
- * the latency draw's growth from the run's size to the run's size plus
- * its own, not before the run's earlier pieces are due); with
+ * (devwork.c): a read flagged DL_PREQ_BUFFERED goes through its file's
+ * emulated readahead: inside what was read ahead it needs no device (due
+ * when those bytes are), else its IO moves the next readahead window; with
  * meta.cached_latency a metadata request for an inode seen before takes
  * that latency and no device at all.
  *
@@ -274,19 +273,19 @@ static void count_cache(struct pacer_cls_stats *st, struct pacer_job_cls *jc, ui
 }
 
 /* The miss bytes of request r (class lock held): from the client's inode
- * cache (metadata seen before, with meta.cached_latency), or through the
- * device: its latency draw (a continuation of a buffered reader's run only
- * grows the run's IO: no fixed cost, no IOPS slot; devwork.c), the queue,
- * IOPS and bandwidth. Returns the due time; *start is when it left the
- * queue, *busy whether it is in service until completed. */
+ * cache (metadata seen before, with meta.cached_latency), from its page
+ * cache (a buffered read inside what its file's readahead fetched), or
+ * through the device: its latency draw, the queue, IOPS and bandwidth; a
+ * buffered read's IO moves its readahead window (devwork.c). Returns the
+ * due time; *start is when it left the queue, *busy whether it is in
+ * service until completed. */
 static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 			      const struct dl_pacer_req *r, uint32_t js, uint64_t now, uint64_t miss,
 			      uint64_t *start, int *busy)
 {
 	const struct dl_dev_model *m = model_at(p, r->cls, now);
 	int buffered = r->cls == DL_OP_READ && (r->flags & DL_PREQ_BUFFERED);
-	const struct pacer_run *run = NULL;
-	uint64_t i = k->draws++, lat, due, run_due = 0, run_bytes = 0;
+	uint64_t i = k->draws++, lat, due, after = now;
 	struct pacer_rates rt;
 	struct pacer_dev *d;
 	unsigned held;
@@ -297,15 +296,15 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 		k->st.cached++;
 		return sat_add(now, pacer_lat_sample(&m->cached_latency, k->key, i));
 	}
-	if (buffered && (run = pacer_run_continues(&k->runs, r->file_id, r->off, r->len, now))) {
-		run_due = run->due;
-		run_bytes = run->bytes;
+	if (buffered &&
+	    !pacer_ra_read(&k->runs, r->file_id, r->job, r->file_size, r->off, r->len, now, &miss,
+			   &after)) {
+		/* Read ahead already: there when its window's IO is done. */
+		k->st.merged++;
+		return after;
 	}
-	lat = run ? pacer_run_latency(m, k->key, i, run_bytes, miss)
-		  : pacer_dev_latency(m, k->key, i, miss);
+	lat = pacer_dev_latency(m, k->key, i, miss);
 	d = device_for(p, k, m, js, now, &rt);
-	if (run)
-		rt.iops = 0;
 	/* In service: the requests of the class submitted to the device and
 	 * not yet completed, this one included. */
 	k->busy++;
@@ -319,15 +318,12 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 	else
 		due = pacer_device(d, &rt, now, lat, miss, start, &held);
 	pacer_share_account(&k->jobs[js], r->len, held);
-	/* One IO completes as one: not before the run's earlier pieces. */
-	if (run && due < run_due)
-		due = run_due;
 	if (buffered)
-		pacer_run_note(&k->runs, r->file_id, r->off, r->len, now, due, run != NULL);
-	if (run)
-		k->st.merged++;
-	else
-		k->st.dev_ops++;
+		pacer_ra_done(&k->runs, r->file_id, r->job, due);
+	/* Its first part came with the window before. */
+	if (due < after)
+		due = after;
+	k->st.dev_ops++;
 	return due;
 }
 

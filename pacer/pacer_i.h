@@ -90,37 +90,34 @@ uint64_t pacer_cache_resident(const struct pacer_cache *c);	/* bytes (in units) 
 uint64_t pacer_cache_entries(const struct pacer_cache *c);	/* blocks resident */
 uint64_t pacer_cache_capacity(const struct pacer_cache *c);	/* bytes */
 
-/* ---- devwork.c: what a device does for the requests (merged runs of a
- * buffered reader, the inode cache); under the class lock ---- */
+/* ---- devwork.c: what a device does for the requests (a buffered reader's
+ * readahead, the inode cache); under the class lock ---- */
 #define PACER_RUN_SLOTS 64
-#define PACER_RUN_MAX (1ULL << 20)		/* a merged run: at most a 1 MiB bio, and the
-						 * largest readahead window */
-#define PACER_RUN_WINDOW_NS (10ULL * 1000000) /* the next piece within 10 ms of the last */
+#define PACER_RUN_MAX (1ULL << 20)		/* the largest readahead window (one bio) */
+#define PACER_RUN_KEEP (2ULL << 20)	/* a stream's pages kept: its last 2 MiB */
+#define PACER_RUN_WINDOW_NS (1000ULL * 1000000) /* a stream's pages stay 1 s after its last read */
 #define PACER_INODE_BITS 18
 #define PACER_INODE_SLOTS (1ULL << PACER_INODE_BITS)
 
-/* A file's stream of reads: where it is, the run (IO) it is in and the
- * readahead window that run fills. */
+/* A file's stream of buffered reads: the bytes [lo, fetched) the device
+ * has read for it, the last readahead window, when its last IO is done. */
 struct pacer_run {
-	uint64_t file, end, bytes, window, due;
+	uint64_t file, lo, fetched, window, due, last;
+	uint32_t job;
 	int live;
 };
 struct pacer_runs {
 	struct pacer_run run[PACER_RUN_SLOTS];
 };
-/* Does a read of [off, off + len) of file at now continue the file's run
- * (one IO with it on the device)? The run (its bytes so far, when they are
- * done: a merged IO completes as one), or NULL. Then record the read (cont:
- * what was decided; due: when it is done). */
-const struct pacer_run *pacer_run_continues(struct pacer_runs *t, uint64_t file, uint64_t off,
-					    uint64_t len, uint64_t now);
-void pacer_run_note(struct pacer_runs *t, uint64_t file, uint64_t off, uint64_t len, uint64_t now,
-		    uint64_t due, int cont);
+/* A buffered read of [off, off + len) of file (size bytes; 0: unknown) by
+ * job at now (each job's streams its own): 0 when the device already read it (*after: when those bytes are
+ * there), else 1 with *fetch the bytes the device's IO moves (from *after
+ * on, the read's first part is there already). The IO's due is then given
+ * to pacer_ra_done. */
+int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t size, uint64_t off,
+		  uint64_t len, uint64_t now, uint64_t *fetch, uint64_t *after);
+void pacer_ra_done(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t due);
 void pacer_runs_clear(struct pacer_runs *t);
-/* The latency draw i of a continuation of len bytes of a run of run_bytes:
- * what growing the run's IO takes, without a request's fixed cost. */
-uint64_t pacer_run_latency(const struct dl_dev_model *m, uint64_t key, uint64_t i,
-			   uint64_t run_bytes, uint64_t len);
 
 struct pacer_inodes {
 	uint64_t *seen; /* PACER_INODE_SLOTS, allocated at first use */
@@ -202,7 +199,7 @@ struct pacer_cls_stats {
 	uint64_t ops, bytes;
 	uint64_t nodev;					  /* answered without the device */
 	uint64_t dev_ops;	/* IOs the device did: ops less those merged into a run */
-	uint64_t merged;	/* ops that continued a run (no IO of their own) */
+	uint64_t merged;	/* reads inside what readahead fetched (no IO of their own) */
 	uint64_t cached;	/* metadata ops answered from the inode cache */
 	uint64_t in_flight, in_flight_max;
 	uint64_t completed, early;			  /* early: replied before due */
@@ -296,7 +293,7 @@ struct pacer_class {
 	struct pacer_cls_stats st;
 	struct pacer_job_cls *jobs; /* PACER_JOB_SLOTS */
 	uint64_t win_start, next_share; /* share: demand window, next allocation */
-	struct pacer_runs runs;		/* read: buffered readers' runs */
+	struct pacer_runs runs;		/* read: buffered readers' readahead */
 	struct pacer_inodes inodes;	/* meta: the inodes the client has cached */
 };
 

@@ -9,9 +9,9 @@
  * still waiting for a queue slot. Requests that reach no device (closes,
  * refused calls, reads at or beyond the end of a file) are `nodev_ops`,
  * outside ops, bytes and the histograms. `device_ops` is what the device did
- * of the ops: a buffered reader's pieces of one run are one IO
- * (`merged_ops` the others), metadata answered from the inode cache none
- * (`inode_cache_hits`). */
+ * of the ops: a buffered reader's reads inside what its file's readahead
+ * fetched take none (`merged_ops`), nor does metadata answered from the
+ * inode cache (`inode_cache_hits`). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -58,9 +58,9 @@ static void w_class(struct dl_jw *w, const char *name, const struct pacer_cls_st
 	dl_jw_u64(w, "ops", s->ops);
 	dl_jw_u64(w, "bytes", s->bytes);
 	dl_jw_u64(w, "nodev_ops", s->nodev);
-	/* What the device did of the ops: IOs (a buffered reader's run of
-	 * pieces is one), pieces merged into a run, metadata from the inode
-	 * cache (pacer/devwork.c). */
+	/* What the device did of the ops: IOs (a buffered reader's IO moves a
+	 * readahead window), reads that window already held, metadata from
+	 * the inode cache (pacer/devwork.c). */
 	dl_jw_u64(w, "device_ops", s->dev_ops);
 	dl_jw_u64(w, "merged_ops", s->merged);
 	dl_jw_u64(w, "inode_cache_hits", s->cached);

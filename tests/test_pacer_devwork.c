@@ -1,9 +1,10 @@
 /* What a device does for the requests a mount receives (pacer/devwork.c), in
- * virtual time: a read at the end of a file costs nothing, a buffered
- * reader's pieces of one file are one IO (no IOPS slot, no per-request cost
- * of their own; bounded runs and stream table), an O_DIRECT reader's are
- * not, and metadata of an inode seen before takes meta.cached_latency until
- * `cache drop`. */
+ * virtual time: a read at the end of a file costs nothing; a buffered
+ * reader's calls go through an emulated readahead (one IO per window, the
+ * windows growing as the kernel's, reads inside a window free but not due
+ * before it; PIL's pattern on a JPEG is 3 IOs as on ext4; bounded stream
+ * table), an unflagged (O_DIRECT) read is an IO each; metadata of an inode
+ * seen before takes meta.cached_latency until `cache drop`; blksize. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -39,6 +40,24 @@ static double stat_num(struct dl_pacer *p, const char *cls, const char *key)
 		v = strtod(s + strlen(k), NULL);
 	free(js);
 	return v;
+}
+
+/* Submit a read of a file of size bytes and complete it at its due time. */
+static struct dl_pacer_result rd_sized(struct dl_pacer *p, uint64_t file, uint64_t off,
+				       uint64_t len, uint32_t flags, uint64_t t, uint64_t size)
+{
+	struct dl_pacer_req r = {.cls = DL_OP_READ,
+				 .file_id = file,
+				 .off = off,
+				 .len = len,
+				 .flags = flags,
+				 .file_size = size};
+	struct dl_pacer_result res;
+
+	memset(&res, 0, sizeof(res));
+	CHECK(dl_pacer_submit(p, &r, t, &res) == 0, "submit read");
+	dl_pacer_complete(p, &r, &res, res.due_ns);
+	return res;
 }
 
 /* Submit a read and complete it at its due time; returns the result. */
@@ -97,58 +116,52 @@ static void test_eof(void)
 	dl_pacer_free(p);
 }
 
-/* The kernel's 128 KiB pieces of one file, in flight together: one IO. */
-static void test_pieces_in_flight(void)
+/* A reader's 8 KiB calls, each after the last is done: one IO per
+ * readahead window, 32 KiB then the rest of a 110 kB file; the calls
+ * inside a window cost nothing. An IO moves its whole window. */
+static void test_small_calls(void)
 {
-	const char *const kv[] = {"read.iops=1000", NULL};
+	const char *const kv[] = {"read.bandwidth=1GB/s", "read.burst=4KiB", NULL};
 	struct dl_pacer *p = test_pacer(kv, T0, 1);
-	struct dl_pacer_result r[4];
+	struct dl_pacer_result r, first = {0}, fifth = {0};
+	uint64_t t = T0, t5 = 0, off;
+	int n = 0;
 
 	CHECK(p != NULL, "pacer");
 	if (!p)
 		return;
-	for (int i = 0; i < 4; i++)
-		r[i] = rd(p, 7, (uint64_t)i * 128 * KiB, 128 * KiB, DL_PREQ_BUFFERED, T0);
-	for (int i = 0; i < 4; i++)
-		CHECK(r[i].due_ns == T0 && r[i].queue_ns == 0, "piece %d waited %llu ns", i,
-		      (unsigned long long)(r[i].due_ns - T0));
-	CHECK(stat_num(p, "read", "device_ops") == 1, "device_ops %g",
+	for (off = 0; off < 110000; off += 8192, n++) {
+		r = rd_sized(p, 11, off, off + 8192 > 110000 ? 110000 - off : 8192,
+			     DL_PREQ_BUFFERED, t, 110000);
+		if (n == 0)
+			first = r;
+		if (n == 4) {
+			fifth = r;
+			t5 = t;
+		}
+		t = r.due_ns + 30 * US;
+	}
+	CHECK(stat_num(p, "read", "device_ops") == 2, "110 kB in 8 KiB calls: device_ops %g",
 	      stat_num(p, "read", "device_ops"));
-	CHECK(stat_num(p, "read", "merged_ops") == 3, "merged_ops %g",
+	CHECK(stat_num(p, "read", "merged_ops") == 12, "merged_ops %g",
 	      stat_num(p, "read", "merged_ops"));
-	CHECK(stat_num(p, "read", "ops") == 4, "ops %g (every piece is still an op)",
-	      stat_num(p, "read", "ops"));
-	/* Bytes still count. */
-	CHECK(stat_num(p, "read", "bytes") == 512 * KiB, "bytes %g", stat_num(p, "read", "bytes"));
+	/* The first IO moves 32 KiB at 1 GB/s, the second the 77232 bytes left
+	 * (less the 4 KiB the bucket saved while idle). */
+	CHECK(first.due_ns - T0 == 32768, "first window took %llu ns (want 32768)",
+	      (unsigned long long)(first.due_ns - T0));
+	CHECK(fifth.due_ns - t5 == 77232 - 4096, "second window took %llu ns (want %d)",
+	      (unsigned long long)(fifth.due_ns - t5), 77232 - 4096);
 	dl_pacer_free(p);
 }
 
-/* Without DL_PREQ_BUFFERED (O_DIRECT) each piece is an IO of its own. */
-static void test_direct_no_merge(void)
+/* PIL on a JPEG with a 4 KiB buffer: a header pass (4 KiB, then reads past
+ * the padding), then the decoder from the start again. ext4 does 3 IOs. */
+static void test_pil_pattern(void)
 {
-	const char *const kv[] = {"read.iops=1000", NULL};
-	struct dl_pacer *p = test_pacer(kv, T0, 1);
-	struct dl_pacer_result r[3];
-
-	CHECK(p != NULL, "pacer");
-	if (!p)
-		return;
-	for (int i = 0; i < 3; i++)
-		r[i] = rd(p, 7, (uint64_t)i * 64 * KiB, 64 * KiB, 0, T0);
-	for (int i = 0; i < 3; i++)
-		CHECK(r[i].due_ns == T0 + (uint64_t)i * MS, "direct piece %d due at +%llu ns", i,
-		      (unsigned long long)(r[i].due_ns - T0));
-	CHECK(stat_num(p, "read", "device_ops") == 3, "device_ops %g",
-	      stat_num(p, "read", "device_ops"));
-	CHECK(stat_num(p, "read", "merged_ops") == 0, "merged_ops %g",
-	      stat_num(p, "read", "merged_ops"));
-	dl_pacer_free(p);
-}
-
-/* A run is one reader's contiguous pieces, close in time, up to 1 MiB. */
-static void test_run_bounds(void)
-{
-	const char *const kv[] = {"read.iops=1000", NULL};
+	static const uint64_t calls[][2] = {{0, 4096},	    {4096, 36864}, {40960, 4096},
+					    {45056, 36864}, {81920, 4096}, {0, 65536},
+					    {65536, 23171}};
+	const char *const kv[] = {"read.iops=1000000", NULL};
 	struct dl_pacer *p = test_pacer(kv, T0, 1);
 	struct dl_pacer_result r;
 	uint64_t t = T0;
@@ -156,125 +169,139 @@ static void test_run_bounds(void)
 	CHECK(p != NULL, "pacer");
 	if (!p)
 		return;
-	/* 8 pieces of 128 KiB fill a 1 MiB run; the 9th starts a new IO. */
-	for (int i = 0; i < 9; i++)
-		rd(p, 3, (uint64_t)i * 128 * KiB, 128 * KiB, DL_PREQ_BUFFERED, t);
-	CHECK(stat_num(p, "read", "device_ops") == 2, "9 pieces: device_ops %g (want 2)",
+	for (unsigned i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		r = rd_sized(p, 21, calls[i][0], calls[i][1], DL_PREQ_BUFFERED, t, 88707);
+		t = r.due_ns + 20 * US;
+	}
+	CHECK(stat_num(p, "read", "device_ops") == 3, "PIL's pattern: device_ops %g (want 3)",
 	      stat_num(p, "read", "device_ops"));
-	/* A gap: a new IO. */
-	rd(p, 3, 2 * 1024 * KiB, 4 * KiB, DL_PREQ_BUFFERED, t);
-	CHECK(stat_num(p, "read", "device_ops") == 3, "after a gap: device_ops %g (want 3)",
+	CHECK(stat_num(p, "read", "merged_ops") == 4, "merged_ops %g",
+	      stat_num(p, "read", "merged_ops"));
+	dl_pacer_free(p);
+}
+
+/* A read of what was read ahead is due when its window is, not before; a
+ * stream is forgotten after a pause; each file has its own. */
+static void test_streams(void)
+{
+	const char *const kv[] = {"read.latency=1ms", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_result a, b;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	a = rd_sized(p, 31, 0, 8192, DL_PREQ_BUFFERED, T0, 1 << 20);
+	b = rd_sized(p, 31, 8192, 8192, DL_PREQ_BUFFERED, T0 + 10 * US, 1 << 20);
+	CHECK(a.due_ns == T0 + MS && b.due_ns == T0 + MS, "in-window read due at +%llu ns",
+	      (unsigned long long)(b.due_ns - T0));
+	rd_sized(p, 32, 8192, 8192, DL_PREQ_BUFFERED, T0 + 20 * US, 1 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == 2, "another file: device_ops %g",
 	      stat_num(p, "read", "device_ops"));
-	/* Contiguous but long after the last piece was done: a new IO. */
-	t += SEC;
-	r = rd(p, 3, 2 * 1024 * KiB + 4 * KiB, 4 * KiB, DL_PREQ_BUFFERED, t);
-	CHECK(stat_num(p, "read", "device_ops") == 4, "after a pause: device_ops %g (want 4)",
+	/* Seconds later the pages are gone: an IO again. */
+	rd_sized(p, 31, 8192, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC, 1 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == 3, "after a pause: device_ops %g",
 	      stat_num(p, "read", "device_ops"));
-	/* Right after it (a reader's next call): the same IO, no wait for the
-	 * IOPS step. */
-	r = rd(p, 3, 2 * 1024 * KiB + 8 * KiB, 4 * KiB, DL_PREQ_BUFFERED, r.due_ns + 20 * US);
-	CHECK(r.queue_ns == 0, "next call waited %llu ns", (unsigned long long)r.queue_ns);
-	CHECK(stat_num(p, "read", "device_ops") == 4, "next call: device_ops %g (want 4)",
+	/* A seek outside the stream's bytes: a new stream, an IO of just the
+	 * read (the kernel reads ahead only from a file's start or once a
+	 * reader goes on); going on takes a window, 32 KiB, which holds the
+	 * next three calls. */
+	rd_sized(p, 31, 512 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 2 * MS, 1 << 20);
+	rd_sized(p, 31, 512 * KiB, 4096, DL_PREQ_BUFFERED, T0 + 3 * SEC + 2 * MS, 1 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == 4 && stat_num(p, "read", "merged_ops") == 2,
+	      "after a seek: device_ops %g merged %g", stat_num(p, "read", "device_ops"),
+	      stat_num(p, "read", "merged_ops"));
+	rd_sized(p, 31, 520 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 3 * MS, 1 << 20);
+	rd_sized(p, 31, 528 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 4 * MS, 1 << 20);
+	rd_sized(p, 31, 536 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 5 * MS, 1 << 20);
+	rd_sized(p, 31, 544 * KiB, 8192, DL_PREQ_BUFFERED, T0 + 3 * SEC + 6 * MS, 1 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == 5, "going on: device_ops %g (want 5)",
 	      stat_num(p, "read", "device_ops"));
-	/* Another file's piece at the same offset is not a continuation. */
-	rd(p, 4, 2 * 1024 * KiB + 12 * KiB, 4 * KiB, DL_PREQ_BUFFERED, r.due_ns);
-	CHECK(stat_num(p, "read", "device_ops") == 5, "other file: device_ops %g (want 5)",
+	/* Without the flag (O_DIRECT, or the kernel's own readahead request)
+	 * each read is an IO. */
+	rd_sized(p, 31, 512 * KiB, 8192, 0, T0 + 3 * SEC + 7 * MS, 1 << 20);
+	rd_sized(p, 31, 512 * KiB + 8192, 8192, 0, T0 + 3 * SEC + 8 * MS, 1 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == 7, "unflagged: device_ops %g",
 	      stat_num(p, "read", "device_ops"));
 	dl_pacer_free(p);
 }
 
-/* A reader's 8 KiB calls, each after the last is done: one IO per
- * readahead window, the windows growing as the kernel's (32 KiB, 128 KiB,
- * 256 KiB, 512 KiB, 1 MiB): a 110 kB file is 2 IOs, 1 MiB 5. */
-static void test_readahead_windows(void)
+/* A stream keeps its last 2 MiB: a re-read of a large file from its start
+ * pays again (no cache of the file's data), a small file's does not. */
+static void test_stream_keeps_little(void)
 {
 	const char *const kv[] = {"read.iops=1000000", NULL};
 	struct dl_pacer *p = test_pacer(kv, T0, 1);
-	struct dl_pacer_result r;
 	uint64_t t = T0, off;
+	double before;
 
 	CHECK(p != NULL, "pacer");
 	if (!p)
 		return;
-	for (off = 0; off < 110000; off += 8192) {
-		r = rd(p, 11, off, off + 8192 > 110000 ? 110000 - off : 8192, DL_PREQ_BUFFERED, t);
-		t = r.due_ns + 30 * US;
-	}
-	CHECK(stat_num(p, "read", "device_ops") == 2, "110 kB in 8 KiB calls: device_ops %g",
-	      stat_num(p, "read", "device_ops"));
-	for (off = 0; off < 1024 * KiB; off += 8 * KiB) {
-		r = rd(p, 12, off, 8 * KiB, DL_PREQ_BUFFERED, t);
-		t = r.due_ns + 30 * US;
-	}
-	CHECK(stat_num(p, "read", "device_ops") == 2 + 5, "1 MiB in 8 KiB calls: device_ops %g",
-	      stat_num(p, "read", "device_ops") - 2);
-	/* A seek back starts over with a small window. */
-	rd(p, 12, 0, 8 * KiB, DL_PREQ_BUFFERED, t);
-	rd(p, 12, 8 * KiB, 8 * KiB, DL_PREQ_BUFFERED, t + MS);
-	rd(p, 12, 16 * KiB, 16 * KiB, DL_PREQ_BUFFERED, t + 2 * MS);
-	CHECK(stat_num(p, "read", "device_ops") == 2 + 5 + 1,
-	      "after a seek, 32 KiB in one window: device_ops %g",
-	      stat_num(p, "read", "device_ops"));
+	for (off = 0; off < 16 * 1024 * KiB; off += 1024 * KiB, t += MS)
+		rd_sized(p, 51, off, 1024 * KiB, DL_PREQ_BUFFERED, t, 64 << 20);
+	before = stat_num(p, "read", "device_ops");
+	CHECK(before == 16, "16 MiB in 1 MiB reads: device_ops %g", before);
+	rd_sized(p, 51, 0, 1024 * KiB, DL_PREQ_BUFFERED, t, 64 << 20);
+	CHECK(stat_num(p, "read", "device_ops") == before + 1, "re-read from the start: an IO");
+	rd_sized(p, 51, 1024 * KiB, 512 * KiB, DL_PREQ_BUFFERED, t + MS, 64 << 20);
+	rd_sized(p, 51, 0, 512 * KiB, DL_PREQ_BUFFERED, t + 2 * MS, 64 << 20);
+	CHECK(stat_num(p, "read", "merged_ops") == 1, "the last window re-read: merged %g",
+	      stat_num(p, "read", "merged_ops"));
 	dl_pacer_free(p);
 }
 
-/* A continuation pays for its bytes, not a request's fixed cost; it ends no
- * earlier than the run's earlier pieces. */
-static void test_run_latency(void)
+/* Two jobs reading one file: each pays its own IOs (no cache is shared). */
+static void test_jobs_own_streams(void)
 {
-	const char *const kv[] = {"read.latency_by_size.4KiB=100us",
-				  "read.latency_by_size.1MiB=1100us", NULL};
+	const char *const kv[] = {"read.iops=1000000", NULL};
 	struct dl_pacer *p = test_pacer(kv, T0, 1);
-	struct dl_pacer_result a, b, c, d;
-	double want;
 
 	CHECK(p != NULL, "pacer");
 	if (!p)
 		return;
-	a = rd(p, 5, 0, 128 * KiB, DL_PREQ_BUFFERED, T0);
-	want = 100e3 + 1000e3 * (double)(128 * KiB - 4 * KiB) / (double)(1024 * KiB - 4 * KiB);
-	CHECK(fabs((double)(a.due_ns - T0) - want) < 2e3, "first piece %llu ns (want %.0f)",
-	      (unsigned long long)(a.due_ns - T0), want);
-	/* After the first is done: what growing the IO from 128 to 256 KiB
-	 * takes, 128 KiB of the 1000 us per (1024 - 4) KiB slope, no 100 us
-	 * fixed part. */
-	b = rd(p, 5, 128 * KiB, 128 * KiB, DL_PREQ_BUFFERED, a.due_ns);
-	want = 1000e3 * (double)(128 * KiB) / (double)(1024 * KiB - 4 * KiB);
-	CHECK(fabs((double)(b.due_ns - a.due_ns) - want) < 2e3,
-	      "continuation took %llu ns (want %.0f)", (unsigned long long)(b.due_ns - a.due_ns),
-	      want);
-	/* Sent together with its run's first piece: done with it, not before. */
-	c = rd(p, 6, 0, 128 * KiB, DL_PREQ_BUFFERED, T0 + SEC);
-	d = rd(p, 6, 128 * KiB, 4 * KiB, DL_PREQ_BUFFERED, T0 + SEC);
-	CHECK(d.due_ns == c.due_ns, "piece in flight done at +%lld ns of its run",
-	      (long long)(d.due_ns - c.due_ns));
+	for (uint32_t job = 1; job <= 2; job++)
+		for (uint64_t off = 0; off < 32 * KiB; off += 8 * KiB) {
+			struct dl_pacer_req r = {.cls = DL_OP_READ,
+						 .file_id = 41,
+						 .off = off,
+						 .len = 8 * KiB,
+						 .job = job,
+						 .flags = DL_PREQ_BUFFERED,
+						 .file_size = 1 << 20};
+			struct dl_pacer_result res;
+
+			CHECK(dl_pacer_submit(p, &r, T0 + off, &res) == 0, "submit");
+			dl_pacer_complete(p, &r, &res, res.due_ns);
+		}
+	CHECK(stat_num(p, "read", "device_ops") == 2 && stat_num(p, "read", "merged_ops") == 6,
+	      "two jobs: device_ops %g merged %g", stat_num(p, "read", "device_ops"),
+	      stat_num(p, "read", "merged_ops"));
 	dl_pacer_free(p);
 }
 
-/* The device model (transfer: a fixed cost plus bytes at transfer behind an
- * IO bucket): a continuation takes no IO token and no fixed cost, only its
- * bytes' transfer time. */
+/* The device model: a window's IO takes its IO token, fixed and serial
+ * cost; reads inside it take none. */
 static void test_device_model(void)
 {
 	const char *const kv[] = {"read.transfer=1GB/s", "read.latency=100us", "read.iops=1000",
-				  "read.iops_burst=1", NULL};
+				  "read.iops_burst=1",	 "read.serial=50us",   NULL};
 	struct dl_pacer *p = test_pacer(kv, T0, 1);
 	struct dl_pacer_result a, b, c;
 
 	CHECK(p != NULL, "pacer");
 	if (!p)
 		return;
-	a = rd(p, 9, 0, 100000, DL_PREQ_BUFFERED, T0);
-	CHECK(a.due_ns == T0 + 100 * US + 100 * US, "first piece +%llu ns (100 us + 100 us)",
+	a = rd_sized(p, 9, 0, 8192, DL_PREQ_BUFFERED, T0, 1 << 20);
+	CHECK(a.due_ns == T0 + 100 * US + 50 * US + 32768,
+	      "first window +%llu ns (100 us + 50 us serial + 32 KiB at 1 GB/s)",
 	      (unsigned long long)(a.due_ns - T0));
-	/* Right after it, the next piece: its bytes only (100 us), no wait for
-	 * the IO bucket's next token (1 ms) nor a second fixed cost. */
-	b = rd(p, 9, 100000, 100000, DL_PREQ_BUFFERED, a.due_ns);
-	CHECK(b.due_ns == a.due_ns + 100 * US, "continuation +%llu ns (want 100 us)",
+	b = rd_sized(p, 9, 8192, 8192, DL_PREQ_BUFFERED, a.due_ns, 1 << 20);
+	CHECK(b.due_ns == a.due_ns, "read inside the window +%llu ns",
 	      (unsigned long long)(b.due_ns - a.due_ns));
-	/* An O_DIRECT read at the same moment waits for the token. */
-	c = rd(p, 10, 0, 100000, 0, a.due_ns);
-	CHECK(c.due_ns >= T0 + MS + 200 * US, "direct read +%llu ns (want >= 1.2 ms)",
+	/* Past the window: the next one (128 KiB), after the IO token (1 ms). */
+	c = rd_sized(p, 9, 32 * KiB, 8192, DL_PREQ_BUFFERED, b.due_ns, 1 << 20);
+	CHECK(c.due_ns == T0 + MS + 150 * US + 131072, "next window at +%llu ns",
 	      (unsigned long long)(c.due_ns - T0));
 	CHECK(stat_num(p, "read", "device_ops") == 2, "device_ops %g",
 	      stat_num(p, "read", "device_ops"));
@@ -291,9 +318,9 @@ static void test_run_table_bounded(void)
 	if (!p)
 		return;
 	for (uint64_t f = 1; f <= 100; f++)
-		rd(p, f, 0, 4 * KiB, DL_PREQ_BUFFERED, T0 + f * US);
+		rd_sized(p, f, 0, 4 * KiB, DL_PREQ_BUFFERED, T0 + f * US, 1 << 20);
 	for (uint64_t f = 100; f >= 1; f--)
-		rd(p, f, 4 * KiB, 4 * KiB, DL_PREQ_BUFFERED, T0 + MS);
+		rd_sized(p, f, 4 * KiB, 4 * KiB, DL_PREQ_BUFFERED, T0 + MS, 1 << 20);
 	CHECK(stat_num(p, "read", "merged_ops") == 64, "merged %g (want the 64 latest streams)",
 	      stat_num(p, "read", "merged_ops"));
 	dl_pacer_free(p);
@@ -399,13 +426,13 @@ static void test_blksize_live(void)
 int main(void)
 {
 	test_eof();
-	test_pieces_in_flight();
-	test_direct_no_merge();
-	test_run_bounds();
-	test_run_latency();
-	test_readahead_windows();
-	test_run_table_bounded();
+	test_small_calls();
+	test_pil_pattern();
+	test_streams();
+	test_jobs_own_streams();
+	test_stream_keeps_little();
 	test_device_model();
+	test_run_table_bounded();
 	test_inode_cache();
 	test_cached_latency_keys();
 	test_blksize_live();

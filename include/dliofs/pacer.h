@@ -200,8 +200,9 @@ struct dl_pacer;
  * it from the inode's size). It is counted (per class, per job) but takes no
  * time. */
 #define DL_PREQ_NODEV 1u
-/* A read through the page cache (not O_DIRECT): it merges with the read of
- * its file that it continues into one IO of the device (pacer/devwork.c). */
+/* A read call of a reader that is not O_DIRECT, reaching the model as made
+ * (the mount's page cache bypassed): a device would see it through the page
+ * cache's readahead, which the pacer emulates (pacer/devwork.c). */
 #define DL_PREQ_BUFFERED 2u
 
 struct dl_pacer_req {

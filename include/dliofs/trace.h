@@ -65,8 +65,8 @@ struct dl_trace_rec {
 	uint32_t dur_ns_lo;	/* duration until the reply, low 32 bits */
 	uint16_t dur_ns_hi;	/* high 16 bits (48-bit durations: ~78 h) */
 	uint8_t op;		/* enum dl_trace_op */
-	uint8_t flags;		/* bit 0: cache hit (emulated), bit 1: error, bit 2: a read
-				 * through the page cache (merges into a device IO) */
+	uint8_t flags;		/* bit 0: cache hit (emulated), bit 1: error, bit 2: a buffered
+				 * reader's call (the model reads ahead for it) */
 	uint32_t queue_ns;	/* delay added by the pacer (saturating) */
 	uint32_t pid;		/* the client's process */
 	uint32_t tid;		/* the client's thread */

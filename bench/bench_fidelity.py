@@ -155,7 +155,7 @@ class Device:
     """The real side: `root` is where jobs read, `write_root` where the data
     is written; wrap() starts a reader inside the throttle."""
 
-    def __init__(self, shape, top, tag):
+    def __init__(self, shape, top):
         self.shape, self.top = SHAPES[shape], top
         self.name = shape
         self.server = os.path.join(top, "real")
@@ -166,7 +166,7 @@ class Device:
         self.sshd = self.ns = None
         if self.shape.get("sshfs"):
             try:
-                self.start_sshfs(tag)
+                self.start_sshfs()
             except BaseException:
                 self.close()
                 raise
@@ -179,7 +179,7 @@ class Device:
     def set_bps(self, bps):
         self.throttle.set_bps(bps)
 
-    def start_sshfs(self, tag):
+    def start_sshfs(self):
         d = os.path.join(self.top, "ssh")
         os.makedirs(d)
         for k in ("hostkey", "clientkey"):
@@ -357,7 +357,7 @@ def spread(v):
 
 def bench_shape(args, build, shape, top, script, mnt):
     res = {}  # (job, metric) -> ([real...], [emulated...])
-    dev = Device(shape, top, shape)
+    dev = Device(shape, top)
     args.cgroups.append(dev.throttle.dir)
     try:
         gen = os.path.join(top, "gen.yaml")

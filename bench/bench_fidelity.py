@@ -473,7 +473,8 @@ def report(args, allres):
             row.update(real_median=rm, emulated_median=em, ratio=ratio, goal_met=ok,
                        real_spread=sr, emulated_spread=se, spread_ok=sok)
             rows.append(row)
-            print("| %s | %s | %s | %s [%s..%s] | %s [%s..%s] | %s%.2f%s | %s | %.0f%% / %s%.0f%%%s |"
+            print("| %s | %s | %s | %s [%s..%s] | %s [%s..%s] | %s%.2f%s | %s "
+                  "| %.0f%% / %s%.0f%%%s |"
                   % (shape, job, metric, fmt(rm, metric), fmt(min(rv), metric),
                      fmt(max(rv), metric), fmt(em, metric), fmt(min(ev), metric),
                      fmt(max(ev), metric), "" if ok else "**", ratio, "" if ok else "**",

@@ -313,8 +313,8 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 		lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
 	if (rt.transfer)
 		due = pacer_device_model(d, &rt, now, lat, pacer_noise(m->noise_ppm, k->noise_key, i),
-					 pacer_stall(m->stall_every, m->stall_ns, k->stall_key, i),
-					 miss, start, &held);
+					 pacer_stall(m->stall_every, m->stall_ns, k->stall_key, i), miss,
+					 start, &held);
 	else
 		due = pacer_device(d, &rt, now, lat, miss, start, &held);
 	pacer_share_account(&k->jobs[js], r->len, held);

@@ -173,9 +173,10 @@ class MetadataShaping(dltest.MountedTestCase):
 
 class DeviceWork(dltest.MountedTestCase):
     """Device work counted as a device would: a small-file reader's EOF read
-    costs nothing, a buffered reader's pieces of one file are one IO, an
-    O_DIRECT reader's are one each, and metadata of an inode the client has
-    seen takes meta.cached_latency until `dliofs cache drop`."""
+    costs nothing, a buffered reader's calls cost one IO per readahead
+    window, an O_DIRECT reader's one each, files report the storage's block
+    size, and metadata of an inode the client has seen takes
+    meta.cached_latency until `dliofs cache drop`."""
     GEN = False
     CONFIG = ("pacer: {read: {iops: 200}, meta: {latency: 5ms, cached_latency: 50us},"
               " blksize: 4KiB}\n"

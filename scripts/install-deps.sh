@@ -21,6 +21,9 @@ PACKAGES=(
   python3-numpy python3-torch python3-torchvision python3-h5py python3-pil
   python3-matplotlib python3-venv python3-yaml
   fio ca-certificates
+  # bench/bench_fidelity.py's network storage: sshfs to an sshd of its own in
+  # a network namespace (ip); the CI calibration test needs only fio
+  openssh-server openssh-client sshfs iproute2
   libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev
 )

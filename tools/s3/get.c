@@ -1,0 +1,181 @@
+/* HeadObject and GetObject: the bytes are generated into libmicrohttpd's
+ * send buffer as it asks (a callback response over the requested range),
+ * never a copy of the whole object. The pacer decides when the reply
+ * starts, as it decides when the mount's read is answered: one GET, or
+ * one range, is one request to the storage. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dliofs/clock.h"
+#include "s3_i.h"
+
+struct body {
+	struct dl_s3 *s;
+	struct dl_file f;
+	uint64_t off, len;
+	struct dl_pacer_req req;
+	struct dl_pacer_result res;
+	int paced;
+};
+
+static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct body *bd = cls;
+	size_t n;
+
+	if (pos >= bd->len)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	n = bd->len - pos < max ? (size_t)(bd->len - pos) : max;
+	if (dl_file_read(bd->s->fmt, &bd->f, buf, bd->off + pos, n))
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	return (ssize_t)n;
+}
+
+static void body_free(void *cls)
+{
+	struct body *bd = cls;
+
+	if (bd->paced)
+		dl_pacer_complete(bd->s->pacer, &bd->req, &bd->res, dl_mono_ns());
+	free(bd);
+}
+
+/* Range: bytes=a-b, a-, -n (one range). 1: serve [*off, *off + *len);
+ * 0: no usable Range header (serve all); -1: unsatisfiable (416). */
+static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
+{
+	uint64_t a = 0, b = 0;
+	char *end;
+	int has_a, has_b;
+
+	if (!h || strncmp(h, "bytes=", 6) != 0)
+		return 0;
+	h += 6;
+	if (strchr(h, ','))
+		return 0;	/* several ranges: S3 serves the whole object */
+	has_a = *h >= '0' && *h <= '9';
+	if (has_a) {
+		errno = 0;
+		a = strtoull(h, &end, 10);
+		if (errno)
+			return 0;
+		h = end;
+	}
+	if (*h++ != '-')
+		return 0;
+	has_b = *h >= '0' && *h <= '9';
+	if (has_b) {
+		errno = 0;
+		b = strtoull(h, &end, 10);
+		if (errno || *end)
+			return 0;
+	} else if (*h) {
+		return 0;
+	}
+	if (!has_a && !has_b)
+		return 0;
+	if (!has_a) {
+		/* The last b bytes. */
+		if (b == 0)
+			return -1;
+		*off = b >= size ? 0 : size - b;
+		*len = size - *off;
+		return size ? 1 : -1;
+	}
+	if (has_b && b < a)
+		return 0;	/* invalid: ignored, as HTTP says */
+	if (a >= size)
+		return -1;
+	*off = a;
+	*len = (has_b && b < size ? b + 1 : size) - a;
+	return 1;
+}
+
+/* Hold the reply until the pacer's decision (this connection's thread). */
+static void pace(struct body *bd, enum dl_op_class cls)
+{
+	struct dl_s3 *s = bd->s;
+	struct timespec ts;
+	uint64_t now = dl_mono_ns();
+
+	if (!s->pacer)
+		return;
+	bd->req = (struct dl_pacer_req){.cls = cls, .file_id = bd->f.key ^ bd->f.part,
+					.off = cls == DL_OP_READ ? bd->off : 0,
+					.len = cls == DL_OP_READ ? bd->len : 0,
+					.file_size = bd->f.size};
+	if (dl_pacer_submit(s->pacer, &bd->req, now, &bd->res))
+		return;
+	bd->paced = 1;
+	if (bd->res.due_ns > now) {
+		ts.tv_sec = (time_t)(bd->res.due_ns / 1000000000ULL);
+		ts.tv_nsec = (long)(bd->res.due_ns % 1000000000ULL);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+	}
+}
+
+enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, const char *key,
+				 struct MHD_Connection *c, int head)
+{
+	char etag[40], date[64], cr[96];
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	struct body *bd;
+	unsigned status = MHD_HTTP_OK;
+	int rr;
+
+	bd = calloc(1, sizeof(*bd));
+	if (!bd)
+		return MHD_NO;
+	bd->s = s;
+	if (dl_s3_key_lookup(s, b, key, &bd->f)) {
+		free(bd);
+		return dl_s3_reply_error(c, MHD_HTTP_NOT_FOUND, "NoSuchKey",
+					 "The specified key does not exist.", key);
+	}
+	bd->off = 0;
+	bd->len = bd->f.size;
+	rr = parse_range(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range"), bd->f.size,
+			 &bd->off, &bd->len);
+	if (rr < 0) {
+		enum MHD_Result e;
+
+		free(bd);
+		e = dl_s3_reply_error(c, MHD_HTTP_RANGE_NOT_SATISFIABLE, "InvalidRange",
+				      "The requested range is not satisfiable", key);
+		return e;
+	}
+	if (rr > 0)
+		status = MHD_HTTP_PARTIAL_CONTENT;
+	pace(bd, head ? DL_OP_META : DL_OP_READ);
+	dl_s3_etag(&bd->f, etag, sizeof(etag));
+	dl_s3_http_date(s->start_real_s, date, sizeof(date));
+	if (head) {
+		/* HEAD: the headers a GET would send, Content-Length included. */
+		r = MHD_create_response_from_callback(bd->len, 64 * 1024, body_read, bd, body_free);
+	} else {
+		r = MHD_create_response_from_callback(bd->len, 256 * 1024, body_read, bd, body_free);
+	}
+	if (!r) {
+		body_free(bd);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "ETag", etag);
+	MHD_add_response_header(r, "Last-Modified", date);
+	MHD_add_response_header(r, "Accept-Ranges", "bytes");
+	MHD_add_response_header(r, "Content-Type", "application/octet-stream");
+	MHD_add_response_header(r, "Server", "dliofs");
+	if (rr > 0) {
+		snprintf(cr, sizeof(cr), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, bd->off,
+			 bd->off + bd->len - 1, bd->f.size);
+		MHD_add_response_header(r, "Content-Range", cr);
+	}
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}

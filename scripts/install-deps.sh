@@ -20,7 +20,7 @@ PACKAGES=(
   meson ninja-build pkg-config gcc libc6-dev
   libfuse3-dev fuse3 libyaml-dev zlib1g-dev libdeflate-dev libhdf5-dev libpng-dev
   libjpeg62-turbo-dev libjpeg-turbo-progs
-  libmicrohttpd-dev
+  libmicrohttpd-dev libssl-dev
   python3-numpy python3-torch python3-torchvision python3-h5py python3-pil
   python3-matplotlib python3-venv python3-yaml
   fio ca-certificates

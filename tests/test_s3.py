@@ -23,6 +23,7 @@ import dltest  # noqa: E402
 
 try:
     import boto3
+    import botocore
     import botocore.config
     from botocore.exceptions import ClientError
 except ImportError:
@@ -341,6 +342,75 @@ class S3Test(unittest.TestCase):
         self.assertEqual(self.proc.poll(), None)
 
 
+class S3AuthTest(unittest.TestCase):
+    """With `s3: {access_key, secret_key}` only SigV4 signatures made with
+    that pair are accepted (header and presigned-URL forms)."""
+
+    @classmethod
+    def setUpClass(cls):
+        dltest.require(boto3 is not None, "boto3 not installed in %s" % dltest.VENV_PY)
+        cls.tmp = tempfile.mkdtemp(prefix="dliofs-s3a-")
+        cfg = dltest.write_config(cls.tmp, "seed: 5\ns3: {access_key: AKIDTEST, secret_key: 's3cr3t/+k'}\n"
+                                  "datasets:\n  - name: d\n    format: npy\n    files: 12\n"
+                                  "    subfolders: 3\n    sample_size: 700\n")
+        cls.proc, cls.port = start_server(cfg)
+
+    @classmethod
+    def tearDownClass(cls):
+        rc, err = stop_server(cls.proc)
+        subprocess.run(["rm", "-rf", cls.tmp])
+        assert rc == 0, err
+
+    def cl(self, key="AKIDTEST", secret="s3cr3t/+k", style="path", unsigned=False):
+        # s3v4 also for presigned URLs (boto3 presigns with SigV2 otherwise).
+        kw = {"signature_version": botocore.UNSIGNED if unsigned else "s3v4"}
+        return boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % self.port,
+                            aws_access_key_id=key, aws_secret_access_key=secret,
+                            region_name="eu-west-1",
+                            config=botocore.config.Config(s3={"addressing_style": style},
+                                                          retries={"max_attempts": 1}, **kw))
+
+    def test_good_key(self):
+        s3 = self.cl()
+        self.assertEqual([b["Name"] for b in s3.list_buckets()["Buckets"]], ["d"])
+        r = s3.list_objects_v2(Bucket="d", Prefix="train/1/", Delimiter="/", MaxKeys=2)
+        keys = [o["Key"] for o in r["Contents"]]
+        self.assertEqual(len(keys), 2)
+        r = s3.list_objects_v2(Bucket="d", Prefix="train/1/", MaxKeys=2,
+                               ContinuationToken=r["NextContinuationToken"])
+        self.assertEqual(len(r["Contents"]), 2)
+        body = s3.get_object(Bucket="d", Key=keys[0], Range="bytes=3-40")["Body"].read()
+        self.assertEqual(len(body), 38)
+        self.assertGreater(s3.head_object(Bucket="d", Key=keys[0])["ContentLength"], 700)
+
+    def test_refused(self):
+        for kw, code in (({"secret": "wrong"}, "SignatureDoesNotMatch"),
+                         ({"key": "OTHER"}, "InvalidAccessKeyId"),
+                         ({"unsigned": True}, "AccessDenied")):
+            for call in (lambda s3: s3.list_buckets(),
+                         lambda s3: s3.get_object(Bucket="d", Key="train/0/img_00_of_12.npy")):
+                with self.assertRaises(ClientError) as e:
+                    call(self.cl(**kw))
+                self.assertEqual(e.exception.response["Error"]["Code"], code, kw)
+                self.assertEqual(e.exception.response["ResponseMetadata"]["HTTPStatusCode"], 403)
+
+    def test_presigned(self):
+        import urllib.error
+        import urllib.request
+        key = "train/0/img_00_of_12.npy"
+        url = self.cl().generate_presigned_url("get_object", Params={"Bucket": "d", "Key": key},
+                                               ExpiresIn=600)
+        with urllib.request.urlopen(url, timeout=30) as r:
+            body = r.read()
+        self.assertEqual(len(body), self.cl().head_object(Bucket="d", Key=key)["ContentLength"])
+        bad = self.cl(secret="wrong").generate_presigned_url(
+            "get_object", Params={"Bucket": "d", "Key": key}, ExpiresIn=600)
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(bad, timeout=30)
+        self.assertEqual(e.exception.code, 403)
+        self.assertIn(b"SignatureDoesNotMatch", e.exception.read())
+
+
 class S3PacerTest(unittest.TestCase):
     def setUp(self):
         dltest.require(boto3 is not None, "boto3 not installed in %s" % dltest.VENV_PY)
@@ -373,6 +443,18 @@ class S3PacerTest(unittest.TestCase):
             r = subprocess.run([dltest.DLIOFS] + args, capture_output=True, text=True, timeout=30)
             self.assertNotEqual(r.returncode, 0, args)
             self.assertIn(why, r.stderr, args)
+        # A half key pair is an error naming the place.
+        tmp = tempfile.mkdtemp(prefix="dliofs-s3c-")
+        try:
+            cfg = dltest.write_config(tmp, "s3: {access_key: AK}\ndatasets:\n  - name: d\n"
+                                      "    format: npy\n    files: 2\n")
+            r = subprocess.run([dltest.DLIOFS, "s3", "serve", cfg, "--listen", "127.0.0.1:0"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("cfg.yaml:1:", r.stderr)
+            self.assertIn("give both or neither", r.stderr)
+        finally:
+            subprocess.run(["rm", "-rf", tmp])
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
  * virtual-host Host: bucket.host), which operation it asks for, and S3's
  * error for everything this endpoint does not do. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -66,10 +67,10 @@ static const struct dl_s3_bucket *vhost_bucket(struct dl_s3 *s, struct MHD_Conne
 }
 
 static enum MHD_Result route(struct dl_s3 *s, struct MHD_Connection *c, const char *url,
-			     const char *method)
+			     const char *method, const struct dl_s3_req *rq)
 {
 	const struct dl_s3_bucket *b;
-	const char *key = NULL, *slash, *bad;
+	const char *key = NULL, *slash, *bad, *code = NULL;
 	int get = strcmp(method, "GET") == 0, head = strcmp(method, "HEAD") == 0;
 	int write = !strcmp(method, "PUT") || !strcmp(method, "POST") || !strcmp(method, "DELETE");
 
@@ -79,6 +80,14 @@ static enum MHD_Result route(struct dl_s3 *s, struct MHD_Connection *c, const ch
 	if (*url != '/')
 		return dl_s3_reply_error(c, MHD_HTTP_BAD_REQUEST, "InvalidURI",
 					 "Couldn't parse the specified URI.", url);
+	if (dl_s3_auth(s, c, method, rq && rq->raw_uri ? rq->raw_uri : url, &code))
+		return dl_s3_reply_error(c, MHD_HTTP_FORBIDDEN, code,
+					 strcmp(code, "SignatureDoesNotMatch") == 0
+						 ? "The request signature we calculated does not match the signature you provided."
+						 : strcmp(code, "InvalidAccessKeyId") == 0
+						 ? "The AWS access key Id you provided does not exist in our records."
+						 : "Access Denied",
+					 url);
 	url++;
 	b = vhost_bucket(s, c);
 	if (b) {
@@ -129,25 +138,54 @@ static enum MHD_Result route(struct dl_s3 *s, struct MHD_Connection *c, const ch
 	return dl_s3_get_object(s, b, key, c, head);
 }
 
+void *dl_s3_req_start(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct dl_s3_req *rq = calloc(1, sizeof(*rq));
+
+	(void)cls;
+	(void)c;
+	if (rq)
+		rq->raw_uri = strdup(uri);
+	return rq;	/* NULL: the request is refused in dl_s3_handle */
+}
+
+void dl_s3_req_done(void *cls, struct MHD_Connection *c, void **req_cls,
+		    enum MHD_RequestTerminationCode toe)
+{
+	struct dl_s3_req *rq = *req_cls;
+
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (rq) {
+		free(rq->raw_uri);
+		free(rq);
+		*req_cls = NULL;
+	}
+}
+
 enum MHD_Result dl_s3_handle(void *cls, struct MHD_Connection *c, const char *url,
 			     const char *method, const char *version, const char *upload_data,
 			     size_t *upload_data_size, void **req_cls)
 {
+	struct dl_s3_req *rq = *req_cls;
 	int read = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
 	(void)version;
 	(void)upload_data;
+	if (!rq || !rq->raw_uri)
+		return MHD_NO;	/* out of memory: close the connection */
 	/* A read is answered once its request is whole, so the connection
 	 * stays open for the next (keep-alive). Anything else is refused from
 	 * its headers alone: its body is not read, and libmicrohttpd closes
 	 * the connection after the reply. */
-	if (*req_cls == NULL && read) {
-		*req_cls = c;	/* any non-NULL marker: headers seen */
+	if (!rq->headers_seen && read) {
+		rq->headers_seen = 1;
 		return MHD_YES;
 	}
 	if (read && *upload_data_size) {
 		*upload_data_size = 0;	/* a body on a GET: ignored */
 		return MHD_YES;
 	}
-	return route(cls, c, url, method);
+	return route(cls, c, url, method, rq);
 }

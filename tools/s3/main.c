@@ -104,6 +104,9 @@ static int serve(const char *cfgpath, const char *listen)
 			     0, NULL, NULL, dl_s3_handle, &s,
 			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 			     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+			     /* The raw URI, for SigV4's canonical request. */
+			     MHD_OPTION_URI_LOG_CALLBACK, dl_s3_req_start, NULL,
+			     MHD_OPTION_NOTIFY_COMPLETED, dl_s3_req_done, NULL,
 			     /* A slow or silent client is dropped, not waited for. */
 			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
 			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,

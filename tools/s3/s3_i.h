@@ -76,6 +76,21 @@ enum MHD_Result dl_s3_list_objects(struct dl_s3 *s, const struct dl_s3_bucket *b
 enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, const char *key,
 				 struct MHD_Connection *c, int head);
 
+/* auth.c: 0 when the request may go on (no keys configured, or a good
+ * SigV4 signature); -EACCES and S3's error code otherwise. raw_uri is the
+ * URI as it came on the wire (path and query, still encoded). */
+int dl_s3_auth(const struct dl_s3 *s, struct MHD_Connection *c, const char *method,
+	       const char *raw_uri, const char **code);
+
+/* One request in flight: what libmicrohttpd's URI log callback saw. */
+struct dl_s3_req {
+	char *raw_uri;
+	int headers_seen;
+};
+void *dl_s3_req_start(void *cls, const char *uri, struct MHD_Connection *c);
+void dl_s3_req_done(void *cls, struct MHD_Connection *c, void **req_cls,
+		    enum MHD_RequestTerminationCode toe);
+
 /* http.c: the access handler libmicrohttpd calls for each request. */
 enum MHD_Result dl_s3_handle(void *cls, struct MHD_Connection *c, const char *url,
 			     const char *method, const char *version, const char *upload_data,

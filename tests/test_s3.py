@@ -415,21 +415,49 @@ class S3PacerTest(unittest.TestCase):
     def setUp(self):
         dltest.require(boto3 is not None, "boto3 not installed in %s" % dltest.VENV_PY)
 
-    def test_latency_and_sigint(self):
+    def test_latency_bandwidth_jobs_and_sigint(self):
+        import json
+        import urllib.request
         tmp = tempfile.mkdtemp(prefix="dliofs-s3p-")
         try:
-            cfg = dltest.write_config(tmp, "seed: 3\npacer: {read: {latency: 150ms}}\n"
+            cfg = dltest.write_config(tmp, "seed: 3\npacer: {read: {latency: 150ms, bandwidth: 4MB/s, burst: 4KiB}}\n"
                                       "datasets:\n  - name: d\n    format: npy\n    files: 4\n"
-                                      "    sample_size: 1000\n")
+                                      "    sample_size: 1000\n  - name: big\n    format: npy\n"
+                                      "    files: 1\n    sample_size: 2000000\n")
             p, port = start_server(cfg)
             try:
                 s3 = client(port)
                 key = s3.list_objects_v2(Bucket="d")["Contents"][0]["Key"]
+                # Time to first byte: every GET, and every range, waits for the latency.
                 for rng in (None, "bytes=0-99"):
                     t0 = time.monotonic()
                     kw = {"Range": rng} if rng else {}
                     s3.get_object(Bucket="d", Key=key, **kw)["Body"].read()
                     self.assertGreaterEqual(time.monotonic() - t0, 0.145, rng)
+                # 2 MB at 4 MB/s (a 4 KiB burst): half a second beyond the latency.
+                big = s3.list_objects_v2(Bucket="big")["Contents"][0]
+                t0 = time.monotonic()
+                body = s3.get_object(Bucket="big", Key=big["Key"])["Body"].read()
+                self.assertEqual(len(body), big["Size"])
+                self.assertGreaterEqual(time.monotonic() - t0, 0.145 + 0.45)
+                # Per job: the x-dliofs-job header names one.
+                url = "http://127.0.0.1:%d/d/%s" % (port, key)
+                for _ in range(3):
+                    req = urllib.request.Request(url, headers={"x-dliofs-job": "jobA",
+                                                               "Range": "bytes=0-9"})
+                    with urllib.request.urlopen(req, timeout=30) as r:
+                        self.assertEqual(len(r.read()), 10)
+                with urllib.request.urlopen("http://127.0.0.1:%d/.dliofs/stats.json" % port,
+                                            timeout=30) as r:
+                    st = json.load(r)
+                jobs = {j["name"]: j for j in st["jobs"]}
+                self.assertIn("jobA", jobs)
+                self.assertEqual(jobs["jobA"]["classes"]["read"]["ops"], 3)
+                self.assertEqual(jobs["jobA"]["classes"]["read"]["bytes"], 30)
+                boto = [n for n in jobs if n.startswith("Boto3/") and n.endswith(" anyone")]
+                self.assertEqual(len(boto), 1, list(jobs))
+                self.assertGreaterEqual(jobs[boto[0]]["classes"]["read"]["ops"], 3)
+                self.assertGreaterEqual(jobs[boto[0]]["classes"]["meta"]["ops"], 2)
             finally:
                 rc, err = stop_server(p, signal.SIGINT)
             self.assertEqual(rc, 0, err)

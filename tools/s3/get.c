@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dliofs/clock.h"
 #include "s3_i.h"
@@ -95,30 +94,6 @@ static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *le
 	return 1;
 }
 
-/* Hold the reply until the pacer's decision (this connection's thread). */
-static void pace(struct body *bd, enum dl_op_class cls)
-{
-	struct dl_s3 *s = bd->s;
-	struct timespec ts;
-	uint64_t now = dl_mono_ns();
-
-	if (!s->pacer)
-		return;
-	bd->req = (struct dl_pacer_req){.cls = cls, .file_id = bd->f.key ^ bd->f.part,
-					.off = cls == DL_OP_READ ? bd->off : 0,
-					.len = cls == DL_OP_READ ? bd->len : 0,
-					.file_size = bd->f.size};
-	if (dl_pacer_submit(s->pacer, &bd->req, now, &bd->res))
-		return;
-	bd->paced = 1;
-	if (bd->res.due_ns > now) {
-		ts.tv_sec = (time_t)(bd->res.due_ns / 1000000000ULL);
-		ts.tv_nsec = (long)(bd->res.due_ns % 1000000000ULL);
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
-	}
-}
-
 enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, const char *key,
 				 struct MHD_Connection *c, int head)
 {
@@ -152,7 +127,11 @@ enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, 
 	}
 	if (rr > 0)
 		status = MHD_HTTP_PARTIAL_CONTENT;
-	pace(bd, head ? DL_OP_META : DL_OP_READ);
+	bd->req = (struct dl_pacer_req){.cls = head ? DL_OP_META : DL_OP_READ,
+					.file_id = bd->f.key ^ bd->f.part,
+					.off = head ? 0 : bd->off, .len = head ? 0 : bd->len,
+					.file_size = bd->f.size};
+	bd->paced = dl_s3_pace(s, c, &bd->req, &bd->res);
 	dl_s3_etag(&bd->f, etag, sizeof(etag));
 	dl_s3_http_date(s->start_real_s, date, sizeof(date));
 	if (head) {

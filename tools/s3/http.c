@@ -89,6 +89,9 @@ static enum MHD_Result route(struct dl_s3 *s, struct MHD_Connection *c, const ch
 						 : "Access Denied",
 					 url);
 	url++;
+	/* Not a bucket: S3 names start with a letter or digit. */
+	if (strcmp(url, DL_CTL_DIRNAME "/stats.json") == 0 && get)
+		return dl_s3_stats(s, c);
 	b = vhost_bucket(s, c);
 	if (b) {
 		key = url;

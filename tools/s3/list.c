@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dliofs/clock.h"
 #include "s3_i.h"
 
 #define XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -105,6 +106,12 @@ enum MHD_Result dl_s3_list_objects(struct dl_s3 *s, const struct dl_s3_bucket *b
 		o = p > o ? p : o;
 	}
 
+	/* A page is one metadata request to the storage. */
+	struct dl_pacer_req preq = {.cls = DL_OP_META};
+	struct dl_pacer_result pres;
+
+	if (dl_s3_pace(s, c, &preq, &pres))
+		dl_pacer_complete(s->pacer, &preq, &pres, dl_mono_ns());
 	dl_s3_iso_date(s->start_real_s, date, sizeof(date));
 	dl_s3_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" S3_NS "\"><Name>");
 	dl_s3_buf_xml(&b, bk->ds->name);

@@ -91,6 +91,15 @@ void *dl_s3_req_start(void *cls, const char *uri, struct MHD_Connection *c);
 void dl_s3_req_done(void *cls, struct MHD_Connection *c, void **req_cls,
 		    enum MHD_RequestTerminationCode toe);
 
+/* pace.c: the job a request belongs to (its name into name; id > 0);
+ * submit a request to the pacer and wait for its decision: 1 when it was
+ * submitted (complete it with dl_pacer_complete), 0 when not shaped. */
+uint32_t dl_s3_job(struct MHD_Connection *c, char *name, size_t len);
+int dl_s3_pace(struct dl_s3 *s, struct MHD_Connection *c, struct dl_pacer_req *req,
+	       struct dl_pacer_result *res);
+/* GET /.dliofs/stats.json: the pacer's statistics, per class and per job. */
+enum MHD_Result dl_s3_stats(struct dl_s3 *s, struct MHD_Connection *c);
+
 /* http.c: the access handler libmicrohttpd calls for each request. */
 enum MHD_Result dl_s3_handle(void *cls, struct MHD_Connection *c, const char *url,
 			     const char *method, const char *version, const char *upload_data,

@@ -145,7 +145,8 @@ static int canon_query(const char *q, struct dl_s3_buf *out)
 		}
 		q = amp ? amp + 1 : end;
 	}
-	qsort(pairs, n, sizeof(*pairs), qcmp);
+	if (n)
+		qsort(pairs, n, sizeof(*pairs), qcmp);
 	for (size_t i = 0; i < n; i++)
 		dl_s3_buf_printf(out, "%s%s=%s", i ? "&" : "", pairs[i].k, pairs[i].v);
 out:

@@ -118,11 +118,31 @@ enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, 
 	rr = parse_range(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range"), bd->f.size,
 			 &bd->off, &bd->len);
 	if (rr < 0) {
+		struct dl_s3_buf x = {0};
+		struct MHD_Response *er;
 		enum MHD_Result e;
 
+		/* S3's 416: the error document, and the size in Content-Range. */
+		snprintf(cr, sizeof(cr), "bytes */%" PRIu64, bd->f.size);
 		free(bd);
-		e = dl_s3_reply_error(c, MHD_HTTP_RANGE_NOT_SATISFIABLE, "InvalidRange",
-				      "The requested range is not satisfiable", key);
+		dl_s3_buf_printf(&x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+				 "InvalidRange</Code><Message>The requested range is not satisfiable"
+				 "</Message><Resource>");
+		dl_s3_buf_xml(&x, key);
+		dl_s3_buf_printf(&x, "</Resource><RequestId>0</RequestId></Error>");
+		if (x.oom) {
+			dl_s3_buf_free(&x);
+			return MHD_NO;
+		}
+		er = MHD_create_response_from_buffer(x.len, x.p, MHD_RESPMEM_MUST_FREE);
+		if (!er) {
+			dl_s3_buf_free(&x);
+			return MHD_NO;
+		}
+		MHD_add_response_header(er, "Content-Type", "application/xml");
+		MHD_add_response_header(er, "Content-Range", cr);
+		e = MHD_queue_response(c, MHD_HTTP_RANGE_NOT_SATISFIABLE, er);
+		MHD_destroy_response(er);
 		return e;
 	}
 	if (rr > 0)

@@ -412,6 +412,33 @@ class S3AuthTest(unittest.TestCase):
             urllib.request.urlopen(bad, timeout=30)
         self.assertEqual(e.exception.code, 403)
         self.assertIn(b"SignatureDoesNotMatch", e.exception.read())
+        # An expired presigned URL is refused.
+        old = self.cl().generate_presigned_url("get_object", Params={"Bucket": "d", "Key": key},
+                                               ExpiresIn=1)
+        time.sleep(2.1)
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(old, timeout=30)
+        self.assertEqual(e.exception.code, 403)
+
+    def test_clock_skew(self):
+        # A header signature made 20 minutes ago (botocore's clock set back).
+        import datetime
+        import types
+        import botocore.auth
+
+        class Past(datetime.datetime):
+            @classmethod
+            def utcnow(cls):
+                return datetime.datetime.utcnow() - datetime.timedelta(minutes=20)
+        real = botocore.auth.datetime
+        botocore.auth.datetime = types.SimpleNamespace(datetime=Past)
+        try:
+            with self.assertRaises(ClientError) as e:
+                self.cl().list_buckets()
+        finally:
+            botocore.auth.datetime = real
+        self.assertEqual(e.exception.response["Error"]["Code"], "RequestTimeTooSkewed")
+        self.cl().list_buckets()
 
 
 class S3PacerTest(unittest.TestCase):

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "s3_i.h"
 
@@ -204,6 +205,39 @@ static const char *arg(struct MHD_Connection *c, const char *k)
 	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
 }
 
+/* A signed request is good for a while only: S3's 15 minutes of clock
+ * skew for a header signature, X-Amz-Expires (at most 7 days) for a
+ * presigned URL, so a captured request cannot be replayed forever. */
+static int check_time(struct MHD_Connection *c, const char *amzdate, int presigned,
+		      const char **code)
+{
+	struct tm tm = {0};
+	const char *end = strptime(amzdate, "%Y%m%dT%H%M%SZ", &tm);
+	int64_t t, now = (int64_t)time(NULL);
+
+	if (!end || *end) {
+		*code = "AccessDenied";
+		return -EACCES;
+	}
+	t = (int64_t)timegm(&tm);
+	if (presigned) {
+		const char *e = arg(c, "X-Amz-Expires");
+		char *ep;
+		long exp = e ? strtol(e, &ep, 10) : -1;
+
+		if (!e || *ep || exp < 1 || exp > 604800 || now > t + exp || t > now + 900) {
+			*code = "AccessDenied";	/* S3: "Request has expired" */
+			return -EACCES;
+		}
+		return 0;
+	}
+	if (t > now + 900 || t < now - 900) {
+		*code = "RequestTimeTooSkewed";
+		return -EACCES;
+	}
+	return 0;
+}
+
 int dl_s3_auth(const struct dl_s3 *s, struct MHD_Connection *c, const char *method,
 	       const char *raw_uri, const char **code)
 {
@@ -314,8 +348,9 @@ int dl_s3_auth(const struct dl_s3 *s, struct MHD_Connection *c, const char *meth
 		OPENSSL_cleanse(key0, sizeof(key0));
 	}
 	hex(h, 32, want);
-	if (strlen(sig) == 64 && CRYPTO_memcmp(want, sig, 64) == 0)
-		ret = 0;
+	if (strlen(sig) != 64 || CRYPTO_memcmp(want, sig, 64) != 0)
+		goto out;
+	ret = check_time(c, amzdate, presigned, code);
 out:
 	dl_s3_buf_free(&cr);
 	dl_s3_buf_free(&sts);

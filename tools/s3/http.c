@@ -86,6 +86,8 @@ static enum MHD_Result route(struct dl_s3 *s, struct MHD_Connection *c, const ch
 						 ? "The request signature we calculated does not match the signature you provided."
 						 : strcmp(code, "InvalidAccessKeyId") == 0
 						 ? "The AWS access key Id you provided does not exist in our records."
+						 : strcmp(code, "RequestTimeTooSkewed") == 0
+						 ? "The difference between the request time and the current time is too large."
 						 : "Access Denied",
 					 url);
 	url++;

@@ -97,7 +97,7 @@ static int qcmp(const void *a, const void *b)
 }
 
 /* The canonical query string of the raw query, without X-Amz-Signature. */
-static int canon_query(const char *q, struct dl_s3_buf *out)
+int dl_s3_canon_query(const char *q, struct dl_s3_buf *out)
 {
 	struct qpair *pairs = NULL;
 	size_t n = 0, cap = 0;
@@ -293,7 +293,7 @@ int dl_s3_auth(const struct dl_s3 *s, struct MHD_Connection *c, const char *meth
 	q = strchr(raw_uri, '?');
 	dl_s3_buf_printf(&cr, "%s\n%.*s\n", method, (int)(q ? q - raw_uri : (long)strlen(raw_uri)),
 			 raw_uri);
-	if (canon_query(q ? q + 1 : NULL, &cr))
+	if (dl_s3_canon_query(q ? q + 1 : NULL, &cr))
 		goto out;
 	dl_s3_buf_printf(&cr, "\n");
 	list = signed_h;

@@ -3,7 +3,6 @@
  * never a copy of the whole object. The pacer decides when the reply
  * starts, as it decides when the mount's read is answered: one GET, or
  * one range, is one request to the storage. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,57 +42,6 @@ static void body_free(void *cls)
 	free(bd);
 }
 
-/* Range: bytes=a-b, a-, -n (one range). 1: serve [*off, *off + *len);
- * 0: no usable Range header (serve all); -1: unsatisfiable (416). */
-static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
-{
-	uint64_t a = 0, b = 0;
-	char *end;
-	int has_a, has_b;
-
-	if (!h || strncmp(h, "bytes=", 6) != 0)
-		return 0;
-	h += 6;
-	if (strchr(h, ','))
-		return 0;	/* several ranges: S3 serves the whole object */
-	has_a = *h >= '0' && *h <= '9';
-	if (has_a) {
-		errno = 0;
-		a = strtoull(h, &end, 10);
-		if (errno)
-			return 0;
-		h = end;
-	}
-	if (*h++ != '-')
-		return 0;
-	has_b = *h >= '0' && *h <= '9';
-	if (has_b) {
-		errno = 0;
-		b = strtoull(h, &end, 10);
-		if (errno || *end)
-			return 0;
-	} else if (*h) {
-		return 0;
-	}
-	if (!has_a && !has_b)
-		return 0;
-	if (!has_a) {
-		/* The last b bytes. */
-		if (b == 0)
-			return -1;
-		*off = b >= size ? 0 : size - b;
-		*len = size - *off;
-		return size ? 1 : -1;
-	}
-	if (has_b && b < a)
-		return 0;	/* invalid: ignored, as HTTP says */
-	if (a >= size)
-		return -1;
-	*off = a;
-	*len = (has_b && b < size ? b + 1 : size) - a;
-	return 1;
-}
-
 enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, const char *key,
 				 struct MHD_Connection *c, int head)
 {
@@ -115,7 +63,7 @@ enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, 
 	}
 	bd->off = 0;
 	bd->len = bd->f.size;
-	rr = parse_range(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range"), bd->f.size,
+	rr = dl_s3_parse_range(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Range"), bd->f.size,
 			 &bd->off, &bd->len);
 	if (rr < 0) {
 		struct dl_s3_buf x = {0};

@@ -72,6 +72,10 @@ enum MHD_Result dl_s3_list_buckets(struct dl_s3 *s, struct MHD_Connection *c);
 enum MHD_Result dl_s3_list_objects(struct dl_s3 *s, const struct dl_s3_bucket *b,
 				   struct MHD_Connection *c);
 
+/* range.c: Range: bytes=a-b, a-, -n. 1: serve [*off, *off + *len) of an
+ * object of `size` bytes; 0: no usable Range (serve all); -1: unsatisfiable (416). */
+int dl_s3_parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len);
+
 /* get.c: HeadObject and GetObject (with Range), shaped by the pacer. */
 enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, const char *key,
 				 struct MHD_Connection *c, int head);
@@ -81,6 +85,10 @@ enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, 
  * URI as it came on the wire (path and query, still encoded). */
 int dl_s3_auth(const struct dl_s3 *s, struct MHD_Connection *c, const char *method,
 	       const char *raw_uri, const char **code);
+
+/* SigV4's canonical query string of a raw query (still percent-encoded;
+ * NULL: none), without X-Amz-Signature, appended to out. 0 or -errno. */
+int dl_s3_canon_query(const char *q, struct dl_s3_buf *out);
 
 /* One request in flight: what libmicrohttpd's URI log callback saw. */
 struct dl_s3_req {

@@ -464,6 +464,15 @@ class S3PacerTest(unittest.TestCase):
                     kw = {"Range": rng} if rng else {}
                     s3.get_object(Bucket="d", Key=key, **kw)["Body"].read()
                     self.assertGreaterEqual(time.monotonic() - t0, 0.145, rng)
+                # Connections are served at once: 16 GETs in parallel pay the latency
+                # about once, not 16 times (one thread per connection).
+                import concurrent.futures
+                t0 = time.monotonic()
+                with concurrent.futures.ThreadPoolExecutor(16) as ex:
+                    sizes = list(ex.map(lambda i: len(client(port).get_object(
+                        Bucket="d", Key=key, Range="bytes=0-9")["Body"].read()), range(16)))
+                self.assertEqual(sizes, [10] * 16)
+                self.assertLess(time.monotonic() - t0, 16 * 0.15 / 2)
                 # 2 MB at 4 MB/s (a 4 KiB burst): half a second beyond the latency.
                 big = s3.list_objects_v2(Bucket="big")["Contents"][0]
                 t0 = time.monotonic()

@@ -385,6 +385,24 @@ class S3AuthTest(unittest.TestCase):
         body = s3.get_object(Bucket="d", Key=keys[0], Range="bytes=3-40")["Body"].read()
         self.assertEqual(len(body), 38)
         self.assertGreater(s3.head_object(Bucket="d", Key=keys[0])["ContentLength"], 700)
+        # Signed virtual-host requests: the canonical URI is the path without the bucket.
+        real = socket.getaddrinfo
+
+        def resolve(host, *a, **kw):
+            return real("127.0.0.1" if host.endswith(".localhost") else host, *a, **kw)
+        socket.getaddrinfo = resolve
+        try:
+            v = boto3.client("s3", endpoint_url="http://localhost:%d" % self.port,
+                             aws_access_key_id="AKIDTEST", aws_secret_access_key="s3cr3t/+k",
+                             region_name="eu-west-1",
+                             config=botocore.config.Config(s3={"addressing_style": "virtual"},
+                                                           signature_version="s3v4",
+                                                           retries={"max_attempts": 1}))
+            self.assertEqual(v.get_object(Bucket="d", Key=keys[0])["Body"].read(),
+                             s3.get_object(Bucket="d", Key=keys[0])["Body"].read())
+            self.assertEqual(len(v.list_objects_v2(Bucket="d", MaxKeys=5)["Contents"]), 5)
+        finally:
+            socket.getaddrinfo = real
 
     def test_refused(self):
         for kw, code in (({"secret": "wrong"}, "SignatureDoesNotMatch"),

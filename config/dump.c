@@ -199,6 +199,13 @@ int dl_config_dump(const struct dl_config *cfg, FILE *out)
 			fprintf(out, "all");
 		fprintf(out, "]\n");
 	}
+	if (cfg->s3.access_key[0]) {
+		fprintf(out, "s3:\n  access_key: ");
+		put_quoted(out, cfg->s3.access_key);
+		fprintf(out, "\n  secret_key: ");
+		put_quoted(out, cfg->s3.secret_key);
+		fprintf(out, "\n");
+	}
 	if (cfg->nbacking) {
 		fprintf(out, "backing:\n");
 		for (unsigned i = 0; i < cfg->nbacking; i++) {

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "profile_i.h"
 #include "fs_i.h"
+#include "s3.h"
 
 /* Beyond this many files per split, `check` samples sizes instead of summing all. */
 #define DL_CHECK_EXACT_FILES 50000000ULL
@@ -32,6 +33,7 @@ static void usage(FILE *o)
 		"       dliofs umount MOUNTPOINT\n"
 		"       dliofs check CONFIG.yaml\n"
 		"       dliofs formats [--config]\n"
+		"       dliofs s3 serve CONFIG.yaml [--listen HOST:PORT]\n"
 		"       dliofs profile DIR -o OUT.yaml [--time 60s] [--read-only] (--help: more)\n"
 		"       dliofs stat MOUNTPOINT [--watch [SECONDS]] [--all | --json] [--reset]\n"
 		"       dliofs set MOUNTPOINT key=value ...\n"
@@ -51,6 +53,8 @@ static void usage(FILE *o)
 		"check   validate CONFIG.yaml and print every dataset: files, sizes, total bytes\n"
 		"formats the formats served, their own keys and read plans (--config: a config\n"
 		"        with one small dataset of every format)\n"
+		"s3      serve the datasets of CONFIG.yaml as S3 buckets over HTTP, shaped by\n"
+		"        its pacer (foreground; SIGINT/SIGTERM stop it; README: S3 endpoint)\n"
 		"profile measure the storage DIR is on (cache bypassed) and write a storage\n"
 		"        profile, pacer: {profile: ./OUT.yaml}, that the mount reproduces\n"
 		"stat    the mount's live statistics: a table per class and per job (--all:\n"
@@ -330,6 +334,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "mount"))
 		return cmd_mount(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "s3"))
+		return dl_s3_main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "umount") || !strcmp(argv[1], "unmount")) {
 		if (argc != 3) {
 			usage(stderr);

@@ -13,11 +13,14 @@ set -euo pipefail
 VENV=${DLIOFS_VENV:-/opt/dliofs-venv}
 # The TensorFlow release the tests were run with (CPU-only wheel from PyPI).
 TF_PIN=${DLIOFS_TF_PIN:-tensorflow-cpu==2.21.0}
+# The S3 endpoint's tests (tests/test_s3.py) drive it with the real boto3.
+BOTO3_PIN=${DLIOFS_BOTO3_PIN:-boto3==1.35.99}
 
 PACKAGES=(
   meson ninja-build pkg-config gcc libc6-dev
   libfuse3-dev fuse3 libyaml-dev zlib1g-dev libdeflate-dev libhdf5-dev libpng-dev
   libjpeg62-turbo-dev libjpeg-turbo-progs
+  libmicrohttpd-dev libssl-dev
   python3-numpy python3-torch python3-torchvision python3-h5py python3-pil
   python3-matplotlib python3-venv python3-yaml
   fio ca-certificates
@@ -94,6 +97,18 @@ if [ "$want_venv" -eq 1 ] && ! venv_ok; then
   fi
   quiet "pip install" "${SUDO[@]}" "$VENV/bin/pip" install -q --disable-pip-version-check "$TF_PIN"
   quiet "tensorflow import check" "$VENV/bin/python" -c "import tensorflow"
+fi
+
+# --- boto3 (PyPI) in the same venv: tests/test_s3.py ---
+boto3_ok() {
+  [ -x "$VENV/bin/python" ] || return 1
+  [ "$("$VENV/bin/python" -c "import importlib.metadata as m; print('boto3==' + m.version('boto3'))" \
+    2>/dev/null)" = "$BOTO3_PIN" ]
+}
+if [ "$want_venv" -eq 1 ] && [ -x "$VENV/bin/pip" ] && ! boto3_ok; then
+  echo "install-deps.sh: installing $BOTO3_PIN into $VENV (PyPI)"
+  quiet "pip install (boto3)" "${SUDO[@]}" "$VENV/bin/pip" install -q --disable-pip-version-check \
+    "$BOTO3_PIN"
 fi
 
 # --- DLIO benchmark (PyPI) in the same venv: tests/test_dlio_benchmark.py, bench/bench_dlio_gen.sh ---

@@ -37,7 +37,7 @@ done
 MAIN=build-test
 SAN=build-test-san
 FUZZ=build-test-fuzz
-FUZZ_TARGETS=(tests/fuzz/fuzz_config tests/fuzz/fuzz_dlio tests/fuzz/fuzz_pacer_set tests/fuzz/fuzz_trace)
+FUZZ_TARGETS=(tests/fuzz/fuzz_config tests/fuzz/fuzz_dlio tests/fuzz/fuzz_pacer_set tests/fuzz/fuzz_trace tests/fuzz/fuzz_s3)
 PY=/usr/bin/python3
 start=$(date +%s)
 stage_failures=()   # "what" for each step that failed outside meson test

@@ -36,6 +36,14 @@ struct dl_backing_cfg {
 	struct dl_loc loc;	/* the entry's mapping in the YAML */
 };
 
+/* `s3:` section: the S3 endpoint's credentials (dliofs s3 serve). With
+ * none, any request is accepted; with a key pair, requests must carry a
+ * SigV4 signature made with it. */
+struct dl_s3_cfg {
+	char access_key[128];
+	char secret_key[128];
+};
+
 struct dl_config {
 	char path[4096];		/* file it came from */
 	uint64_t seed;
@@ -47,6 +55,7 @@ struct dl_config {
 	struct dl_trace_cfg trace;
 	unsigned nbacking;
 	struct dl_backing_cfg *backing;
+	struct dl_s3_cfg s3;
 };
 
 /* Parse and validate `path`. Every problem goes to `err` as

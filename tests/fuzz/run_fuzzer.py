@@ -28,6 +28,7 @@ HARNESS = {
     "config": {"seeds": ["configs/*.yaml", "configs/storage/*.yaml", "tests/fuzz/seeds/config/*",
                          "tests/fuzz/seeds/dlio/*"], "max_len": 16384, "dict": "config.dict"},
     "dlio": {"seeds": ["tests/fuzz/seeds/dlio/*"], "max_len": 8192, "dict": "dlio.dict"},
+    "s3": {"seeds": ["tests/fuzz/seeds/s3/*"], "max_len": 2048, "dict": None},
     "pacer_set": {"seeds": ["tests/fuzz/seeds/pacer_set/*"], "max_len": 2048,
                   "dict": "pacer_set.dict"},
     "trace": {"seeds": [], "make_seeds": "make_trace_seeds.py", "max_len": 65536, "dict": None},

@@ -202,9 +202,10 @@ int dl_config_dump(const struct dl_config *cfg, FILE *out)
 	if (cfg->s3.access_key[0]) {
 		fprintf(out, "s3:\n  access_key: ");
 		put_quoted(out, cfg->s3.access_key);
-		fprintf(out, "\n  secret_key: ");
-		put_quoted(out, cfg->s3.secret_key);
-		fprintf(out, "\n");
+		/* The secret is never written back: this text is `dliofs check`'s
+		 * output and the mount's .dliofs/config.yaml, which any local user
+		 * may read. Loaded again, it asks for the secret by name. */
+		fprintf(out, "\n  # secret_key: set, not shown\n");
 	}
 	if (cfg->nbacking) {
 		fprintf(out, "backing:\n");

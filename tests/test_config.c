@@ -1590,11 +1590,35 @@ static void test_hostile(void)
 		   "t.yaml:3:25: dataset.num_samples_per_file: must be at least 1");
 }
 
+/* The S3 secret is never written back (check's output, .dliofs/config.yaml
+ * are readable by anyone on the machine). */
+static void test_dump_hides_the_s3_secret(void)
+{
+	struct res a = load("datasets:\n  - {name: d, format: raw, files: 2, sample_size: 4KiB}\n"
+			    "s3: {access_key: AKIDTEST, secret_key: 'sEcReT/+k'}\n");
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(a.ret == 0, "s3 config loads: %s", a.err);
+	if (a.ret)
+		goto out;
+	f = open_memstream(&text, &len);
+	dl_config_dump(a.cfg, f);
+	fclose(f);
+	CHECK(text && strstr(text, "AKIDTEST") && !strstr(text, "sEcReT"),
+	      "dump keeps the access key and hides the secret:\n%s", text ? text : "");
+out:
+	free(text);
+	res_free(&a);
+}
+
 int main(void)
 {
 	test_full();
 	test_defaults();
 	test_dump();
+	test_dump_hides_the_s3_secret();
 	test_files();
 	test_names();
 	test_value_errors();

@@ -215,11 +215,40 @@ static void set_throttle(struct dl_dev_model *m, int which, double bw, double io
 	m->iops_burst = 0;
 }
 
+/* Refill periods tried: 0 is a continuous bucket. */
+static const uint64_t refills[] = {0,	      10000000,	 20000000,  50000000,
+				   100000000, 200000000, 500000000, 1000000000};
+
+/* The throttle kind (1 bytes, 2 IOs, 3 both; from w_lo to w_hi) and refill
+ * period that fit best, starting from the choice in *which, *g whose
+ * misfit is *best, and m set to the winner. A refill in periods must do
+ * clearly better than a continuous one (SLICED): a device without a
+ * throttle is not given one's stalls for a few percent of fit. */
+static void pick_throttle(struct fit *f, struct dl_dev_model *m, int w_lo, int w_hi, double bw,
+			  double iops, double *best, int *which, uint64_t *g)
+{
+	double bs = *best * (*g ? SLICED : 1.0);
+
+	for (int w = w_lo; w <= w_hi; w++)
+		for (unsigned i = 0; i < sizeof(refills) / sizeof(refills[0]); i++) {
+			double e, se;
+
+			set_throttle(m, w, bw, iops, refills[i]);
+			e = misfit(f);
+			se = e * (refills[i] ? SLICED : 1.0);
+			if (se < bs * 0.98) {
+				bs = se;
+				*best = e;
+				*which = w;
+				*g = refills[i];
+			}
+		}
+	set_throttle(m, *which, bw, iops, *g);
+}
+
 int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model *out, char *why,
 		 size_t whylen)
 {
-	static const uint64_t gs[] = {0,	   10000000,  20000000,	 50000000,
-				      100000000, 200000000, 500000000, 1000000000};
 	static const uint32_t qs[] = {0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
 	/* Up to 3x: a larger spread at QD1 is interference (neighbours on a
 	 * shared disk), and a noise that large would lengthen every service
@@ -228,7 +257,7 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 	struct fit f;
 	struct dl_dev_model *m;
 	double fixed, rate, best, e, bw, iops;
-	int which = 0, w;
+	int which = 0;
 	uint64_t g = 0;
 	int ret;
 
@@ -252,27 +281,9 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 	m->latency.a_ns = (uint64_t)(fixed + 0.5);
 	bw = kth(pts, n, 0, 1);
 	iops = kth(pts, n, 1, 1);
-	/* Step 2: which throttle, refilled how. A refill in periods must do
-	 * clearly better than a continuous one (SLICED): a device without a
-	 * throttle is not given one's stalls for a few percent of fit. */
+	/* Step 2: which throttle, refilled how. */
 	best = misfit(&f);
-	{
-		double bs = best;
-
-		for (w = 1; w <= 3; w++) {
-			for (unsigned i = 0; i < sizeof(gs) / sizeof(gs[0]); i++) {
-				set_throttle(m, w, bw, iops, gs[i]);
-				e = misfit(&f);
-				if (e * (gs[i] ? SLICED : 1.0) < bs * 0.98) {
-					bs = e * (gs[i] ? SLICED : 1.0);
-					best = e;
-					which = w;
-					g = gs[i];
-				}
-			}
-		}
-	}
-	set_throttle(m, which, bw, iops, g);
+	pick_throttle(&f, m, 1, 3, bw, iops, &best, &which, &g);
 	/* Step 3: channels, then data paths, then channels again with them. */
 	for (int round = 0; round < 2; round++) {
 		static const uint64_t lns[] = {0, 1, 2, 4, 8};
@@ -344,18 +355,7 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 		iops = bi;
 		set_throttle(m, which, bw, iops, g);
 		/* The refill again, with the channels known. */
-		double bs = best * (g ? SLICED : 1.0);
-
-		for (unsigned i = 0; i < sizeof(gs) / sizeof(gs[0]); i++) {
-			set_throttle(m, which, bw, iops, gs[i]);
-			e = misfit(&f);
-			if (e * (gs[i] ? SLICED : 1.0) < bs * 0.98) {
-				bs = e * (gs[i] ? SLICED : 1.0);
-				best = e;
-				g = gs[i];
-			}
-		}
-		set_throttle(m, which, bw, iops, g);
+		pick_throttle(&f, m, which, which, bw, iops, &best, &which, &g);
 		/* A continuous bucket's depth: what it lets through at once
 		 * after idle time, as rate x 10 ms, 100 ms or 1 s (a period's
 		 * bucket gets its lump instead). */

@@ -355,6 +355,16 @@ def spread(v):
     return (max(v) - min(v)) / m if m else 0.0
 
 
+def record(res, shape, run_i, job, r, e):
+    """Keep one run's real and emulated figures of a job, and print them."""
+    for k in r:
+        res.setdefault((job, k), ([], []))
+        res[(job, k)][0].append(r[k])
+        res[(job, k)][1].append(e[k])
+    print("[%s] run %d %-13s real %s | emulated %s (load %.2f)"
+          % (shape, run_i + 1, job, fmt_all(r), fmt_all(e), os.getloadavg()[0]), flush=True)
+
+
 def bench_shape(args, build, shape, top, script, mnt):
     res = {}  # (job, metric) -> ([real...], [emulated...])
     dev = Device(shape, top)
@@ -387,13 +397,7 @@ def bench_shape(args, build, shape, top, script, mnt):
                 drop_caches()
                 with Mount(build, cfg, mnt):
                     e = fn(lambda c: c, cfg, mnt)
-                for k in r:
-                    res.setdefault((job, k), ([], []))
-                    res[(job, k)][0].append(r[k])
-                    res[(job, k)][1].append(e[k])
-                print("[%s] run %d %-13s real %s | emulated %s (load %.2f)"
-                      % (shape, run_i + 1, job, fmt_all(r), fmt_all(e), os.getloadavg()[0]),
-                      flush=True)
+                record(res, shape, run_i, job, r, e)
             for bw in args.whatif:
                 dev.set_bps(bw)
                 drop_caches()
@@ -405,13 +409,7 @@ def bench_shape(args, build, shape, top, script, mnt):
                 with Mount(build, cfg, mnt, ["read.bandwidth=%dMB/s" % (bw / 1e6)]):
                     e = drive(build, lambda c: c, cfg, mnt)
                 job = "what-if %d MB/s" % (bw / 1e6)
-                for k in r:
-                    res.setdefault((job, k), ([], []))
-                    res[(job, k)][0].append(r[k])
-                    res[(job, k)][1].append(e[k])
-                print("[%s] run %d %-13s real %s | emulated %s (load %.2f)"
-                      % (shape, run_i + 1, job, fmt_all(r), fmt_all(e), os.getloadavg()[0]),
-                      flush=True)
+                record(res, shape, run_i, job, r, e)
         for run_i in range(args.knee_runs):
             t = time.time()
             kr, pr = knee_real(build, dev, gen, args.knee_lo, args.knee_hi, 0.05)

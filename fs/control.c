@@ -321,6 +321,35 @@ static int split_kv(char *line, char **key, char **val)
 	return 0;
 }
 
+/* Lines key=value set one by one on cfg, in order; the first bad one
+ * stops it, its reason in why. Lines naming files (empirical tables) are
+ * skipped when skip_files says so. */
+static int set_lines(struct dl_pacer_cfg *cfg, const struct lines *l, int skip_files, char *why,
+		     size_t wl)
+{
+	char *key, *val, esc[256];
+	int ret = 0, n = (int)l->n;
+
+	for (int i = 0; i < n && !ret; i++) {
+		char msg[512], *line;
+
+		if (skip_files && strstr(l->v[i], "empirical"))
+			continue;
+		line = strdup(l->v[i]);
+		if (!line)
+			return -ENOMEM;
+		dl_log_esc(line, esc, sizeof(esc));
+		if (split_kv(line, &key, &val)) {
+			snprintf(why, wl, "setting %d: '%s': expected key=value", i + 1, esc);
+			ret = -EINVAL;
+		} else if ((ret = dl_pacer_cfg_set(cfg, key, val, msg, sizeof(msg)))) {
+			snprintf(why, wl, "setting %d of %d: %s", i + 1, n, msg);
+		}
+		free(line);
+	}
+	return ret;
+}
+
 /* Every setting applied to a copy of the model in force, checked together,
  * then installed at once: cache.policy=lru cache.size=8GiB in one write is
  * one change, and a bad line changes nothing. */
@@ -331,7 +360,7 @@ static int tx_pacer(struct dl_fs *fs, struct dl_ctl_handle *h, const char *text,
 	enum dl_cache_policy before;
 	struct creds cr;
 	struct lines l;
-	char *key, *val, esc[256];
+	char esc[256];
 	int ret, n;
 
 	n = split_lines(text, len, "\n;", &l);
@@ -351,22 +380,7 @@ static int tx_pacer(struct dl_fs *fs, struct dl_ctl_handle *h, const char *text,
 	}
 	before = copy.cache.policy;
 	as_opener(h, &cr);
-	for (int i = 0; i < n && !ret; i++) {
-		char msg[512], *line = strdup(l.v[i]);
-
-		if (!line) {
-			ret = -ENOMEM;
-			break;
-		}
-		dl_log_esc(line, esc, sizeof(esc));
-		if (split_kv(line, &key, &val)) {
-			snprintf(why, wl, "setting %d: '%s': expected key=value", i + 1, esc);
-			ret = -EINVAL;
-		} else if ((ret = dl_pacer_cfg_set(&copy, key, val, msg, sizeof(msg)))) {
-			snprintf(why, wl, "setting %d of %d: %s", i + 1, n, msg);
-		}
-		free(line);
-	}
+	ret = set_lines(&copy, &l, 0, why, wl);
 	restore(&cr);
 	if (!ret)
 		ret = dl_pacer_set_cfg(fs->pacer, &copy, why, wl);
@@ -735,7 +749,7 @@ static int write_locked(struct dl_ctl_handle *h, const char *buf, size_t len)
  * FUSE workers. Handle lock held. */
 static int check_first_piece_locked(struct dl_fs *fs, struct dl_ctl_handle *h)
 {
-	char why[1024], msg[512], esc[256], *key, *val;
+	char why[1024];
 	struct dl_pacer_cfg scratch;
 	size_t upto = 0;
 	struct lines l;
@@ -753,19 +767,10 @@ static int check_first_piece_locked(struct dl_fs *fs, struct dl_ctl_handle *h)
 	if (dl_pacer_get_cfg(fs->pacer, &scratch))
 		return 0;
 	n = split_lines(h->pending, upto, "\n;", &l);
-	for (int i = 0; i < n && !ret; i++) {
-		char *line = l.v[i];
-
-		if (strstr(line, "empirical"))
-			continue;
-		dl_log_esc(line, esc, sizeof(esc));
-		if (split_kv(line, &key, &val)) {
-			snprintf(why, sizeof(why), "setting %d: '%s': expected key=value", i + 1, esc);
-			ret = -EINVAL;
-		} else if ((ret = dl_pacer_cfg_set(&scratch, key, val, msg, sizeof(msg)))) {
-			snprintf(why, sizeof(why), "setting %d: %s", i + 1, msg);
-		}
-	}
+	if (n > 0)
+		ret = set_lines(&scratch, &l, 1, why, sizeof(why));
+	if (ret == -ENOMEM)
+		ret = 0; /* no verdict here: the commit checks it all again */
 	free_lines(&l);
 	dl_pacer_cfg_free(&scratch);
 	if (ret) {

@@ -287,6 +287,19 @@ static void count_cache(struct pacer_cls_stats *st, struct pacer_job_cls *jc, ui
 	jc->miss_bytes += len - hit;
 }
 
+/* A request through its device at t after a latency draw lat (draw i):
+ * the device model when the class has one, else the plain model. */
+static uint64_t serve(struct pacer_class *k, const struct dl_dev_model *m, struct pacer_dev *d,
+		      const struct pacer_rates *rt, uint64_t i, uint64_t t, uint64_t lat,
+		      uint64_t len, uint64_t *start, unsigned *held)
+{
+	if (!rt->transfer)
+		return pacer_device(d, rt, t, lat, len, start, held);
+	return pacer_device_model(d, rt, t, lat, pacer_noise(m->noise_ppm, k->noise_key, i),
+				  pacer_stall(m->stall_every, m->stall_ns, k->stall_key, i), len,
+				  start, held);
+}
+
 /* The miss bytes of request r (class lock held): from the client's inode
  * cache (metadata seen before, with meta.cached_latency), from its page
  * cache (a buffered read inside what its file's readahead fetched), or
@@ -326,12 +339,7 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 	*busy = 1;
 	if (m->conc.n && k->busy > 1)
 		lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
-	if (rt.transfer)
-		due = pacer_device_model(d, &rt, now, lat, pacer_noise(m->noise_ppm, k->noise_key, i),
-					 pacer_stall(m->stall_every, m->stall_ns, k->stall_key, i), miss,
-					 start, &held);
-	else
-		due = pacer_device(d, &rt, now, lat, miss, start, &held);
+	due = serve(k, m, d, &rt, i, now, lat, miss, start, &held);
 	pacer_share_account(&k->jobs[js], held);
 	if (buffered)
 		pacer_ra_done(&k->runs, r->file_id, r->job, due);
@@ -485,15 +493,8 @@ int dl_pacer_retime(struct dl_pacer *p, const struct dl_pacer_req *r,
 		/* Its latency runs from its arrival, not from the change. */
 		ready = sat_add(arrival, lat);
 		d = device_for(p, k, m, res->slot, now_ns, res->miss_bytes, 0, &rt);
-		if (rt.transfer)
-			due = pacer_device_model(
-			    d, &rt, now_ns, ready > now_ns ? ready - now_ns : 0,
-			    pacer_noise(m->noise_ppm, k->noise_key, k->draws - 1),
-			    pacer_stall(m->stall_every, m->stall_ns, k->stall_key, k->draws - 1),
+		due = serve(k, m, d, &rt, k->draws - 1, now_ns, ready > now_ns ? ready - now_ns : 0,
 			    res->miss_bytes, &start, &held);
-		else
-			due = pacer_device(d, &rt, now_ns, ready > now_ns ? ready - now_ns : 0,
-					   res->miss_bytes, &start, &held);
 	}
 	if (due < res->due_ns) {
 		if (due < arrival)

@@ -91,8 +91,9 @@ static void detach(struct dl_sink *s, struct sk_node *n)
 	n->parent = NULL;
 }
 
-static void free_node(struct sk_node *n)
+static void free_node(struct dl_sink *s, struct sk_node *n)
 {
+	sk_keep_free(s, n);
 	free(n->kids);
 	free(n->name);
 	free(n);
@@ -101,7 +102,7 @@ static void free_node(struct sk_node *n)
 static void destroy(struct dl_sink *s, struct sk_node *n)
 {
 	dl_htab_del(&s->by_id, &n->by_id);
-	free_node(n);
+	free_node(s, n);
 }
 
 /* Gone from the tree: freed now, or when the kernel forgets it. */
@@ -288,7 +289,7 @@ int dl_sink_new(const struct bk_root *r, const char *mnt_real, struct dl_sink **
 static void drain_node(struct dl_hlink *l, void *arg)
 {
 	(void)arg;
-	free_node(dl_hentry(l, struct sk_node, by_id));
+	free_node(NULL, dl_hentry(l, struct sk_node, by_id));
 }
 
 void dl_sink_free(struct dl_sink *s)
@@ -365,6 +366,7 @@ int dl_sink_path(struct dl_sink *s, uint64_t id, char *buf, size_t len)
 
 void dl_sink_stats_write(struct dl_sink *s, struct dl_jw *w)
 {
+	uint64_t kept, unkept;
 	size_t count;
 
 	pthread_mutex_lock(&s->lock);
@@ -374,5 +376,11 @@ void dl_sink_stats_write(struct dl_sink *s, struct dl_jw *w)
 	dl_jw_u64(w, "max_entries", s->max);
 	dl_jw_u64(w, "discarded_bytes", atomic_load(&s->discarded));
 	dl_jw_u64(w, "read_back_bytes", atomic_load(&s->read_back));
+	pthread_mutex_lock(&s->lock);
+	kept = s->kept;
+	unkept = s->unkept;
+	pthread_mutex_unlock(&s->lock);
+	dl_jw_u64(w, "kept_bytes", kept);
+	dl_jw_u64(w, "unkept_bytes", unkept);
 }
 

@@ -18,6 +18,7 @@ struct sk_node {
 	int dirty;		/* written since its journal line (sink_journal.c) */
 	struct timespec atime, mtime, ctime;
 	uint64_t nlookup;
+	struct sk_keep *keep;	/* bytes kept of what was written (sink_keep.c), or NULL */
 	struct sk_node **kids;	/* directories: children sorted by id */
 	size_t nkids, kcap;
 	uint32_t nsubdirs;
@@ -33,6 +34,8 @@ struct dl_sink {
 	size_t max;		/* entries at most (the root not counted): ENOSPC beyond */
 	uint64_t next_id;
 	_Atomic uint64_t discarded, read_back;	/* bytes written, bytes read */
+	uint64_t kept, unkept;	/* bytes kept now (sink_keep.c); small writes not kept (caps) */
+	int keep_said;		/* the log said a cap was reached */
 	/* The journal (sink_journal.c; jfd -1: none): the table kept across
 	 * mounts. jlines: lines since it was last rewritten; jerr: the error
 	 * that stopped it (fsync then fails). */
@@ -56,6 +59,23 @@ void sk_fill_stat(const struct sk_node *n, fuse_ino_t ino, struct stat *st);
 /* Path below the sink ("a/b"); -ENOENT once unlinked. */
 int sk_path_locked(struct dl_sink *s, const struct sk_node *n, char *buf, size_t len);
 void sk_now(struct timespec *t);
+
+/* Kept bytes (sink_keep.c): the headers and small writes a reader must
+ * parse, bounded a file and a sink. */
+#define SK_KEEP_HEAD 4096u		/* offsets below: always kept */
+#define SK_KEEP_SMALL (64u << 10)	/* requests smaller: kept whole */
+#define SK_KEEP_GLUE 512u		/* first bytes of a larger request kept */
+#define SK_KEEP_FILE (1ull << 20)	/* kept bytes a file at most */
+#define SK_KEEP_SINK (256ull << 20)	/* kept bytes a sink at most */
+/* A write request of size bytes at off; max_req: the largest request the
+ * kernel sends (its pieces of one large write). */
+void sk_keep_write(struct dl_sink *s, struct sk_node *n, const char *buf, size_t size,
+		   uint64_t off, size_t max_req);
+void sk_keep_truncate(struct dl_sink *s, struct sk_node *n, uint64_t size);
+/* Lay n's kept bytes in [off, off + len) over dst. */
+void sk_keep_read(const struct sk_node *n, uint64_t off, uint8_t *dst, size_t len);
+/* s may be NULL (the sink itself is going). */
+void sk_keep_free(struct dl_sink *s, struct sk_node *n);
 
 /* The journal (sink_journal.c): opened and replayed at mount (it must lie
  * outside mnt_real); a line for each change; sync at fsync. */

@@ -1,6 +1,8 @@
 /* FUSE operations on sinks (the tree is sink.c's). Writes are accepted,
- * shaped by the write model, counted and discarded; a read gets
- * deterministic bytes up to the size written, shaped by the read model. */
+ * shaped by the write model, counted and discarded but for the headers and
+ * small writes a reader must parse (sink_keep.c); a read gets deterministic
+ * bytes up to the size written with those laid over, shaped by the read
+ * model. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -143,6 +145,7 @@ static void sk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int to_se
 			goto out;
 		}
 		n->size = (uint64_t)a->st_size;
+		sk_keep_truncate(s, n, n->size);
 		n->mtime = now;
 	}
 	if (to_set & FUSE_SET_ATTR_MODE)
@@ -217,6 +220,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		sk_journal_node(s, n);
 	} else if (fi->flags & O_TRUNC) {
 		n->size = 0;
+		sk_keep_truncate(s, n, 0);
 		sk_journal_node(s, n);
 	}
 	entry_locked(root, n, &r->e);
@@ -334,8 +338,10 @@ static void sk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ret = -ESTALE;
 	else if (S_ISDIR(n->mode))
 		ret = -EISDIR;
-	else if (fi->flags & O_TRUNC)
+	else if (fi->flags & O_TRUNC) {
 		n->size = 0;
+		sk_keep_truncate(s, n, 0);
+	}
 	pthread_mutex_unlock(&s->lock);
 	fi->direct_io = 1; /* every read reaches the model, none is cached */
 	fi->fh = dl_client_pack(&r->client); /* no handle: who opened it */
@@ -355,10 +361,10 @@ static uint64_t read_key(struct dl_fs *fs, struct dl_sink *s, const struct sk_no
 	return dl_key3(fs->cfg->seed, dl_hash_str(0, s->at), dl_hash_str(1, path));
 }
 
-/* What was written is not kept, only its size: a read of it gets
- * deterministic bytes of the same size, shaped by the read model like any
- * read, so a restore reads back what a checkpoint wrote at the storage's
- * speed without the disk. */
+/* What was written is not kept, only its size and its headers: a read of
+ * it gets deterministic bytes of the same size with the kept bytes laid
+ * over, shaped by the read model like any read, so a restore reads back a
+ * checkpoint that still parses at the storage's speed without the disk. */
 static void sk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -400,6 +406,15 @@ static void sk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (ret)
 		goto out;
 	dl_prng_fill(key, (uint64_t)off, r->buf, len);
+	/* The kept bytes over them (a write meanwhile may or may not show, as
+	 * with any file); the node may have gone since. */
+	s = lock_sink(fs, ino, NULL);
+	if (s) {
+		n = sk_find_id(s, bk_id(ino));
+		if (n)
+			sk_keep_read(n, (uint64_t)off, r->buf, len);
+		pthread_mutex_unlock(&s->lock);
+	}
 	r->len = len;
 	r->preq.len = len;
 	atomic_fetch_add(&root->rd_bytes, len);
@@ -419,7 +434,7 @@ static void sk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct sk_node *n;
 	int ret = 0;
 
-	(void)buf, (void)fi;
+	(void)fi;
 	if (!r)
 		return;
 	r->preq.off = (uint64_t)off;
@@ -435,6 +450,7 @@ static void sk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	} else {
 		if ((uint64_t)off + size > n->size)
 			n->size = (uint64_t)off + size;
+		sk_keep_write(s, n, buf, size, (uint64_t)off, fs->max_read);
 		sk_now(&n->mtime);
 		n->ctime = n->mtime;
 		n->dirty = 1;

@@ -77,7 +77,7 @@ CONFIG_KEYS = {"config_file", "dir", "dataset", "format", "files", "eval_files",
                "read_ahead_batches", "epochs", "steps_per_epoch", "total_training_steps",
                "computation_time", "computation_time_mean_s", "eval_time", "file_shuffle",
                "sample_shuffle", "seed", "read_unit", "read_amplification", "checkpoint_model_bytes",
-               "nominal_sample_bytes", "data_loader",
+               "nominal_sample_bytes", "data_loader", "loader", "loader_threads",
                "check_crc", "decode",
                "odirect", "accelerator", "accelerator_type", "workload",
                "warmup_steps_excluded", "end_steps_excluded"}

@@ -15,9 +15,23 @@
  * (fsynced, directory entries too), all ranks meet, each drops its files
  * from the page cache and reads them back, and rank 0 reports bytes,
  * duration and GB/s per rank and for the job (the slowest rank's time), as
- * DLIO and MLPerf Storage report a checkpoint. */
+ * DLIO and MLPerf Storage report a checkpoint.
+ *
+ * With --loader mlperf-v3 the files are written and read as MLPerf Storage
+ * v3's DLIO fork does for a local file system
+ * (checkpointing/pytorch_checkpointing.py: opaque streams of the state's
+ * byte count through mlpstorage's StreamingCheckpointing, chunk_size 32 MiB,
+ * fadvise_mode dontneed, num_parallel_readers 4; its
+ * storage_writers/file_writer.py and storage_readers/file_reader.py):
+ * written in 32 MiB writes, each written range dropped from the page cache
+ * (POSIX_FADV_DONTNEED) as it goes, one fsync at the end; read back by N
+ * threads (--checkpoint-readers, 4; StreamingCheckpointing's own default
+ * is 8), each with its own descriptor (POSIX_FADV_RANDOM) and a contiguous
+ * block of ceil(size / N) bytes, in pread()s of read_chunk_size (4 x 32 MiB
+ * = 128 MiB), each range dropped from the page cache after it is read. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +46,9 @@
 
 #define CK_MAX_LIST 64
 #define CK_IO (4u << 20)
+#define MLPERF_CHUNK (32u << 20)		 /* StreamingCheckpointing chunk_size */
+#define MLPERF_READ_CHUNK (4ull * MLPERF_CHUNK) /* its read_chunk_size default */
+#define MLPERF_READERS 4			 /* the fork's num_parallel_readers */
 /* Region of the written bytes' stream. */
 #define KEY_CKPT_DATA 0x636b7074ULL
 
@@ -300,9 +317,116 @@ static int read_file(const char *path, uint8_t *buf, uint64_t *got)
 	return ret;
 }
 
+/* The fork's file writer: 32 MiB writes, each dropped from the page cache
+ * once written, one fsync at the end. buf holds MLPERF_CHUNK bytes. */
+static int write_file_mlperf(const char *path, uint64_t bytes, uint8_t *buf, uint64_t key)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (uint64_t done = 0; done < bytes && !ret;) {
+		size_t n = bytes - done < MLPERF_CHUNK ? (size_t)(bytes - done) : MLPERF_CHUNK;
+		size_t off = 0;
+
+		for (size_t b = 0; b + 8 <= n; b += 4096) {
+			uint64_t stamp = dl_key2(key, (done + b) / 4096);
+			memcpy(buf + b, &stamp, 8);
+		}
+		while (off < n) {
+			ssize_t w = write(fd, buf + off, n - off);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				ret = -errno;
+				break;
+			}
+			off += (size_t)w;
+		}
+		posix_fadvise(fd, (off_t)done, (off_t)off, POSIX_FADV_DONTNEED);
+		done += off;
+	}
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/* One reader of the fork's parallel load: its block, in 128 MiB preads. */
+struct ck_block {
+	const char *path;
+	uint64_t lo, hi, got;
+	int ret, started;
+	pthread_t th;
+};
+
+static void *read_block(void *arg)
+{
+	struct ck_block *b = arg;
+	uint64_t len = b->hi - b->lo;
+	size_t cap = len < MLPERF_READ_CHUNK ? (size_t)len : (size_t)MLPERF_READ_CHUNK;
+	uint8_t *buf = malloc(cap ? cap : 1);
+	int fd = open(b->path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !buf) {
+		b->ret = fd < 0 ? -errno : -ENOMEM;
+		goto out;
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	for (uint64_t off = b->lo; off < b->hi;) {
+		size_t want = b->hi - off < cap ? (size_t)(b->hi - off) : cap;
+		ssize_t n = pread(fd, buf, want, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			b->ret = n < 0 ? -errno : -EIO; /* the file ended early */
+			break;
+		}
+		posix_fadvise(fd, (off_t)off, n, POSIX_FADV_DONTNEED);
+		off += (uint64_t)n;
+		b->got += (uint64_t)n;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+/* The fork's load: `readers` threads at once, one contiguous block each
+ * (the last ones shorter, none empty), bytes the size it wrote. */
+static int read_file_mlperf(const char *path, uint64_t bytes, unsigned readers, uint64_t *got)
+{
+	struct ck_block b[256];
+	uint64_t block;
+	unsigned n = 0;
+	int ret = 0;
+
+	if (readers < 1 || readers > 256)
+		readers = MLPERF_READERS;
+	block = (bytes + readers - 1) / readers;
+	for (uint64_t pos = 0; pos < bytes && n < readers; pos += block, n++)
+		b[n] = (struct ck_block){.path = path, .lo = pos,
+					 .hi = pos + block < bytes ? pos + block : bytes};
+	for (unsigned i = 0; i < n; i++)
+		b[i].started = !pthread_create(&b[i].th, NULL, read_block, &b[i]);
+	for (unsigned i = 0; i < n; i++) {
+		if (b[i].started)
+			pthread_join(b[i].th, NULL);
+		else
+			read_block(&b[i]); /* no thread to be had: read it here */
+		*got += b[i].got;
+		if (b[i].ret && !ret)
+			ret = b[i].ret;
+	}
+	return ret;
+}
+
 /* This rank's part of checkpoint k: write, meet, read back. */
 static int one_checkpoint(const struct ck_plan *pl, const struct drv_comm *comm, const char *dir,
-			  uint64_t seed, uint64_t k, uint8_t *buf, struct ck_rank *me, FILE *err)
+			  uint64_t seed, uint64_t k, uint8_t *buf, unsigned mlperf, struct ck_rank *me,
+			  FILE *err)
 {
 	struct ck_file files[CK_MAX_LIST + 8];
 	char path[4096 + 128];
@@ -316,8 +440,9 @@ static int one_checkpoint(const struct ck_plan *pl, const struct drv_comm *comm,
 	t0 = now_s();
 	for (size_t i = 0; i < n && !ret; i++) {
 		snprintf(path, sizeof(path), "%.4000s/%.95s", dir, files[i].name);
-		ret = write_file(path, files[i].bytes, buf,
-				 dl_key3(seed, KEY_CKPT_DATA, dl_key3(k, (uint64_t)comm->rank, i)));
+		uint64_t key = dl_key3(seed, KEY_CKPT_DATA, dl_key3(k, (uint64_t)comm->rank, i));
+		ret = mlperf ? write_file_mlperf(path, files[i].bytes, buf, key)
+			     : write_file(path, files[i].bytes, buf, key);
 		if (ret)
 			fprintf(err, "dlio-drive: checkpoint %s: %s\n", path, strerror(-ret));
 		me->files++;
@@ -335,7 +460,8 @@ static int one_checkpoint(const struct ck_plan *pl, const struct drv_comm *comm,
 		uint64_t got = 0;
 
 		snprintf(path, sizeof(path), "%.4000s/%.95s", dir, files[i].name);
-		ret = read_file(path, buf, &got);
+		ret = mlperf ? read_file_mlperf(path, files[i].bytes, mlperf, &got)
+			     : read_file(path, buf, &got);
 		if (!ret && got != files[i].bytes)
 			ret = -EIO;
 		if (ret)
@@ -454,15 +580,20 @@ int drv_ckpt_main(const struct drv_cli *cl, const struct drv_comm *comm)
 		fprintf(stderr, "dlio-drive: %s: %s\n", cl->dir, strerror(errno));
 		ret = -errno;
 	}
-	buf = malloc(CK_IO);
+	/* mlperf-v3: its readers' count (0: the fork's); else 0. */
+	unsigned mlperf = cl->p.loader == DRV_LOADER_MLPERF_V3
+			      ? (cl->p.ckpt_readers ? cl->p.ckpt_readers : MLPERF_READERS)
+			      : 0;
+	size_t bufsz = mlperf ? MLPERF_CHUNK : CK_IO;
+	buf = malloc(bufsz);
 	if (!buf)
 		ret = -ENOMEM;
 	else
-		dl_prng_fill(dl_key2(cl->p.seed, KEY_CKPT_DATA), 0, buf, CK_IO);
+		dl_prng_fill(dl_key2(cl->p.seed, KEY_CKPT_DATA), 0, buf, bufsz);
 	if (drv_comm_sync(comm, ret))
 		goto out;
 	for (uint64_t k = 1; k <= n; k++)
-		if (one_checkpoint(&pl, comm, cl->dir, cl->p.seed, k, buf, &me, stderr))
+		if (one_checkpoint(&pl, comm, cl->dir, cl->p.seed, k, buf, mlperf, &me, stderr))
 			goto out;
 	if (comm->rank == 0 && !(all = calloc((size_t)comm->size, sizeof(*all))))
 		ret = -ENOMEM;
@@ -490,10 +621,13 @@ out:
 struct drv_ck_plan {
 	struct ck_plan pl;
 	uint8_t *buf;
+	int mlperf; /* --loader mlperf-v3: the fork's writes */
 };
 
-int drv_ck_plan_load(const char *path, uint64_t seed, struct drv_ck_plan **out, FILE *err)
+int drv_ck_plan_load(const char *path, uint64_t seed, int loader, struct drv_ck_plan **out,
+		     FILE *err)
 {
+	size_t bufsz = loader == DRV_LOADER_MLPERF_V3 ? MLPERF_CHUNK : CK_IO;
 	struct drv_ck_plan *c = calloc(1, sizeof(*c));
 	int ret;
 
@@ -503,12 +637,13 @@ int drv_ck_plan_load(const char *path, uint64_t seed, struct drv_ck_plan **out, 
 		free(c);
 		return ret;
 	}
-	c->buf = malloc(CK_IO);
+	c->mlperf = loader == DRV_LOADER_MLPERF_V3;
+	c->buf = malloc(bufsz);
 	if (!c->buf) {
 		free(c);
 		return -ENOMEM;
 	}
-	dl_prng_fill(dl_key2(seed, KEY_CKPT_DATA), 0, c->buf, CK_IO);
+	dl_prng_fill(dl_key2(seed, KEY_CKPT_DATA), 0, c->buf, bufsz);
 	*out = c;
 	return 0;
 }
@@ -536,9 +671,10 @@ int drv_ck_write_rank(struct drv_ck_plan *c, uint64_t model, const char *dir, un
 	*files = *bytes = 0;
 	for (size_t i = 0; i < n && !ret; i++) {
 		snprintf(path, sizeof(path), "%.4000s/%.95s", dir, f[i].name);
-		ret = write_file(path, f[i].bytes, c->buf,
-				 dl_key3(seed, KEY_CKPT_DATA,
-					 dl_key3(dl_key2(epoch, step), (uint64_t)rank, i)));
+		uint64_t key = dl_key3(seed, KEY_CKPT_DATA,
+				       dl_key3(dl_key2(epoch, step), (uint64_t)rank, i));
+		ret = c->mlperf ? write_file_mlperf(path, f[i].bytes, c->buf, key)
+				: write_file(path, f[i].bytes, c->buf, key);
 		if (ret)
 			fprintf(err, "dlio-drive: checkpoint %s: %s\n", path, strerror(-ret));
 		(*files)++;

@@ -197,6 +197,9 @@ int drv_tfr_next(struct drv_tfr *t, uint64_t *len, uint64_t *rec_off);
 /* ---- run parameters (drive_config.c) ---- */
 
 enum drv_amp { DRV_AMP_EFFICIENT, DRV_AMP_DLIO };
+/* Whose reads and checkpoints: DLIO 2.0.0's, or MLPerf Storage v3's DLIO
+ * fork's (drive_read_prefetch.c, drive_ckpt.c). */
+enum drv_loader_kind { DRV_LOADER_DLIO, DRV_LOADER_MLPERF_V3 };
 enum drv_accel_kind { DRV_ACCEL_SLEEP, DRV_ACCEL_CUDA };
 
 /* One row of MLPerf Storage's per-accelerator table (docs/dlio.md 4.3). */
@@ -238,6 +241,8 @@ struct drv_params {
 	int iterative; /* DLIO's tensorflow loader (iterative sampler): each reader opens a
 			* file once for its consecutive samples; else pytorch's index
 			* sampler, which opens the file per sample */
+	int loader;	       /* enum drv_loader_kind */
+	unsigned ckpt_readers; /* mlperf-v3: parallel range readers of a checkpoint */
 	int check_crc, decode, odirect, dontneed;
 	uint64_t io_size, transfer_size;
 	/* accelerator */
@@ -488,6 +493,17 @@ struct drv_reader_ops {
 
 /* The reader of the dataset's read plan (NULL: a plan without one). */
 const struct drv_reader_ops *drv_reader_for(const struct dl_dataset *ds);
+/* The reader --loader asks for: mlperf-v3 reads whole-file and hdf5
+ * datasets as the fork's prefetching readers do (drive_read_prefetch.c). */
+const struct drv_reader_ops *drv_reader_for_loader(const struct dl_dataset *ds,
+						   const struct drv_params *p);
+/* mlperf-v3: the loader's threads (64 a reader thread, fewer for fewer
+ * files) and how many batches they may run ahead (two windows of files),
+ * for a split of nfiles files. */
+/* Whether c's dataset is read by mlperf-v3's pool. */
+int drv_mlperf_reads(const struct drv_ctx *c);
+unsigned drv_mlperf_threads(const struct drv_ctx *c, uint64_t nfiles);
+unsigned drv_mlperf_depth(const struct drv_ctx *c, uint64_t nfiles, uint64_t batch);
 
 int drv_relpath(const struct drv_ctx *c, uint32_t split, uint64_t file, uint32_t part, char *buf,
 		size_t len);
@@ -645,7 +661,9 @@ uint64_t drv_nominal_sample(const struct drv_ctx *c);
  * all defaults), then per checkpoint the files a rank writes, `model`
  * bytes of model (the run's checkpoint size), fsynced. */
 struct drv_ck_plan;
-int drv_ck_plan_load(const char *path, uint64_t seed, struct drv_ck_plan **out, FILE *err);
+/* loader: enum drv_loader_kind (mlperf-v3 writes as the fork does). */
+int drv_ck_plan_load(const char *path, uint64_t seed, int loader, struct drv_ck_plan **out,
+		     FILE *err);
 void drv_ck_plan_free(struct drv_ck_plan *c);
 int drv_ck_write_rank(struct drv_ck_plan *c, uint64_t model, const char *dir, unsigned rank,
 		      uint64_t epoch, uint64_t step, uint64_t seed, uint64_t *files,

@@ -86,8 +86,10 @@ static int batch_claims(const struct drv_loader *l)
 {
 	const struct drv_params *p = l->c->p;
 
-	return p->amp == DRV_AMP_DLIO && !p->iterative && l->plan.kind != DRV_U_STREAM &&
-	       l->plan.kind != DRV_U_CHUNK && l->batch <= BATCH_CLAIM_MAX;
+	/* mlperf-v3's pool reads each file in a thread of its own. */
+	return p->amp == DRV_AMP_DLIO && !p->iterative && p->loader != DRV_LOADER_MLPERF_V3 &&
+	       l->plan.kind != DRV_U_STREAM && l->plan.kind != DRV_U_CHUNK &&
+	       l->batch <= BATCH_CLAIM_MAX;
 }
 
 static void *reader_main(void *arg)

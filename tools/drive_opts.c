@@ -38,6 +38,9 @@ static const struct drv_name loaders[] = {
     {"native_dali", 1, 1}, {NULL, 0, 0},
 };
 
+static const struct drv_name loader_names[] = {
+    {"dlio", DRV_LOADER_DLIO, 0}, {"mlperf-v3", DRV_LOADER_MLPERF_V3, 0}, {NULL, 0, 0}};
+
 /* In --help order; a workload key read after another of the same field
  * (a *_stdev, a fallback) comes after it. */
 static const struct drv_opt opts[] = {
@@ -138,6 +141,15 @@ static const struct drv_opt opts[] = {
     {.flag = "data-loader", .key = "reader.data_loader", .type = DRV_T_ENUM, FIELD(iterative),
      .names = loaders, .flags = DRV_OF_YLAX, .def = "pytorch",
      .help = "which DLIO loader's reads --read-amplification dlio copies"},
+    {.flag = "loader", .type = DRV_T_ENUM, FIELD(loader), .names = loader_names, .def = "dlio",
+     .help = "whose I/O: dlio (DLIO 2.0.0, its loader from --data-loader) or mlperf-v3 "
+	     "(MLPerf Storage v3's DLIO fork: files read whole by 64 threads a reader thread, "
+	     "byte counts only; checkpoints in 32 MiB writes, read back by parallel 128 MiB "
+	     "range reads)"},
+    {.flag = "checkpoint-readers", .type = DRV_T_COUNT, FIELD(ckpt_readers), .min = 1,
+     .max = 256, .def = "4", .arg = "N",
+     .help = "with --loader mlperf-v3: threads reading a checkpoint back, each a contiguous "
+	     "block (the fork's local file system: 4; mlpstorage's own default: 8)"},
     {.flag = "check-crc", .type = DRV_T_BOOL, FIELD(check_crc), .value = 1,
      .help = "verify record checksums: TFRecord's CRC-32C"},
     {.flag = "decode", .type = DRV_T_BOOL, FIELD(decode), .value = 1,

@@ -162,7 +162,7 @@ static int check_checkpoints(const struct drv_cli *cl, struct drv_params *p)
 static void reader_notes(const struct dl_dataset *ds, uint64_t spf, struct drv_params *p)
 {
 	const struct dl_format_ops *f = dl_ds_ops(ds);
-	const struct drv_reader_ops *rd = drv_reader_for(ds);
+	const struct drv_reader_ops *rd = drv_reader_for_loader(ds, p);
 
 	if (p->odirect && rd->no_odirect) {
 		drv_note(p, "O_DIRECT not used for %s (%s)", f->name, rd->no_odirect);
@@ -177,6 +177,11 @@ static void reader_notes(const struct dl_dataset *ds, uint64_t spf, struct drv_p
 	    rd->plan(DRV_AMP_EFFICIENT, 0) != rd->plan(p->amp, p->iterative) && spf > 1)
 		drv_note(p, "read amplification as DLIO: each file read %llu times per epoch",
 			 (unsigned long long)spf);
+	if (p->loader == DRV_LOADER_MLPERF_V3 && rd == drv_reader_for(ds))
+		drv_note(p,
+			 "--loader mlperf-v3 reads %s as DLIO does: the fork prefetches whole files "
+			 "for npz, npy, image and hdf5 datasets only",
+			 f->name);
 	if (rd->notes)
 		rd->notes(ds, p);
 }

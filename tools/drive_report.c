@@ -240,6 +240,12 @@ static void table_head(FILE *out, const struct drv_ctx *c, const struct drv_resu
 		"  batch %llu, %u reader threads, prefetch %u (%u batches ahead), "
 		"computation %s per step\n",
 		(unsigned long long)p->batch, t, p->prefetch, depth, ct);
+	if (drv_mlperf_reads(c))
+		fprintf(out,
+			"  loader mlperf-v3 (MLPerf Storage v3's DLIO fork): %u threads read whole "
+			"files, up to %u batches ahead\n",
+			drv_mlperf_threads(c, c->ds->files[DL_SPLIT_TRAIN]),
+			drv_mlperf_depth(c, c->ds->files[DL_SPLIT_TRAIN], p->batch));
 	if (p->workload[0] && p->accel_type[0])
 		fprintf(out, "  MLPerf Storage figures for %s on %s\n", p->workload, p->accel_type);
 	fprintf(out, "  shuffle: files %s, samples %s (seed %llu%s); accelerator %s%s%s\n",
@@ -459,7 +465,12 @@ static void json_config(struct dl_jw *w, const struct drv_ctx *c)
 	dl_jw_u64(w, "eval_batch_size", p->eval_batch);
 	dl_jw_u64(w, "read_threads", t);
 	dl_jw_u64(w, "prefetch", p->prefetch);
-	dl_jw_u64(w, "read_ahead_batches", t * (p->prefetch > t ? (p->prefetch + t - 1) / t : 1));
+	dl_jw_u64(w, "read_ahead_batches",
+		  drv_mlperf_reads(c) ? drv_mlperf_depth(c, c->ds->files[DL_SPLIT_TRAIN], p->batch)
+			    : t * (p->prefetch > t ? (p->prefetch + t - 1) / t : 1));
+	jtext(w, "loader", p->loader == DRV_LOADER_MLPERF_V3 ? "mlperf-v3" : "dlio");
+	dl_jw_u64(w, "loader_threads",
+		  drv_mlperf_reads(c) ? drv_mlperf_threads(c, c->ds->files[DL_SPLIT_TRAIN]) : t);
 	dl_jw_u64(w, "epochs", p->epochs);
 	dl_jw_u64(w, "steps_per_epoch", c->ds->files[DL_SPLIT_TRAIN] * c->spf / p->batch);
 	dl_jw_u64(w, "total_training_steps", p->total_steps);

@@ -260,6 +260,8 @@ static int phase(struct run *r, const struct drv_plan *plan, uint32_t split, uin
 	double wall = 0;
 	int ret = 0, all;
 
+	if (drv_mlperf_reads(r->c))
+		depth = drv_mlperf_depth(r->c, r->c->ds->files[split], batch);
 	if (r->cuda)
 		drv_cuda_phase(r->cuda);
 	drv_loader_start(r->l, plan, split, epoch, nsteps * batch, batch, depth);
@@ -392,7 +394,7 @@ int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FI
 	if ((ret = drv_plan_for(c, DL_SPLIT_TRAIN, p->batch, c->rank, &plan)))
 		goto ready;
 	if (p->checkpoint && p->from_dlio &&
-	    (ret = drv_ck_plan_load(c->cfg->path, p->seed, &r.ckplan, err)))
+	    (ret = drv_ck_plan_load(c->cfg->path, p->seed, p->loader, &r.ckplan, err)))
 		goto ready;
 	if (p->eval && eval_steps) {
 		ret = drv_plan_for(c, DL_SPLIT_VALID, p->eval_batch, c->rank, &eplan);
@@ -413,7 +415,10 @@ int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FI
 		ret = -ENOMEM;
 		goto ready;
 	}
-	ret = drv_loader_new(c, p->read_threads, &r.l);
+	ret = drv_loader_new(c,
+			     drv_mlperf_reads(c) ? drv_mlperf_threads(c, c->ds->files[DL_SPLIT_TRAIN])
+						 : p->read_threads,
+			     &r.l);
 ready:
 	/* A rank that cannot start must not leave the others in the first
 	 * step's all-reduce. */

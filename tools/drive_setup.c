@@ -199,6 +199,7 @@ int drv_setup(const struct drv_cli *cl, const struct drv_comm *comm, struct drv_
 	if (drv_build_params(cl, c->cfg, c->ds, c->spf, p))
 		return 2;
 	c->p = p;
+	c->rd = drv_reader_for_loader(c->ds, p);
 	c->kind = c->rd->plan(p->amp, p->iterative);
 	if (check_ranks(c, comm, p) || find_root(c, cl->dir))
 		return 2;

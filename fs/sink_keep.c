@@ -18,8 +18,8 @@
  *     a full-size one: C++'s ofstream sends a zip local header glued before
  *     the tensor bytes in one writev, while the kernel's later pieces of
  *     one large write are full-size and contiguous, and carry only bulk;
- *   - a zip's records wherever they fall in a larger request (torch.save's
- *     format): local headers with the data of records a data descriptor
+ *   - a zip's records wherever they fall in a larger request that does not
+ *     continue a full-size one (torch.save's format): local headers with the data of records a data descriptor
  *     closes within 64 KiB (the pickle, "version", "byteorder", small
  *     tensors), data descriptors, the central directory and end records.
  * A file keeps at most SK_KEEP_FILE bytes and a sink SK_KEEP_SINK: beyond
@@ -261,7 +261,11 @@ void sk_keep_write(struct dl_sink *s, struct sk_node *n, const char *buf, size_t
 	if (glue > head)
 		head = glue;
 	put(s, k, off, buf, head);
-	zip_records(s, k, off, (const uint8_t *)buf, size, head);
+	/* Not in the kernel's later pieces of one large write: those are a
+	 * single call's bytes (a tensor), and scanning them would cost a
+	 * checkpoint stream's writes up to a third of their speed. */
+	if (!cont)
+		zip_records(s, k, off, (const uint8_t *)buf, size, head);
 }
 
 void sk_keep_truncate(struct dl_sink *s, struct sk_node *n, uint64_t size)

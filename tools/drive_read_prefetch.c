@@ -144,7 +144,7 @@ static uint64_t window_files(const struct drv_ctx *c, uint64_t nfiles)
 	unsigned t = c->p->read_threads ? c->p->read_threads : 1;
 	uint64_t per = (nfiles + t - 1) / t;
 
-	per = (per + c->ranks - 1) / c->ranks;
+	per = (per + (c->ranks ? c->ranks : 1) - 1) / (c->ranks ? c->ranks : 1);
 	return per < MLPERF_WINDOW ? (per ? per : 1) : MLPERF_WINDOW;
 }
 

@@ -448,13 +448,21 @@ class S3AuthTest(unittest.TestCase):
             @classmethod
             def utcnow(cls):
                 return datetime.datetime.utcnow() - datetime.timedelta(minutes=20)
+        # botocore >= 1.36 asks compat's get_current_datetime; older ones datetime.utcnow.
+        real_now = getattr(botocore.auth, "get_current_datetime", None)
         real = botocore.auth.datetime
-        botocore.auth.datetime = types.SimpleNamespace(datetime=Past)
+        if real_now:
+            botocore.auth.get_current_datetime = \
+                lambda *a, **k: real_now(*a, **k) - datetime.timedelta(minutes=20)
+        else:
+            botocore.auth.datetime = types.SimpleNamespace(datetime=Past)
         try:
             with self.assertRaises(ClientError) as e:
                 self.cl().list_buckets()
         finally:
             botocore.auth.datetime = real
+            if real_now:
+                botocore.auth.get_current_datetime = real_now
         self.assertEqual(e.exception.response["Error"]["Code"], "RequestTimeTooSkewed")
         self.cl().list_buckets()
 

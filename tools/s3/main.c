@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "dliofs/clock.h"
@@ -15,10 +16,13 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: dliofs s3 serve CONFIG.yaml [--listen HOST:PORT]\n"
+	fprintf(out, "usage: dliofs s3 serve CONFIG.yaml [--listen HOST:PORT] [--idle-timeout S]\n"
 		     "  Serve every dataset of CONFIG as a bucket over S3's HTTP API,\n"
-		     "  shaped by the config's pacer (default listen 127.0.0.1:9000;\n"
-		     "  port 0 picks a free one; the address is printed once listening).\n");
+		     "  and every backing directory as a bucket named by its `at`\n"
+		     "  (writes go there when it is writable), shaped by the config's\n"
+		     "  pacer (default listen 127.0.0.1:9000; port 0 picks a free one;\n"
+		     "  the address is printed once listening). A connection silent\n"
+		     "  for S seconds (default 60) is closed.\n");
 }
 
 /* HOST:PORT (HOST may be [v6]) into an address. */
@@ -61,7 +65,28 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
-static int serve(const char *cfgpath, const char *listen)
+/* Connections are bounded by descriptors: the soft limit goes up to the
+ * hard one, and a few are kept for files, the listener and the log. */
+static unsigned raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 1000;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	n = rl.rlim_cur == RLIM_INFINITY ? 65536 : rl.rlim_cur;
+	n = n > 65536 ? 65536 : n;
+	/* Kept: the listener, the log, the config, files being read or written
+	 * (a connection short of one gets an S3 error, not a crash). */
+	return n > 512 ? (unsigned)(n - 256) : 64;
+}
+
+static int serve(const char *cfgpath, const char *listen, unsigned idle_s)
 {
 	struct dl_s3 s = {0};
 	struct sockaddr_storage sa;
@@ -69,6 +94,7 @@ static int serve(const char *cfgpath, const char *listen)
 	struct MHD_Daemon *d = NULL;
 	const union MHD_DaemonInfo *info;
 	sigset_t set;
+	unsigned conn_max;
 	int sig, ret;
 
 	ret = resolve(listen, &sa, &salen);
@@ -91,6 +117,8 @@ static int serve(const char *cfgpath, const char *listen)
 		goto out;
 	}
 	s.start_real_s = (uint64_t)time(NULL);
+	dl_s3_crc_init(&s.crc);
+	conn_max = raise_nofile();
 
 	/* The daemon's threads inherit this mask: only sigwait sees the signals. */
 	sigemptyset(&set);
@@ -108,8 +136,12 @@ static int serve(const char *cfgpath, const char *listen)
 			     MHD_OPTION_URI_LOG_CALLBACK, dl_s3_req_start, NULL,
 			     MHD_OPTION_NOTIFY_COMPLETED, dl_s3_req_done, NULL,
 			     /* A slow or silent client is dropped, not waited for. */
-			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+			     MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+			     /* poll(), not select(): any descriptor number; a thread
+			     * each, with a small stack, so 10,000 held connections
+			     * cost address space, not memory. */
+			     MHD_OPTION_CONNECTION_LIMIT, conn_max,
+			     MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
 			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 			     MHD_OPTION_END);
 	if (!d) {
@@ -137,7 +169,7 @@ out:
 		dl_pacer_free(s.pacer);
 	if (s.fmt)
 		dl_fmt_ctx_free(s.fmt);
-	free(s.buckets);
+	dl_s3_buckets_free(&s);
 	dl_config_free(s.cfg);
 	return ret;
 }
@@ -145,6 +177,8 @@ out:
 int dl_s3_main(int argc, char **argv)
 {
 	const char *listen = "127.0.0.1:9000", *cfg = NULL;
+	unsigned long idle_s = 60;
+	char *end;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);
@@ -160,6 +194,13 @@ int dl_s3_main(int argc, char **argv)
 			listen = argv[++i];
 		} else if (!strncmp(argv[i], "--listen=", 9)) {
 			listen = argv[i] + 9;
+		} else if (!strcmp(argv[i], "--idle-timeout") && i + 1 < argc) {
+			idle_s = strtoul(argv[++i], &end, 10);
+			if (*argv[i] < '0' || *argv[i] > '9' || *end || idle_s < 1 || idle_s > 86400) {
+				fprintf(stderr, "dliofs s3 serve: --idle-timeout %s: expected "
+					"seconds from 1 to 86400\n", argv[i]);
+				return 2;
+			}
 		} else if (argv[i][0] == '-' || cfg) {
 			fprintf(stderr, "dliofs s3 serve: unexpected argument '%s'\n", argv[i]);
 			usage(stderr);
@@ -173,5 +214,5 @@ int dl_s3_main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	return serve(cfg, listen);
+	return serve(cfg, listen, (unsigned)idle_s);
 }

@@ -40,12 +40,19 @@ int dl_s3_mp_create(const struct dl_s3_bucket *b, const char *key, char id[33])
 		return -EIO;
 	for (int i = 0; i < 16; i++)
 		snprintf(id + 2 * i, 3, "%02x", r[i]);
-	if (mkdirat(b->dirfd, UPLOADS, 0700) && errno != EEXIST)
-		return -errno;
-	ufd = openat(b->dirfd, UPLOADS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (ufd < 0)
-		return -errno;
-	ret = mkdirat(ufd, id, 0700) ? -errno : 0;
+	/* The uploads folder goes with its last upload: made again here, and
+	 * again if another request's Abort removed it in between. */
+	for (int tries = 0; ; tries++) {
+		if (mkdirat(b->dirfd, UPLOADS, 0700) && errno != EEXIST)
+			return -errno;
+		ufd = openat(b->dirfd, UPLOADS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (ufd < 0)
+			return -errno;
+		ret = mkdirat(ufd, id, 0700) ? -errno : 0;
+		if (ret != -ENOENT || tries == 3)
+			break;
+		close(ufd);
+	}
 	if (!ret)
 		dfd = openat(ufd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (!ret && dfd < 0)
@@ -158,6 +165,8 @@ int dl_s3_mp_abort(const struct dl_s3_bucket *b, const char *id, const char *key
 		return -errno;
 	ret = rm_upload(ufd, id);
 	close(ufd);
+	/* The last upload gone: no folder of ours is left in the directory. */
+	(void)unlinkat(b->dirfd, UPLOADS, AT_REMOVEDIR);
 	return ret;
 }
 

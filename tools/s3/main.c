@@ -58,11 +58,39 @@ static int resolve(const char *listen, struct sockaddr_storage *sa, socklen_t *s
 	return 0;
 }
 
+/* libmicrohttpd says something for each client that goes away mid-request:
+ * 10,000 of them must not flood the log (nor block every thread on a full
+ * stderr pipe). At most LOG_PER_S lines a second; the rest are counted and
+ * the count said with the next line let through. */
+#define LOG_PER_S 10
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-	(void)cls;
-	fprintf(stderr, "dliofs s3: ");
-	vfprintf(stderr, fmt, ap);
+	struct dl_s3 *s = cls;
+	uint64_t now = dl_mono_ns() / 1000000000ULL;
+	char line[512];
+	unsigned dropped = 0;
+	int pass;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	pthread_mutex_lock(&s->log_lock);
+	if (now != s->log_second) {
+		s->log_second = now;
+		s->log_lines = 0;
+	}
+	pass = s->log_lines++ < LOG_PER_S;
+	if (pass) {
+		dropped = s->log_dropped;
+		s->log_dropped = 0;
+	} else {
+		s->log_dropped++;
+	}
+	pthread_mutex_unlock(&s->log_lock);
+	if (!pass)
+		return;
+	if (dropped)
+		fprintf(stderr, "dliofs s3: (%u more messages not shown)\n", dropped);
+	fprintf(stderr, "dliofs s3: %s%s", line, line[0] && line[strlen(line) - 1] == '\n' ? "" : "\n");
 }
 
 /* Connections are bounded by descriptors: the soft limit goes up to the
@@ -88,7 +116,7 @@ static unsigned raise_nofile(void)
 
 static int serve(const char *cfgpath, const char *listen, unsigned idle_s)
 {
-	struct dl_s3 s = {0};
+	struct dl_s3 s = {.log_lock = PTHREAD_MUTEX_INITIALIZER};
 	struct sockaddr_storage sa;
 	socklen_t salen;
 	struct MHD_Daemon *d = NULL;
@@ -130,7 +158,7 @@ static int serve(const char *cfgpath, const char *listen, unsigned idle_s)
 	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 				     MHD_USE_POLL | MHD_USE_ERROR_LOG | (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 			     0, NULL, NULL, dl_s3_handle, &s,
-			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &s,
 			     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 			     /* The raw URI, for SigV4's canonical request. */
 			     MHD_OPTION_URI_LOG_CALLBACK, dl_s3_req_start, NULL,

@@ -4,6 +4,7 @@
 #define DLIOFS_S3_I_H
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -41,6 +42,9 @@ struct dl_s3 {
 	unsigned nbuckets;
 	uint64_t start_real_s;		/* Last-Modified of every object */
 	struct dl_s3_crc crc;		/* checksum tables */
+	pthread_mutex_t log_lock;	/* main.c's log rate limit */
+	uint64_t log_second;
+	unsigned log_lines, log_dropped;
 };
 
 /* keys.c: buckets (datasets, then backing entries); the key space. Ordinal o in [0, total) is the o-th key in byte order. */

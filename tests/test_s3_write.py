@@ -200,6 +200,13 @@ class S3WriteTest(Base):
                 Bucket="out", Key="mp/obj.bin", UploadId=up,
                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etags[1]}]})
         self.assertEqual(code_of(e), "InvalidPart")
+        # An ETag is a part's name: one that is a path goes nowhere.
+        with self.assertRaises(ClientError) as e:
+            self.s3.complete_multipart_upload(
+                Bucket="out", Key="mp/obj.bin", UploadId=up,
+                MultipartUpload={"Parts": [{"PartNumber": 1,
+                                            "ETag": '"../../../../../../../../../../a/b"'}]})
+        self.assertEqual(code_of(e), "InvalidPart")
         r = self.s3.complete_multipart_upload(
             Bucket="out", Key="mp/obj.bin", UploadId=up,
             MultipartUpload={"Parts": [{"PartNumber": i + 1, "ETag": t}
@@ -430,6 +437,24 @@ class S3WriteAuthTest(Base):
         st, resp = raw(self.port, "PUT", "/out/s/c", {}, b"unsigned")
         self.assertEqual(st, 403)
         self.assertEqual(os.listdir(self.out), [])
+
+    def test_signed_without_payload_header(self):
+        # Signed without x-amz-content-sha256: the signature covers an empty
+        # body (SigV4's default), so another body is refused.
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        req = AWSRequest(method="PUT", url="http://127.0.0.1:%d/out/nohdr" % self.port, data=b"")
+        SigV4Auth(Credentials(*self.KEYS), "s3", "us-east-1").add_auth(req)
+        hdr = dict(req.headers.items())
+        self.assertNotIn("x-amz-content-sha256", {k.lower() for k in hdr})
+        st, resp = raw(self.port, "PUT", "/out/nohdr", hdr, b"replayed with a body")
+        self.assertEqual(st, 400, resp)
+        self.assertIn(b"XAmzContentSHA256Mismatch", resp)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "nohdr")))
+        st, resp = raw(self.port, "PUT", "/out/nohdr", hdr, b"")
+        self.assertEqual(st, 200, resp)
+        self.assertEqual(os.path.getsize(os.path.join(self.out, "nohdr")), 0)
 
     def streaming(self, path, data, chunk=8192, tamper=None, trailer=False):
         """A SigV4 request with a STREAMING-AWS4-HMAC-SHA256-PAYLOAD body."""

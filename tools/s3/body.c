@@ -187,6 +187,10 @@ int dl_s3_body_begin(struct dl_s3_body *bd, struct dl_s3 *s, struct MHD_Connecti
 		bd->sv = *sv;
 	if (dl_s3_sum_begin(&bd->md5, &s->crc, DL_S3_SUM_MD5))
 		goto oom;
+	/* A signed request without the header was signed as an empty body
+	 * (auth.c's canonical request): hold the body to that. */
+	if (!payload && bd->sv.have)
+		payload = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 	if (payload && strncmp(payload, "STREAMING-", 10) == 0) {
 		bd->chunked = 1;
 		if (!strcmp(payload, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER")) {

@@ -216,8 +216,10 @@ int dl_s3_mp_complete(const struct dl_s3_bucket *b, const char *id, const char *
 		goto out;
 	}
 	for (size_t i = 0; i < x->n; i++) {
-		/* The listed ETag is the part's MD5: the part's name. */
-		if (strlen(x->parts[i].etag) != 32) {
+		/* The listed ETag is the part's MD5: the part's name. Only hex
+		 * digits may go into it: a '/' would walk out of the upload. */
+		if (strlen(x->parts[i].etag) != 32 ||
+		    strspn(x->parts[i].etag, "0123456789abcdefABCDEF") != 32) {
 			ret = -EINVAL;
 			goto out;
 		}

@@ -54,7 +54,9 @@ def config(tmp, keys=None):
         text += "s3: {access_key: %s, secret_key: %s}\n" % keys
     text += ("datasets:\n  - {name: dset, format: npy, files: 3, sample_size: 100}\n"
              "backing:\n  - {path: %s, at: out, writable: true}\n"
-             "  - {path: %s, at: ro}\n" % (os.path.join(tmp, "out"), os.path.join(tmp, "ro")))
+             "  - {path: %s, at: ro}\n"
+             "  - {at: sinkb, sink: true, max_entries: 20}\n"
+             % (os.path.join(tmp, "out"), os.path.join(tmp, "ro")))
     return dltest.write_config(tmp, text)
 
 
@@ -411,6 +413,70 @@ class S3WriteTest(Base):
             st, resp = raw(self.port, "POST", path, {}, body)
             self.assertEqual(st, 400, resp)
             self.assertIn(b"MalformedXML", resp)
+
+
+class S3SinkTest(Base):
+    """A sink as a bucket: writes checked and counted, bytes dropped; reads
+    of an object give its size and deterministic bytes, as the mount's sink."""
+
+    def test_sink(self):
+        data = os.urandom(30000)
+        r = self.s3.put_object(Bucket="sinkb", Key="ck/a.bin", Body=data, ChecksumAlgorithm="CRC32")
+        self.assertEqual(r["ETag"], '"%s"' % hashlib.md5(data).hexdigest())
+        h = self.s3.head_object(Bucket="sinkb", Key="ck/a.bin")
+        self.assertEqual((h["ContentLength"], h["ETag"]), (len(data), r["ETag"]))
+        got = self.s3.get_object(Bucket="sinkb", Key="ck/a.bin")["Body"].read()
+        self.assertEqual(len(got), len(data))
+        self.assertNotEqual(got, data)  # not kept: generated
+        self.assertEqual(got, self.s3.get_object(Bucket="sinkb", Key="ck/a.bin")["Body"].read())
+        rng = self.s3.get_object(Bucket="sinkb", Key="ck/a.bin", Range="bytes=1000-1999")
+        self.assertEqual(rng["Body"].read(), got[1000:2000])
+        # Another key, other bytes; a checksum that does not match is still refused.
+        self.s3.put_object(Bucket="sinkb", Key="ck/b.bin", Body=data)
+        self.assertNotEqual(self.s3.get_object(Bucket="sinkb", Key="ck/b.bin")["Body"].read(), got)
+        st, resp = raw(self.port, "PUT", "/sinkb/ck/bad", {"Content-MD5": "AAAAAAAAAAAAAAAAAAAAAA=="},
+                       b"x")
+        self.assertIn(b"BadDigest", resp)
+        # Multipart: the parts' sizes add up, S3's ETag.
+        parts = [os.urandom(5 * MiB), b"end"]
+        up = self.s3.create_multipart_upload(Bucket="sinkb", Key="ck/mp")["UploadId"]
+        tags = [self.s3.upload_part(Bucket="sinkb", Key="ck/mp", UploadId=up, PartNumber=i + 1,
+                                    Body=p)["ETag"] for i, p in enumerate(parts)]
+        with self.assertRaises(ClientError) as e:
+            self.s3.complete_multipart_upload(Bucket="sinkb", Key="ck/mp", UploadId=up,
+                                              MultipartUpload={"Parts": [
+                                                  {"PartNumber": 1, "ETag": tags[1]}]})
+        self.assertEqual(code_of(e), "InvalidPart")
+        r = self.s3.complete_multipart_upload(
+            Bucket="sinkb", Key="ck/mp", UploadId=up,
+            MultipartUpload={"Parts": [{"PartNumber": i + 1, "ETag": t} for i, t in enumerate(tags)]})
+        md5s = b"".join(hashlib.md5(p).digest() for p in parts)
+        self.assertEqual(r["ETag"], '"%s-2"' % hashlib.md5(md5s).hexdigest())
+        self.assertEqual(self.s3.head_object(Bucket="sinkb", Key="ck/mp")["ContentLength"],
+                         5 * MiB + 3)
+        up = self.s3.create_multipart_upload(Bucket="sinkb", Key="ck/gone")["UploadId"]
+        self.s3.abort_multipart_upload(Bucket="sinkb", Key="ck/gone", UploadId=up)
+        with self.assertRaises(ClientError) as e:
+            self.s3.upload_part(Bucket="sinkb", Key="ck/gone", UploadId=up, PartNumber=1, Body=b"")
+        self.assertEqual(code_of(e), "NoSuchUpload")
+        r = self.s3.list_objects_v2(Bucket="sinkb", Delimiter="/")
+        self.assertEqual([p["Prefix"] for p in r["CommonPrefixes"]], ["ck/"])
+        r = self.s3.list_objects_v2(Bucket="sinkb", Prefix="ck/", MaxKeys=2)
+        self.assertEqual([o["Key"] for o in r["Contents"]], ["ck/a.bin", "ck/b.bin"])
+        r = self.s3.list_objects_v2(Bucket="sinkb", Prefix="ck/", MaxKeys=2,
+                                    ContinuationToken=r["NextContinuationToken"])
+        self.assertEqual([(o["Key"], o["Size"]) for o in r["Contents"]], [("ck/mp", 5 * MiB + 3)])
+        # At most max_entries objects (20): then InsufficientStorage; a delete makes room.
+        for i in range(17):
+            self.s3.put_object(Bucket="sinkb", Key="fill/%02d" % i, Body=b"")
+        with self.assertRaises(ClientError) as e:
+            self.s3.put_object(Bucket="sinkb", Key="fill/over", Body=b"")
+        self.assertEqual(code_of(e), "InsufficientStorage")
+        self.s3.delete_objects(Bucket="sinkb", Delete={"Objects": [{"Key": "ck/a.bin"}]})
+        self.s3.put_object(Bucket="sinkb", Key="fill/over", Body=b"")
+        with self.assertRaises(ClientError) as e:
+            self.s3.head_object(Bucket="sinkb", Key="ck/a.bin")
+        self.assertEqual(e.exception.response["ResponseMetadata"]["HTTPStatusCode"], 404)
 
 
 def sign(key, msg):

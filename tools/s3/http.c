@@ -58,8 +58,6 @@ static const struct dl_s3_bucket *vhost_bucket(struct dl_s3 *s, struct MHD_Conne
 		const char *n = s->buckets[i].name;
 		size_t len = strlen(n);
 
-		if (!s->buckets[i].ds && s->buckets[i].dirfd < 0)
-			continue;	/* a sink: not served */
 		if (len > bestlen && strncmp(host, n, len) == 0 && host[len] == '.') {
 			best = &s->buckets[i];
 			bestlen = len;
@@ -189,7 +187,8 @@ static enum MHD_Result route(struct dl_s3 *s, struct MHD_Connection *c, const ch
 		}
 		return b->ds ? dl_s3_list_objects(s, b, c) : dl_s3_store_list(s, b, c);
 	}
-	if (get && !b->ds && MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "uploadId")) {
+	if (get && b->dirfd >= 0 &&
+	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "uploadId")) {
 		bad = unknown_arg(c, parts_args);
 		if (bad)
 			return dl_s3_reply_error(c, MHD_HTTP_NOT_IMPLEMENTED, "NotImplemented",
@@ -201,7 +200,9 @@ static enum MHD_Result route(struct dl_s3 *s, struct MHD_Connection *c, const ch
 	if (bad)
 		return dl_s3_reply_error(c, MHD_HTTP_NOT_IMPLEMENTED, "NotImplemented",
 					 "This object operation is not implemented.", bad);
-	return b->ds ? dl_s3_get_object(s, b, key, c, head) : dl_s3_store_get(s, b, key, c, head);
+	if (b->ds)
+		return dl_s3_get_object(s, b, key, c, head);
+	return b->sink ? dl_s3_sink_get(s, b, key, c, head) : dl_s3_store_get(s, b, key, c, head);
 }
 
 void *dl_s3_req_start(void *cls, const char *uri, struct MHD_Connection *c)

@@ -40,9 +40,7 @@ int dl_s3_buckets_init(struct dl_s3 *s)
 
 		b->bk = &s->cfg->backing[i];
 		b->name = b->bk->at;
-		if (b->bk->sink)
-			continue;	/* not served: see dl_s3_bucket_find */
-		ret = dl_s3_store_open(b);
+		ret = b->bk->sink ? dl_s3_sink_new(b, s->cfg->seed) : dl_s3_store_open(b);
 		if (ret)
 			return ret;
 	}
@@ -75,9 +73,11 @@ int dl_s3_buckets_init(struct dl_s3 *s)
 
 void dl_s3_buckets_free(struct dl_s3 *s)
 {
-	for (unsigned i = 0; s->buckets && i < s->cfg->ndatasets + s->cfg->nbacking; i++)
+	for (unsigned i = 0; s->buckets && i < s->cfg->ndatasets + s->cfg->nbacking; i++) {
 		if (s->buckets[i].dirfd >= 0)
 			close(s->buckets[i].dirfd);
+		dl_s3_sink_free(s->buckets[i].sink);
+	}
 	free(s->buckets);
 	s->buckets = NULL;
 	s->nbuckets = 0;
@@ -88,8 +88,6 @@ const struct dl_s3_bucket *dl_s3_bucket_find(const struct dl_s3 *s, const char *
 	for (unsigned i = 0; i < s->nbuckets; i++) {
 		const struct dl_s3_bucket *b = &s->buckets[i];
 
-		if (!b->ds && b->dirfd < 0)
-			continue;	/* a sink: not served */
 		if (strlen(b->name) == len && memcmp(b->name, name, len) == 0)
 			return b;
 	}

@@ -22,8 +22,6 @@ enum MHD_Result dl_s3_list_buckets(struct dl_s3 *s, struct MHD_Connection *c)
 	dl_s3_buf_printf(&b, XML_HEAD "<ListAllMyBucketsResult xmlns=\"" S3_NS "\">"
 			 "<Owner><ID>dliofs</ID><DisplayName>dliofs</DisplayName></Owner><Buckets>");
 	for (unsigned i = 0; i < s->nbuckets; i++) {
-		if (!s->buckets[i].ds && s->buckets[i].dirfd < 0)
-			continue;	/* a sink: not served */
 		dl_s3_buf_printf(&b, "<Bucket><Name>");
 		dl_s3_buf_xml(&b, s->buckets[i].name);
 		dl_s3_buf_printf(&b, "</Name><CreationDate>%s</CreationDate></Bucket>", date);

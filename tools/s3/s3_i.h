@@ -23,6 +23,7 @@ struct dl_s3_bucket {
 	const struct dl_dataset *ds;
 	const struct dl_backing_cfg *bk;	/* a backing directory or sink; else NULL */
 	int dirfd;			/* the backing directory, O_PATH|O_DIRECTORY; -1 */
+	struct dl_s3_sink *sink;	/* a sink's table of objects; NULL */
 	uint32_t nparts;
 	uint32_t part_order[DL_S3_MAX_PARTS];
 	uint64_t total;			/* objects in the bucket */
@@ -103,6 +104,7 @@ enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, 
 				 struct MHD_Connection *c, int head);
 
 struct dl_s3_sigv4;
+struct dl_s3_sink;
 
 /* auth.c: 0 when the request may go on (no keys configured, or a good
  * SigV4 signature); -EACCES and S3's error code otherwise. raw_uri is the
@@ -173,6 +175,7 @@ void dl_s3_sha256_hex(const void *p, size_t n, char out[65]);
 struct dl_s3_body {
 	struct dl_s3 *s;
 	int fd;				/* where the bytes go; -1: into mem */
+	int discard;			/* nowhere (a sink) */
 	struct dl_s3_buf mem;
 	size_t mem_max;
 	int chunked, sigs, trailer_sig;
@@ -276,6 +279,29 @@ int dl_s3_write_begin(struct dl_s3 *s, struct MHD_Connection *c, const struct dl
 void dl_s3_write_feed(struct dl_s3_write *w, const char *p, size_t n);
 enum MHD_Result dl_s3_write_finish(struct dl_s3_write *w, struct MHD_Connection *c);
 void dl_s3_write_free(struct dl_s3_write *w);
+
+/* sink.c, sink_get.c: a sink as a bucket (a table of keys, sizes, ETags). */
+int dl_s3_sink_new(struct dl_s3_bucket *b, uint64_t seed);
+void dl_s3_sink_free(struct dl_s3_sink *k);
+/* 0, or -ENOSPC past the sink's max_entries. */
+int dl_s3_sink_put(struct dl_s3_sink *k, const char *key, uint64_t size, const char *etag);
+int dl_s3_sink_stat(struct dl_s3_sink *k, const char *key, uint64_t *size, uint64_t *mtime_s,
+		    char *etag, size_t len);
+int dl_s3_sink_delete(struct dl_s3_sink *k, const char *key);
+/* The keys starting with prefix, sorted, each malloc'd, in a malloc'd array. */
+int dl_s3_sink_keys(struct dl_s3_sink *k, const char *prefix, char ***keys, size_t *n);
+/* The generator key of an object's bytes. */
+uint64_t dl_s3_sink_bytes_key(const struct dl_s3_sink *k, const char *key);
+int dl_s3_sink_mp_create(struct dl_s3_sink *k, const char *key, char id[33]);
+int dl_s3_sink_mp_exists(struct dl_s3_sink *k, const char *id, const char *key);
+int dl_s3_sink_mp_part(struct dl_s3_sink *k, const char *id, const char *key, unsigned num,
+		       uint64_t size, const unsigned char md5[16]);
+int dl_s3_sink_mp_abort(struct dl_s3_sink *k, const char *id, const char *key);
+int dl_s3_sink_mp_complete(struct dl_s3_sink *k, const char *id, const char *key,
+			   const struct dl_s3_xmlbody *x, char *etag, size_t etaglen,
+			   uint64_t *size, const char **code);
+enum MHD_Result dl_s3_sink_get(struct dl_s3 *s, const struct dl_s3_bucket *b, const char *key,
+			       struct MHD_Connection *c, int head);
 
 /* One request in flight: what libmicrohttpd's URI log callback saw, and a
  * write's state while its body comes. */

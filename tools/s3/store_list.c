@@ -1,5 +1,5 @@
-/* ListObjects (v1 and v2) of a backing directory: the tree under the
- * request's prefix is walked (no symlinks, none of the endpoint's own
+/* ListObjects (v1 and v2) of a backing directory or a sink: the tree
+ * under the request's prefix is walked (a sink's table read) (no symlinks, none of the endpoint's own
  * .dliofs* names; an empty folder is its marker key "dir/"), its keys
  * sorted as S3 sorts them (bytes), and one page cut out. A continuation
  * token is the last key (or common prefix) of the page before, in hex. */
@@ -208,8 +208,12 @@ enum MHD_Result dl_s3_store_list(struct dl_s3 *s, const struct dl_s3_bucket *bk,
 	path[0] = 0;
 	w.prefix = prefix;
 	w.plen = strlen(prefix);
-	fd = openat(bk->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ret = fd < 0 ? -errno : walk_dir(&w, fd, path, 0, 0);
+	if (bk->sink) {
+		ret = dl_s3_sink_keys(bk->sink, prefix, &w.keys, &w.n);
+	} else {
+		fd = openat(bk->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ret = fd < 0 ? -errno : walk_dir(&w, fd, path, 0, 0);
+	}
 	if (ret) {
 		enum MHD_Result r = dl_s3_reply_error(
 			c, MHD_HTTP_INTERNAL_SERVER_ERROR, "InternalError",
@@ -261,11 +265,20 @@ enum MHD_Result dl_s3_store_list(struct dl_s3 *s, const struct dl_s3_bucket *bk,
 			n++;
 			continue;
 		}
-		ofd = dl_s3_store_open_obj(bk, key, &st);
-		if (ofd < 0)
-			continue;	/* gone since the walk */
-		dl_s3_store_etag(ofd, &st, etag, sizeof(etag));
-		close(ofd);
+		if (bk->sink) {
+			uint64_t size, mtime;
+
+			if (dl_s3_sink_stat(bk->sink, key, &size, &mtime, etag, sizeof(etag)))
+				continue;	/* deleted since */
+			st.st_size = (off_t)size;
+			st.st_mtim.tv_sec = (time_t)mtime;
+		} else {
+			ofd = dl_s3_store_open_obj(bk, key, &st);
+			if (ofd < 0)
+				continue;	/* gone since the walk */
+			dl_s3_store_etag(ofd, &st, etag, sizeof(etag));
+			close(ofd);
+		}
 		dl_s3_iso_date((uint64_t)st.st_mtim.tv_sec, date, sizeof(date));
 		dl_s3_buf_printf(&items, "<Contents>");
 		put_elem(&items, "Key", key, url);

@@ -70,7 +70,8 @@ static enum MHD_Result reply_errno(struct MHD_Connection *c, int err, const char
 	case -ENOSPC:
 	case -EDQUOT:
 		return dl_s3_reply_error(c, 507, "InsufficientStorage",
-					 "The backing directory is full.", key);
+					 "The backing directory is full (a sink: it holds its max_entries objects).",
+					 key);
 	case -EACCES:
 	case -EPERM:
 	case -EROFS:
@@ -158,8 +159,12 @@ int dl_s3_write_begin(struct dl_s3 *s, struct MHD_Connection *c, const struct dl
 		}
 		w->op = DL_S3_W_PART;
 		w->part = (unsigned)n;
-		w->dirfd = dl_s3_mp_open(b, upload, key);
-		if (w->dirfd < 0) {
+		snprintf(w->upload, sizeof(w->upload), "%s", upload);
+		if (b->sink)
+			ret = dl_s3_sink_mp_exists(b->sink, upload, key);
+		else
+			ret = w->dirfd = dl_s3_mp_open(b, upload, key);
+		if (ret < 0) {
 			*reply = dl_s3_reply_error(c, 404, "NoSuchUpload",
 						   "The specified upload does not exist.", upload);
 			goto refuse;
@@ -167,8 +172,9 @@ int dl_s3_write_begin(struct dl_s3 *s, struct MHD_Connection *c, const struct dl
 	} else if (put) {
 		w->op = DL_S3_W_PUT;
 		w->dir_marker = dir;
-		w->dirfd = dl_s3_store_parent(b, key, 1, w->leaf, sizeof(w->leaf));
-		if (w->dirfd < 0) {
+		if (!b->sink)
+			w->dirfd = dl_s3_store_parent(b, key, 1, w->leaf, sizeof(w->leaf));
+		if (!b->sink && w->dirfd < 0) {
 			*reply = reply_errno(c, w->dirfd, key);
 			goto refuse;
 		}
@@ -187,7 +193,7 @@ int dl_s3_write_begin(struct dl_s3 *s, struct MHD_Connection *c, const struct dl
 					   "This object operation is not implemented.", key);
 		goto refuse;
 	}
-	if ((w->op == DL_S3_W_PUT && !w->dir_marker) || w->op == DL_S3_W_PART) {
+	if (((w->op == DL_S3_W_PUT && !w->dir_marker) || w->op == DL_S3_W_PART) && !b->sink) {
 		w->fd = dl_s3_store_tmp(w->dirfd, w->tmp, sizeof(w->tmp));
 		if (w->fd < 0) {
 			ret = w->fd;
@@ -200,6 +206,7 @@ int dl_s3_write_begin(struct dl_s3 *s, struct MHD_Connection *c, const struct dl
 		*reply = dl_s3_body_reply_error(&w->body, c, key);
 		goto refuse;
 	}
+	w->body.discard = b->sink && (w->op == DL_S3_W_PUT || w->op == DL_S3_W_PART);
 	*out = w;
 	return 1;
 refuse:
@@ -250,7 +257,21 @@ static enum MHD_Result finish_put(struct dl_s3_write *w, struct MHD_Connection *
 	int ret;
 
 	md5_hex(w->body.md5_raw, etag, sizeof(etag));
-	if (w->dir_marker) {
+	if (w->b->sink && w->dir_marker && w->body.n)
+		return dl_s3_reply_error(c, 400, "InvalidRequest",
+					 "A folder marker (a key ending in '/') has no data here.",
+					 w->key);
+	if (w->b->sink) {
+		ret = w->op == DL_S3_W_PART
+			      ? dl_s3_sink_mp_part(w->b->sink, w->upload, w->key, w->part, w->body.n,
+						   w->body.md5_raw)
+			      : dl_s3_sink_put(w->b->sink, w->key, w->body.n, etag);
+		if (ret == -ENOENT)
+			return dl_s3_reply_error(c, 404, "NoSuchUpload",
+						 "The specified upload does not exist.", w->upload);
+		if (ret)
+			return reply_errno(c, ret, w->key);
+	} else if (w->dir_marker) {
 		if (w->body.n)
 			return dl_s3_reply_error(c, 400, "InvalidRequest",
 						 "A folder marker (a key ending in '/') has no data here.",
@@ -277,7 +298,8 @@ static enum MHD_Result finish_create(struct dl_s3_write *w, struct MHD_Connectio
 {
 	struct dl_s3_buf x = {0};
 	char id[33];
-	int ret = dl_s3_mp_create(w->b, w->key, id);
+	int ret = w->b->sink ? dl_s3_sink_mp_create(w->b->sink, w->key, id)
+			     : dl_s3_mp_create(w->b, w->key, id);
 
 	if (ret)
 		return reply_errno(c, ret, w->key);
@@ -305,7 +327,16 @@ static enum MHD_Result finish_complete(struct dl_s3_write *w, struct MHD_Connect
 		return dl_s3_reply_error(c, 400, "MalformedXML",
 					 "The XML you provided was not well-formed or did not validate against our published schema.",
 					 w->key);
-	ret = dl_s3_mp_complete(w->b, w->upload, w->key, &xb, etag, sizeof(etag), &code);
+	if (w->b->sink) {
+		uint64_t size = 0;
+
+		ret = dl_s3_sink_mp_complete(w->b->sink, w->upload, w->key, &xb, etag, sizeof(etag),
+					     &size, &code);
+		if (!ret)
+			ret = dl_s3_sink_put(w->b->sink, w->key, size, etag);
+	} else {
+		ret = dl_s3_mp_complete(w->b, w->upload, w->key, &xb, etag, sizeof(etag), &code);
+	}
 	dl_s3_xmlbody_free(&xb);
 	if (ret && code && !strcmp(code, "NoSuchUpload"))
 		return dl_s3_reply_error(c, 404, code, "The specified upload does not exist.",
@@ -348,7 +379,8 @@ static enum MHD_Result finish_delete_multi(struct dl_s3_write *w, struct MHD_Con
 	dl_s3_buf_printf(&x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult xmlns="
 			 "\"http://s3.amazonaws.com/doc/2006-03-01/\">");
 	for (size_t i = 0; i < xb.n; i++) {
-		int ret = dl_s3_store_delete(w->b, xb.keys[i]);
+		int ret = w->b->sink ? dl_s3_sink_delete(w->b->sink, xb.keys[i])
+				     : dl_s3_store_delete(w->b, xb.keys[i]);
 
 		pace_write(w->s, c, DL_OP_META, xb.keys[i], 0);
 		if (ret) {
@@ -383,14 +415,16 @@ enum MHD_Result dl_s3_write_finish(struct dl_s3_write *w, struct MHD_Connection 
 	case DL_S3_W_COMPLETE:
 		return finish_complete(w, c);
 	case DL_S3_W_ABORT:
-		ret = dl_s3_mp_abort(w->b, w->upload, w->key);
+		ret = w->b->sink ? dl_s3_sink_mp_abort(w->b->sink, w->upload, w->key)
+				 : dl_s3_mp_abort(w->b, w->upload, w->key);
 		if (ret == -ENOENT)
 			return dl_s3_reply_error(c, 404, "NoSuchUpload",
 						 "The specified upload does not exist.", w->upload);
 		pace_write(w->s, c, DL_OP_META, w->key, 0);
 		return ret ? reply_errno(c, ret, w->key) : reply_empty(c, 204, NULL, NULL);
 	case DL_S3_W_DELETE:
-		ret = dl_s3_store_delete(w->b, w->key);
+		ret = w->b->sink ? dl_s3_sink_delete(w->b->sink, w->key)
+				 : dl_s3_store_delete(w->b, w->key);
 		pace_write(w->s, c, DL_OP_META, w->key, 0);
 		return ret ? reply_errno(c, ret, w->key) : reply_empty(c, 204, NULL, NULL);
 	case DL_S3_W_DELETE_MULTI:

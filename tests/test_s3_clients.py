@@ -283,6 +283,12 @@ print("AFTER", len(s3dlio.list("s3://ckpt/s3dlio/")))
             self.assertEqual(self.back_bytes("fs/sub/f.bin"), data)
             self.assertEqual(self.back_bytes("fs/note.txt"), b"hello s3fs\n")
             self.assertEqual(sorted(os.listdir(os.path.join(mnt, "fs"))), ["note.txt", "sub"])
+            # A rename is CopyObject and DeleteObject to s3fs; touch a copy onto itself.
+            os.rename(os.path.join(mnt, "fs", "note.txt"), os.path.join(mnt, "fs", "renamed.txt"))
+            os.utime(os.path.join(mnt, "fs", "renamed.txt"))
+            self.assertEqual(self.back_bytes("fs/renamed.txt"), b"hello s3fs\n")
+            self.assertFalse(os.path.exists(os.path.join(self.back, "fs", "note.txt")))
+            os.rename(os.path.join(mnt, "fs", "renamed.txt"), os.path.join(mnt, "fs", "note.txt"))
             with open(os.path.join(mnt, "fs", "sub", "f.bin"), "rb") as f:
                 self.assertEqual(f.read(), data)
             os.unlink(os.path.join(mnt, "fs", "note.txt"))

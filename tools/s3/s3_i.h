@@ -259,7 +259,7 @@ enum MHD_Result dl_s3_mp_list_parts(const struct dl_s3_bucket *b, const char *ke
 
 /* write.c: a write request, from its headers to its reply. */
 enum { DL_S3_W_PUT, DL_S3_W_PART, DL_S3_W_CREATE, DL_S3_W_COMPLETE, DL_S3_W_ABORT,
-       DL_S3_W_DELETE, DL_S3_W_DELETE_MULTI };
+       DL_S3_W_DELETE, DL_S3_W_DELETE_MULTI, DL_S3_W_COPY };
 struct dl_s3_write {
 	int op;
 	struct dl_s3 *s;
@@ -279,6 +279,11 @@ int dl_s3_write_begin(struct dl_s3 *s, struct MHD_Connection *c, const struct dl
 void dl_s3_write_feed(struct dl_s3_write *w, const char *p, size_t n);
 enum MHD_Result dl_s3_write_finish(struct dl_s3_write *w, struct MHD_Connection *c);
 void dl_s3_write_free(struct dl_s3_write *w);
+
+/* copy.c: CopyObject into the write's place (w->fd, its temporary file). */
+enum MHD_Result dl_s3_copy(struct dl_s3 *s, struct MHD_Connection *c, struct dl_s3_write *w);
+/* x-amz-copy-source's "[/]bucket/key" decoded; -EINVAL. */
+int dl_s3_copy_source(const char *v, char *bucket, size_t blen, char *key, size_t klen);
 
 /* sink.c, sink_get.c: a sink as a bucket (a table of keys, sizes, ETags). */
 int dl_s3_sink_new(struct dl_s3_bucket *b, uint64_t seed);

@@ -104,6 +104,7 @@ int dl_s3_write_begin(struct dl_s3 *s, struct MHD_Connection *c, const struct dl
 	struct dl_s3_write *w;
 	size_t mem_max = 0;
 	int put = !strcmp(method, "PUT"), post = !strcmp(method, "POST");
+	int copy = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-amz-copy-source") != NULL;
 	int ret, dir;
 
 	*out = NULL;
@@ -142,9 +143,10 @@ int dl_s3_write_begin(struct dl_s3 *s, struct MHD_Connection *c, const struct dl
 	} else if (strlen(key) >= DL_S3_KEY_MAX || dl_s3_store_key_ok(key, &dir)) {
 		*reply = reply_errno(c, -EINVAL, key);
 		goto refuse;
-	} else if (put && MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-amz-copy-source")) {
+	} else if (put && copy && (upload || partnum || dir)) {
 		*reply = dl_s3_reply_error(c, 501, "NotImplemented",
-					   "CopyObject is not implemented.", key);
+					   "UploadPartCopy and copies onto a folder marker are not implemented.",
+					   key);
 		goto refuse;
 	} else if (put && (upload || partnum)) {
 		char *end;
@@ -170,7 +172,7 @@ int dl_s3_write_begin(struct dl_s3 *s, struct MHD_Connection *c, const struct dl
 			goto refuse;
 		}
 	} else if (put) {
-		w->op = DL_S3_W_PUT;
+		w->op = copy ? DL_S3_W_COPY : DL_S3_W_PUT;
 		w->dir_marker = dir;
 		if (!b->sink)
 			w->dirfd = dl_s3_store_parent(b, key, 1, w->leaf, sizeof(w->leaf));
@@ -193,7 +195,8 @@ int dl_s3_write_begin(struct dl_s3 *s, struct MHD_Connection *c, const struct dl
 					   "This object operation is not implemented.", key);
 		goto refuse;
 	}
-	if (((w->op == DL_S3_W_PUT && !w->dir_marker) || w->op == DL_S3_W_PART) && !b->sink) {
+	if (((w->op == DL_S3_W_PUT && !w->dir_marker) || w->op == DL_S3_W_PART ||
+	     w->op == DL_S3_W_COPY) && !b->sink) {
 		w->fd = dl_s3_store_tmp(w->dirfd, w->tmp, sizeof(w->tmp));
 		if (w->fd < 0) {
 			ret = w->fd;
@@ -412,6 +415,11 @@ enum MHD_Result dl_s3_write_finish(struct dl_s3_write *w, struct MHD_Connection 
 		return finish_put(w, c);
 	case DL_S3_W_CREATE:
 		return finish_create(w, c);
+	case DL_S3_W_COPY:
+		if (w->body.n)
+			return dl_s3_reply_error(c, 400, "InvalidRequest",
+						 "A copy has no body.", w->key);
+		return dl_s3_copy(w->s, c, w);
 	case DL_S3_W_COMPLETE:
 		return finish_complete(w, c);
 	case DL_S3_W_ABORT:

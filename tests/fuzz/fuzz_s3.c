@@ -3,7 +3,7 @@
  * by a start-after, marker or prefix), SigV4's canonical query of a raw
  * query string, a backing directory's key check, and the bodies of writes:
  * aws-chunked (fed in pieces, as the HTTP library hands them over), the
- * XML of CompleteMultipartUpload and of DeleteObjects. The input is the
+ * XML of CompleteMultipartUpload and of DeleteObjects, CopyObject's source. The input is the
  * text under test; its first byte picks the dataset, the size the range is
  * parsed against and the size of the body's pieces. Invariants: a served
  * range lies within the object, a key found looks up to a file whose key
@@ -105,6 +105,13 @@ static void fuzz_bodies(const uint8_t *data, size_t size, const char *text, size
 			if (!x.keys[i])
 				abort();
 		dl_s3_xmlbody_free(&x);
+	}
+	{
+		char bucket[256], key[DL_S3_KEY_MAX];
+
+		if (dl_s3_copy_source(text, bucket, sizeof(bucket), key, sizeof(key)) == 0 &&
+		    (!bucket[0] || !key[0] || strchr(bucket, '/')))
+			abort();
 	}
 	if (dl_s3_store_key_ok(text, &dir) == 0) {
 		char k[DL_S3_KEY_MAX + 2];

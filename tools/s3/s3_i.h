@@ -22,7 +22,7 @@ struct dl_s3_bucket {
 	const char *name;
 	const struct dl_dataset *ds;
 	const struct dl_backing_cfg *bk;	/* a backing directory or sink; else NULL */
-	int dirfd;			/* the backing directory, O_PATH|O_DIRECTORY; -1 */
+	int dirfd;			/* the backing directory (O_DIRECTORY); -1 */
 	struct dl_s3_sink *sink;	/* a sink's table of objects; NULL */
 	uint32_t nparts;
 	uint32_t part_order[DL_S3_MAX_PARTS];

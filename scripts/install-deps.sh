@@ -14,13 +14,20 @@ VENV=${DLIOFS_VENV:-/opt/dliofs-venv}
 # The TensorFlow release the tests were run with (CPU-only wheel from PyPI).
 TF_PIN=${DLIOFS_TF_PIN:-tensorflow-cpu==2.21.0}
 # The S3 endpoint's tests (tests/test_s3.py) drive it with the real boto3.
-BOTO3_PIN=${DLIOFS_BOTO3_PIN:-boto3==1.35.99}
+BOTO3_PIN=${DLIOFS_BOTO3_PIN:-boto3==1.44.5}
+# tests/test_s3_clients.py: the S3 clients training jobs use, pinned.
+S3_CLIENT_PINS=(
+  s3torchconnector==1.5.0 s3torchconnectorclient==1.5.0 minio==7.2.20 s3dlio==0.10.0
+  botocore==1.44.8
+)
 
 PACKAGES=(
   meson ninja-build pkg-config gcc libc6-dev
   libfuse3-dev fuse3 libyaml-dev zlib1g-dev libdeflate-dev libhdf5-dev libpng-dev
   libjpeg62-turbo-dev libjpeg-turbo-progs
-  libmicrohttpd-dev libssl-dev
+  libmicrohttpd-dev libssl-dev libexpat1-dev
+  # tests/test_s3_clients.py mounts the S3 endpoint with s3fs-fuse
+  s3fs
   python3-numpy python3-torch python3-torchvision python3-h5py python3-pil
   python3-matplotlib python3-venv python3-yaml
   fio ca-certificates
@@ -168,6 +175,23 @@ if [ "$want_venv" -eq 1 ] && [ "$want_dlio" -eq 1 ] && [ "$want_torch" -eq 1 ] &
   quiet "pip install (torch)" "${SUDO[@]}" "$VENV/bin/pip" install -q --disable-pip-version-check \
     "$TORCH_PIN"
   quiet "torch import check" "$VENV/bin/python" -c "import torch.utils.data, tensorflow"
+fi
+
+# --- S3 clients (PyPI) in the same venv: tests/test_s3_clients.py (after torch:
+# s3torchconnector needs it) ---
+s3_clients_ok() {
+  "$VENV/bin/python" - "${S3_CLIENT_PINS[@]}" >/dev/null 2>&1 <<'PY'
+import sys, importlib.metadata as m
+for spec in sys.argv[1:]:
+    name, _, want = spec.partition("==")
+    if m.version(name) != want:
+        sys.exit(1)
+PY
+}
+if [ "$want_venv" -eq 1 ] && [ -x "$VENV/bin/pip" ] && ! s3_clients_ok; then
+  echo "install-deps.sh: installing ${S3_CLIENT_PINS[*]} into $VENV (PyPI)"
+  quiet "pip install (S3 clients)" "${SUDO[@]}" "$VENV/bin/pip" install -q \
+    --disable-pip-version-check "${S3_CLIENT_PINS[@]}"
 fi
 
 if [ ! -e /dev/fuse ]; then

@@ -448,13 +448,21 @@ class S3AuthTest(unittest.TestCase):
             @classmethod
             def utcnow(cls):
                 return datetime.datetime.utcnow() - datetime.timedelta(minutes=20)
+        # botocore >= 1.36 asks compat's get_current_datetime; older ones datetime.utcnow.
+        real_now = getattr(botocore.auth, "get_current_datetime", None)
         real = botocore.auth.datetime
-        botocore.auth.datetime = types.SimpleNamespace(datetime=Past)
+        if real_now:
+            botocore.auth.get_current_datetime = \
+                lambda *a, **k: real_now(*a, **k) - datetime.timedelta(minutes=20)
+        else:
+            botocore.auth.datetime = types.SimpleNamespace(datetime=Past)
         try:
             with self.assertRaises(ClientError) as e:
                 self.cl().list_buckets()
         finally:
             botocore.auth.datetime = real
+            if real_now:
+                botocore.auth.get_current_datetime = real_now
         self.assertEqual(e.exception.response["Error"]["Code"], "RequestTimeTooSkewed")
         self.cl().list_buckets()
 
@@ -485,10 +493,12 @@ class S3PacerTest(unittest.TestCase):
                 # Connections are served at once: 16 GETs in parallel pay the latency
                 # about once, not 16 times (one thread per connection).
                 import concurrent.futures
+                # The clients are made first: making one is not the storage's time.
+                clients = [client(port) for _ in range(16)]
                 t0 = time.monotonic()
                 with concurrent.futures.ThreadPoolExecutor(16) as ex:
-                    sizes = list(ex.map(lambda i: len(client(port).get_object(
-                        Bucket="d", Key=key, Range="bytes=0-9")["Body"].read()), range(16)))
+                    sizes = list(ex.map(lambda c: len(c.get_object(
+                        Bucket="d", Key=key, Range="bytes=0-9")["Body"].read()), clients))
                 self.assertEqual(sizes, [10] * 16)
                 self.assertLess(time.monotonic() - t0, 16 * 0.15 / 2)
                 # 2 MB at 4 MB/s (a 4 KiB burst): half a second beyond the latency.

@@ -238,8 +238,40 @@ static int check_time(struct MHD_Connection *c, const char *amzdate, int presign
 	return 0;
 }
 
+void dl_s3_sha256_hex(const void *p, size_t n, char out[65])
+{
+	unsigned char h[32];
+
+	SHA256(p, n, h);
+	hex(h, 32, out);
+}
+
+void dl_s3_chunk_sig(const struct dl_s3_sigv4 *sv, const char *prev, const char *kind,
+		     const char *hash_hex, char out[65])
+{
+	char sts[512];
+	unsigned char h[32];
+
+	/* aws-chunked: each chunk signs its data's hash after the signature
+	 * before it (the first after the request's); the trailer its lines'. */
+	if (strcmp(kind, "AWS4-HMAC-SHA256-PAYLOAD") == 0)
+		snprintf(sts, sizeof(sts), "%s\n%s\n%s\n%s\n" EMPTY_SHA256 "\n%s", kind, sv->date,
+			 sv->scope, prev, hash_hex);
+	else
+		snprintf(sts, sizeof(sts), "%s\n%s\n%s\n%s\n%s", kind, sv->date, sv->scope, prev,
+			 hash_hex);
+	hmac(sv->key, 32, sts, h);
+	hex(h, 32, out);
+}
+
 int dl_s3_auth(const struct dl_s3 *s, struct MHD_Connection *c, const char *method,
 	       const char *raw_uri, const char **code)
+{
+	return dl_s3_auth_sig(s, c, method, raw_uri, code, NULL);
+}
+
+int dl_s3_auth_sig(const struct dl_s3 *s, struct MHD_Connection *c, const char *method,
+		   const char *raw_uri, const char **code, struct dl_s3_sigv4 *sv)
 {
 	const struct dl_s3_cfg *k = &s->cfg->s3;
 	const char *authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -345,13 +377,22 @@ int dl_s3_auth(const struct dl_s3 *s, struct MHD_Connection *c, const char *meth
 			p = e ? e + 1 : p + l;
 		}
 		hmac(kd, 32, sts.p, h);
-		OPENSSL_cleanse(key0, sizeof(key0));
+		OPENSSL_cleanse(key0, sizeof(key0));	/* kd stays: the chunks' key */
 	}
 	hex(h, 32, want);
 	if (strlen(sig) != 64 || CRYPTO_memcmp(want, sig, 64) != 0)
 		goto out;
 	ret = check_time(c, amzdate, presigned, code);
+	if (!ret && sv && !presigned && strlen(amzdate) < sizeof(sv->date) &&
+	    strlen(scope) < sizeof(sv->scope)) {
+		sv->have = 1;
+		memcpy(sv->key, kd, 32);
+		memcpy(sv->seed, want, 65);
+		strcpy(sv->date, amzdate);
+		strcpy(sv->scope, scope);
+	}
 out:
+	OPENSSL_cleanse(kd, sizeof(kd));
 	dl_s3_buf_free(&cr);
 	dl_s3_buf_free(&sts);
 	return ret;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dliofs/naming.h"
 #include "s3_i.h"
@@ -23,15 +24,33 @@ static const char *part_suffix(const struct dl_dataset *ds, uint32_t part)
 
 int dl_s3_buckets_init(struct dl_s3 *s)
 {
-	s->nbuckets = s->cfg->ndatasets;
-	s->buckets = calloc(s->nbuckets ? s->nbuckets : 1, sizeof(*s->buckets));
+	unsigned nds = s->cfg->ndatasets;
+	int ret;
+
+	s->nbuckets = 0;
+	s->buckets = calloc(nds + s->cfg->nbacking + 1, sizeof(*s->buckets));
 	if (!s->buckets)
 		return -ENOMEM;
-	for (unsigned i = 0; i < s->nbuckets; i++) {
+	for (unsigned i = 0; i < nds + s->cfg->nbacking; i++)
+		s->buckets[i].dirfd = -1;
+	/* A backing entry is a bucket named by its `at`: a real directory's
+	 * objects are its files; writes go there when it is writable. */
+	for (unsigned i = 0; i < s->cfg->nbacking; i++) {
+		struct dl_s3_bucket *b = &s->buckets[nds + i];
+
+		b->bk = &s->cfg->backing[i];
+		b->name = b->bk->at;
+		ret = b->bk->sink ? dl_s3_sink_new(b, s->cfg->seed) : dl_s3_store_open(b);
+		if (ret)
+			return ret;
+	}
+	s->nbuckets = nds + s->cfg->nbacking;
+	for (unsigned i = 0; i < nds; i++) {
 		struct dl_s3_bucket *b = &s->buckets[i];
 		const struct dl_dataset *ds = &s->cfg->datasets[i];
 
 		b->ds = ds;
+		b->name = ds->name;
 		b->nparts = dl_format_ops(ds->format)->nparts;
 		if (b->nparts == 0 || b->nparts > DL_S3_MAX_PARTS)
 			return -EINVAL;
@@ -52,13 +71,25 @@ int dl_s3_buckets_init(struct dl_s3 *s)
 	return 0;
 }
 
+void dl_s3_buckets_free(struct dl_s3 *s)
+{
+	for (unsigned i = 0; s->buckets && i < s->cfg->ndatasets + s->cfg->nbacking; i++) {
+		if (s->buckets[i].dirfd >= 0)
+			close(s->buckets[i].dirfd);
+		dl_s3_sink_free(s->buckets[i].sink);
+	}
+	free(s->buckets);
+	s->buckets = NULL;
+	s->nbuckets = 0;
+}
+
 const struct dl_s3_bucket *dl_s3_bucket_find(const struct dl_s3 *s, const char *name, size_t len)
 {
 	for (unsigned i = 0; i < s->nbuckets; i++) {
-		const char *n = s->buckets[i].ds->name;
+		const struct dl_s3_bucket *b = &s->buckets[i];
 
-		if (strlen(n) == len && memcmp(n, name, len) == 0)
-			return &s->buckets[i];
+		if (strlen(b->name) == len && memcmp(b->name, name, len) == 0)
+			return b;
 	}
 	return NULL;
 }

@@ -23,7 +23,7 @@ enum MHD_Result dl_s3_list_buckets(struct dl_s3 *s, struct MHD_Connection *c)
 			 "<Owner><ID>dliofs</ID><DisplayName>dliofs</DisplayName></Owner><Buckets>");
 	for (unsigned i = 0; i < s->nbuckets; i++) {
 		dl_s3_buf_printf(&b, "<Bucket><Name>");
-		dl_s3_buf_xml(&b, s->buckets[i].ds->name);
+		dl_s3_buf_xml(&b, s->buckets[i].name);
 		dl_s3_buf_printf(&b, "</Name><CreationDate>%s</CreationDate></Bucket>", date);
 	}
 	dl_s3_buf_printf(&b, "</Buckets></ListAllMyBucketsResult>");
@@ -114,7 +114,7 @@ enum MHD_Result dl_s3_list_objects(struct dl_s3 *s, const struct dl_s3_bucket *b
 		dl_pacer_complete(s->pacer, &preq, &pres, dl_mono_ns());
 	dl_s3_iso_date(s->start_real_s, date, sizeof(date));
 	dl_s3_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" S3_NS "\"><Name>");
-	dl_s3_buf_xml(&b, bk->ds->name);
+	dl_s3_buf_xml(&b, bk->name);
 	dl_s3_buf_printf(&b, "</Name>");
 	put_elem(&b, "Prefix", prefix, url);
 	if (delim)
@@ -139,7 +139,9 @@ enum MHD_Result dl_s3_list_objects(struct dl_s3 *s, const struct dl_s3_bucket *b
 		if (strncmp(key, prefix, plen) != 0)
 			break;	/* the keys with the prefix are contiguous */
 		if (n >= max_keys) {
-			truncated = 1;
+			/* max-keys=0 asks for no keys: a page that is not truncated,
+			 * or a paginator would ask again forever. */
+			truncated = max_keys > 0;
 			break;
 		}
 		d = delim ? strstr(key + plen, delim) : NULL;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "dliofs/clock.h"
@@ -15,10 +16,13 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: dliofs s3 serve CONFIG.yaml [--listen HOST:PORT]\n"
+	fprintf(out, "usage: dliofs s3 serve CONFIG.yaml [--listen HOST:PORT] [--idle-timeout S]\n"
 		     "  Serve every dataset of CONFIG as a bucket over S3's HTTP API,\n"
-		     "  shaped by the config's pacer (default listen 127.0.0.1:9000;\n"
-		     "  port 0 picks a free one; the address is printed once listening).\n");
+		     "  and every backing directory as a bucket named by its `at`\n"
+		     "  (writes go there when it is writable), shaped by the config's\n"
+		     "  pacer (default listen 127.0.0.1:9000; port 0 picks a free one;\n"
+		     "  the address is printed once listening). A connection silent\n"
+		     "  for S seconds (default 60) is closed.\n");
 }
 
 /* HOST:PORT (HOST may be [v6]) into an address. */
@@ -54,21 +58,71 @@ static int resolve(const char *listen, struct sockaddr_storage *sa, socklen_t *s
 	return 0;
 }
 
+/* libmicrohttpd says something for each client that goes away mid-request:
+ * 10,000 of them must not flood the log (nor block every thread on a full
+ * stderr pipe). At most LOG_PER_S lines a second; the rest are counted and
+ * the count said with the next line let through. */
+#define LOG_PER_S 10
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-	(void)cls;
-	fprintf(stderr, "dliofs s3: ");
-	vfprintf(stderr, fmt, ap);
+	struct dl_s3 *s = cls;
+	uint64_t now = dl_mono_ns() / 1000000000ULL;
+	char line[512];
+	unsigned dropped = 0;
+	int pass;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	pthread_mutex_lock(&s->log_lock);
+	if (now != s->log_second) {
+		s->log_second = now;
+		s->log_lines = 0;
+	}
+	pass = s->log_lines++ < LOG_PER_S;
+	if (pass) {
+		dropped = s->log_dropped;
+		s->log_dropped = 0;
+	} else {
+		s->log_dropped++;
+	}
+	pthread_mutex_unlock(&s->log_lock);
+	if (!pass)
+		return;
+	if (dropped)
+		fprintf(stderr, "dliofs s3: (%u more messages not shown)\n", dropped);
+	fprintf(stderr, "dliofs s3: %s%s", line, line[0] && line[strlen(line) - 1] == '\n' ? "" : "\n");
 }
 
-static int serve(const char *cfgpath, const char *listen)
+/* Connections are bounded by descriptors: the soft limit goes up to the
+ * hard one, and a few are kept for files, the listener and the log. */
+static unsigned raise_nofile(void)
 {
-	struct dl_s3 s = {0};
+	struct rlimit rl;
+	rlim_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 1000;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	n = rl.rlim_cur == RLIM_INFINITY ? 65536 : rl.rlim_cur;
+	n = n > 65536 ? 65536 : n;
+	/* Kept: the listener, the log, the config, files being read or written
+	 * (a connection short of one gets an S3 error, not a crash). */
+	return n > 512 ? (unsigned)(n - 256) : 64;
+}
+
+static int serve(const char *cfgpath, const char *listen, unsigned idle_s)
+{
+	struct dl_s3 s = {.log_lock = PTHREAD_MUTEX_INITIALIZER};
 	struct sockaddr_storage sa;
 	socklen_t salen;
 	struct MHD_Daemon *d = NULL;
 	const union MHD_DaemonInfo *info;
 	sigset_t set;
+	unsigned conn_max;
 	int sig, ret;
 
 	ret = resolve(listen, &sa, &salen);
@@ -91,6 +145,8 @@ static int serve(const char *cfgpath, const char *listen)
 		goto out;
 	}
 	s.start_real_s = (uint64_t)time(NULL);
+	dl_s3_crc_init(&s.crc);
+	conn_max = raise_nofile();
 
 	/* The daemon's threads inherit this mask: only sigwait sees the signals. */
 	sigemptyset(&set);
@@ -102,14 +158,18 @@ static int serve(const char *cfgpath, const char *listen)
 	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 				     MHD_USE_POLL | MHD_USE_ERROR_LOG | (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 			     0, NULL, NULL, dl_s3_handle, &s,
-			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+			     MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &s,
 			     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 			     /* The raw URI, for SigV4's canonical request. */
 			     MHD_OPTION_URI_LOG_CALLBACK, dl_s3_req_start, NULL,
 			     MHD_OPTION_NOTIFY_COMPLETED, dl_s3_req_done, NULL,
 			     /* A slow or silent client is dropped, not waited for. */
-			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+			     MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+			     /* poll(), not select(): any descriptor number; a thread
+			     * each, with a small stack, so 10,000 held connections
+			     * cost address space, not memory. */
+			     MHD_OPTION_CONNECTION_LIMIT, conn_max,
+			     MHD_OPTION_THREAD_STACK_SIZE, (size_t)(512 * 1024),
 			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 			     MHD_OPTION_END);
 	if (!d) {
@@ -137,7 +197,7 @@ out:
 		dl_pacer_free(s.pacer);
 	if (s.fmt)
 		dl_fmt_ctx_free(s.fmt);
-	free(s.buckets);
+	dl_s3_buckets_free(&s);
 	dl_config_free(s.cfg);
 	return ret;
 }
@@ -145,6 +205,8 @@ out:
 int dl_s3_main(int argc, char **argv)
 {
 	const char *listen = "127.0.0.1:9000", *cfg = NULL;
+	unsigned long idle_s = 60;
+	char *end;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);
@@ -160,6 +222,13 @@ int dl_s3_main(int argc, char **argv)
 			listen = argv[++i];
 		} else if (!strncmp(argv[i], "--listen=", 9)) {
 			listen = argv[i] + 9;
+		} else if (!strcmp(argv[i], "--idle-timeout") && i + 1 < argc) {
+			idle_s = strtoul(argv[++i], &end, 10);
+			if (*argv[i] < '0' || *argv[i] > '9' || *end || idle_s < 1 || idle_s > 86400) {
+				fprintf(stderr, "dliofs s3 serve: --idle-timeout %s: expected "
+					"seconds from 1 to 86400\n", argv[i]);
+				return 2;
+			}
 		} else if (argv[i][0] == '-' || cfg) {
 			fprintf(stderr, "dliofs s3 serve: unexpected argument '%s'\n", argv[i]);
 			usage(stderr);
@@ -173,5 +242,5 @@ int dl_s3_main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	return serve(cfg, listen);
+	return serve(cfg, listen, (unsigned)idle_s);
 }

@@ -7,7 +7,7 @@
 
 #include "s3_i.h"
 
-static void buf_put(struct dl_s3_buf *b, const char *s, size_t n)
+void dl_s3_buf_put(struct dl_s3_buf *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
@@ -44,7 +44,7 @@ void dl_s3_buf_printf(struct dl_s3_buf *b, const char *fmt, ...)
 		return;
 	}
 	if ((size_t)n < sizeof(tmp)) {
-		buf_put(b, tmp, (size_t)n);
+		dl_s3_buf_put(b, tmp, (size_t)n);
 		return;
 	}
 	big = malloc((size_t)n + 1);
@@ -55,7 +55,7 @@ void dl_s3_buf_printf(struct dl_s3_buf *b, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(big, (size_t)n + 1, fmt, ap);
 	va_end(ap);
-	buf_put(b, big, (size_t)n);
+	dl_s3_buf_put(b, big, (size_t)n);
 	free(big);
 }
 
@@ -63,12 +63,12 @@ void dl_s3_buf_xml(struct dl_s3_buf *b, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '<': buf_put(b, "&lt;", 4); break;
-		case '>': buf_put(b, "&gt;", 4); break;
-		case '&': buf_put(b, "&amp;", 5); break;
-		case '"': buf_put(b, "&quot;", 6); break;
-		case '\'': buf_put(b, "&apos;", 6); break;
-		default: buf_put(b, s, 1); break;
+		case '<': dl_s3_buf_put(b, "&lt;", 4); break;
+		case '>': dl_s3_buf_put(b, "&gt;", 4); break;
+		case '&': dl_s3_buf_put(b, "&amp;", 5); break;
+		case '"': dl_s3_buf_put(b, "&quot;", 6); break;
+		case '\'': dl_s3_buf_put(b, "&apos;", 6); break;
+		default: dl_s3_buf_put(b, s, 1); break;
 		}
 	}
 }
@@ -82,11 +82,11 @@ void dl_s3_buf_url(struct dl_s3_buf *b, const char *s)
 
 		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
 		    c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-			buf_put(b, s, 1);
+			dl_s3_buf_put(b, s, 1);
 		} else {
 			char e[3] = {'%', hex[c >> 4], hex[c & 15]};
 
-			buf_put(b, e, 3);
+			dl_s3_buf_put(b, e, 3);
 		}
 	}
 }
@@ -123,7 +123,16 @@ enum MHD_Result dl_s3_reply_buf(struct MHD_Connection *c, unsigned status, struc
 enum MHD_Result dl_s3_reply_error(struct MHD_Connection *c, unsigned status, const char *code,
 				  const char *msg, const char *resource)
 {
+	return dl_s3_reply_error_hdr(c, status, code, msg, resource, NULL, NULL);
+}
+
+enum MHD_Result dl_s3_reply_error_hdr(struct MHD_Connection *c, unsigned status,
+				      const char *code, const char *msg, const char *resource,
+				      const char *hname, const char *hvalue)
+{
 	struct dl_s3_buf b = {0};
+	struct MHD_Response *r;
+	enum MHD_Result ret;
 
 	dl_s3_buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code>"
 			 "<Message>", code);
@@ -135,7 +144,23 @@ enum MHD_Result dl_s3_reply_error(struct MHD_Connection *c, unsigned status, con
 		dl_s3_buf_printf(&b, "</Resource>");
 	}
 	dl_s3_buf_printf(&b, "<RequestId>0</RequestId></Error>");
-	return dl_s3_reply_buf(c, status, &b);
+	if (!hname)
+		return dl_s3_reply_buf(c, status, &b);
+	if (b.oom) {
+		dl_s3_buf_free(&b);
+		return MHD_NO;
+	}
+	r = MHD_create_response_from_buffer(b.len, b.p, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		dl_s3_buf_free(&b);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", "application/xml");
+	MHD_add_response_header(r, "Server", "dliofs");
+	MHD_add_response_header(r, hname, hvalue);
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
 void dl_s3_http_date(uint64_t secs, char *buf, size_t len)

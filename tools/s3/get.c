@@ -1,8 +1,13 @@
 /* HeadObject and GetObject: the bytes are generated into libmicrohttpd's
- * send buffer as it asks (a callback response over the requested range),
- * never a copy of the whole object. The pacer decides when the reply
- * starts, as it decides when the mount's read is answered: one GET, or
- * one range, is one request to the storage. */
+ * send buffer as it asks (a callback response over the requested range,
+ * 256 KiB at a time), never a copy of the whole object. A body of at most
+ * that block is generated at once into a buffer of its size, which
+ * libmicrohttpd sends with the headers in one sendmsg (a callback response
+ * sends them apart: two writes and two segments per small GET, 0.6x
+ * nginx's requests/s for 4 KiB objects); the memory per response is at
+ * most one block either way. The pacer decides when the reply starts, as
+ * it decides when the mount's read is answered: one GET, or one range, is
+ * one request to the storage. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +23,10 @@ struct body {
 	struct dl_pacer_req req;
 	struct dl_pacer_result res;
 	int paced;
+	char *data;	/* the whole body, when it fits one block */
 };
+
+#define BLOCK (256 * 1024)
 
 static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -39,7 +47,22 @@ static void body_free(void *cls)
 
 	if (bd->paced)
 		dl_pacer_complete(bd->s->pacer, &bd->req, &bd->res, dl_mono_ns());
+	free(bd->data);
 	free(bd);
+}
+
+/* The reply's body: HEAD's is empty but its Content-Length is the GET's. */
+static struct MHD_Response *body_response(struct body *bd, int head)
+{
+	if (!head && bd->len <= BLOCK) {
+		bd->data = malloc(bd->len ? bd->len : 1);
+		if (!bd->data || dl_file_read(bd->s->fmt, &bd->f, bd->data, bd->off, bd->len))
+			return NULL;
+		return MHD_create_response_from_buffer_with_free_callback_cls(bd->len, bd->data,
+									     body_free, bd);
+	}
+	return MHD_create_response_from_callback(bd->len, head ? 4096 : BLOCK, body_read, bd,
+						 body_free);
 }
 
 enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, const char *key,
@@ -102,12 +125,7 @@ enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, 
 	bd->paced = dl_s3_pace(s, c, &bd->req, &bd->res);
 	dl_s3_etag(&bd->f, etag, sizeof(etag));
 	dl_s3_http_date(s->start_real_s, date, sizeof(date));
-	if (head) {
-		/* HEAD: the headers a GET would send, Content-Length included. */
-		r = MHD_create_response_from_callback(bd->len, 64 * 1024, body_read, bd, body_free);
-	} else {
-		r = MHD_create_response_from_callback(bd->len, 256 * 1024, body_read, bd, body_free);
-	}
+	r = body_response(bd, head);
 	if (!r) {
 		body_free(bd);
 		return MHD_NO;

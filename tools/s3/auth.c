@@ -4,9 +4,6 @@
  * Without keys every request is accepted, whatever it carries. */
 #include <errno.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,26 +11,7 @@
 #include <time.h>
 
 #include "s3_i.h"
-
-#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-static void hex(const unsigned char *p, size_t n, char *out)
-{
-	static const char h[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = h[p[i] >> 4];
-		out[2 * i + 1] = h[p[i] & 15];
-	}
-	out[2 * n] = 0;
-}
-
-static void hmac(const void *key, size_t klen, const char *msg, unsigned char out[32])
-{
-	unsigned int len = 32;
-
-	HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg, strlen(msg), out, &len);
-}
+#include "sigv4.h"
 
 static int unhex(char c)
 {
@@ -245,7 +223,6 @@ int dl_s3_auth(const struct dl_s3 *s, struct MHD_Connection *c, const char *meth
 	const char *authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	const char *q, *payload, *amzdate;
 	char cred[512], signed_h[1024], sig[128], scope[512], want[65], digest[65];
-	unsigned char h[32], kd[32];
 	struct dl_s3_buf cr = {0}, sts = {0};
 	char *slash, *list;
 	int presigned, ret = -EACCES;
@@ -276,7 +253,7 @@ int dl_s3_auth(const struct dl_s3 *s, struct MHD_Connection *c, const char *meth
 		amzdate = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-amz-date");
 		payload = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-amz-content-sha256");
 		if (!payload)
-			payload = EMPTY_SHA256;
+			payload = DL_SIGV4_EMPTY_SHA256;
 	}
 	/* Credential = KEY/DATE/REGION/SERVICE/aws4_request */
 	slash = strchr(cred, '/');
@@ -314,40 +291,10 @@ int dl_s3_auth(const struct dl_s3 *s, struct MHD_Connection *c, const char *meth
 	dl_s3_buf_printf(&cr, "\n%s\n%s", signed_h, payload);
 	if (cr.oom)
 		goto out;
-	SHA256((const unsigned char *)cr.p, cr.len, h);
-	hex(h, 32, digest);
+	dl_sigv4_sha256_hex(cr.p, cr.len, digest);
 	dl_s3_buf_printf(&sts, "AWS4-HMAC-SHA256\n%s\n%s\n%s", amzdate, scope, digest);
-	if (sts.oom)
+	if (sts.oom || dl_sigv4_signature(k->secret_key, scope, sts.p, want))
 		goto out;
-
-	/* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" secret, date), region), service), "aws4_request") */
-	{
-		char key0[160], part[128];
-		const char *p = scope;
-
-		snprintf(key0, sizeof(key0), "AWS4%s", k->secret_key);
-		for (int i = 0; i < 4; i++) {
-			const char *e = strchr(p, '/');
-			size_t l = e ? (size_t)(e - p) : strlen(p);
-
-			if (l >= sizeof(part) || (i < 3 && !e))
-				goto out;
-			memcpy(part, p, l);
-			part[l] = 0;
-			if (i == 0) {
-				hmac(key0, strlen(key0), part, kd);
-			} else {
-				unsigned char prev[32];
-
-				memcpy(prev, kd, 32);
-				hmac(prev, 32, part, kd);
-			}
-			p = e ? e + 1 : p + l;
-		}
-		hmac(kd, 32, sts.p, h);
-		OPENSSL_cleanse(key0, sizeof(key0));
-	}
-	hex(h, 32, want);
 	if (strlen(sig) != 64 || CRYPTO_memcmp(want, sig, 64) != 0)
 		goto out;
 	ret = check_time(c, amzdate, presigned, code);

@@ -1,0 +1,207 @@
+"""dlio-drive --storage s3 against `dliofs s3 serve`: every object read whole
+in the range GETs of the client it copies (s3torchconnector: 8 MiB parts or
+--range-size, every object ranged; s3dlio: one GET below 32 MiB), each byte
+checked against the generator (--s3-verify) and against dlio-gen's files,
+the endpoint's own counts of requests and bytes, the pacer shaping the job
+(a 50 MB/s model gives ~50 MB/s), SigV4 signing, and clear failures (no
+endpoint, another seed's bytes, a wrong secret)."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dltest  # noqa: E402
+
+DRIVE = os.environ.get("DLIO_DRIVE", os.path.join(dltest.BUILD, "dlio-drive"))
+MiB = 1 << 20
+DATA = """
+datasets:
+  - name: objs
+    format: npz
+    files: 12
+    eval_files: 0
+    samples_per_file: 2
+    sample_size: {mean: 3MB, stdev: 1MB, min: 1MB, max: 9MB}
+"""
+
+
+def serve(cfg):
+    p = subprocess.Popen([dltest.DLIOFS, "s3", "serve", cfg, "--listen", "127.0.0.1:0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    m = re.search(r"http://127\.0\.0\.1:(\d+)$", p.stdout.readline().strip())
+    if not m:
+        p.kill()
+        raise AssertionError("dliofs s3 serve did not start: " + p.stderr.read())
+    return p, int(m.group(1))
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    try:
+        rc = p.wait(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    err = p.stderr.read()
+    p.stdout.close()
+    p.stderr.close()
+    return rc, err
+
+
+def stats(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/.dliofs/stats.json" % port) as r:
+        return json.load(r)
+
+
+class S3Drive(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="dliofs-s3drive.")
+        cls.cfg = dltest.write_config(cls.tmp.name, "seed: 21\n" + DATA)
+        out = os.path.join(cls.tmp.name, "gen")
+        dltest.gen(cls.cfg, out)
+        root = os.path.join(out, "objs")
+        cls.sizes = {}
+        for d, _, files in os.walk(root):
+            for f in files:
+                cls.sizes[os.path.relpath(os.path.join(d, f), root)] = \
+                    os.path.getsize(os.path.join(d, f))
+        cls.total = sum(cls.sizes.values())
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def drive(self, cfg, port, *extra, env=None, check=True):
+        trace = os.path.join(self.tmp.name, "trace.tsv")
+        cmd = [DRIVE, "--config", cfg, "--storage", "s3", "--endpoint",
+               "http://127.0.0.1:%d" % port, "--batch-size", "4", "--read-threads", "2",
+               "--quiet", "--json", "-", "--trace-files", trace] + list(extra)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, **(env or {})))
+        if not check:
+            return r
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rep = json.loads(r.stdout[r.stdout.index("{"):])
+        with open(trace) as f:
+            rows = [ln.rstrip("\n").split("\t") for ln in f if not ln.startswith("#")]
+        return rep, rows
+
+    def check_objects(self, rep, rows, epochs):
+        # Every object once per epoch, all of its bytes, and the bytes add up.
+        for e in range(1, epochs + 1):
+            got = {r[3]: int(r[6]) for r in rows if r[0] == str(e)}
+            self.assertEqual(got, self.sizes, "epoch %d" % e)
+        self.assertEqual(sum(ep["bytes"] for ep in rep["epochs"]), epochs * self.total)
+
+    def test_ranges_bytes_and_counts(self):
+        p, port = serve(self.cfg)
+        try:
+            rep, rows = self.drive(self.cfg, port, "--epochs", "2", "--s3-verify",
+                                   "--range-size", "1MiB", "--s3-connections", "3")
+            st = stats(port)
+        finally:
+            rc, err = stop(p)
+        self.assertEqual(rc, 0, err)
+        self.check_objects(rep, rows, 2)
+        # One range GET per MiB of each object, each one a request to the pacer.
+        ranges = sum((s + MiB - 1) // MiB for s in self.sizes.values())
+        self.assertEqual(sum(ep["read_calls"] for ep in rep["epochs"]), 2 * ranges)
+        self.assertEqual(st["classes"]["read"]["ops"], 2 * ranges)
+        self.assertEqual(st["classes"]["read"]["bytes"], 2 * self.total)
+        self.assertTrue(any("s3torchconnector's reads" in n for n in rep["notes"]), rep["notes"])
+
+    def test_client_defaults(self):
+        p, port = serve(self.cfg)
+        try:
+            # s3torchconnector: 8 MiB parts, so one ranged GET per object
+            # here, two for those over 8 MiB.
+            rep, rows = self.drive(self.cfg, port)
+            n8 = sum((s + 8 * MiB - 1) // (8 * MiB) for s in self.sizes.values())
+            self.assertEqual(rep["epochs"][0]["read_calls"], n8)
+            self.check_objects(rep, rows, 1)
+            before = stats(port)["classes"]["read"]["ops"]
+            # s3dlio: objects under 32 MiB in one plain GET.
+            rep, rows = self.drive(self.cfg, port, "--s3-client", "s3dlio", "--s3-verify")
+            self.assertEqual(rep["epochs"][0]["read_calls"], len(self.sizes))
+            self.assertEqual(stats(port)["classes"]["read"]["ops"] - before, len(self.sizes))
+            self.check_objects(rep, rows, 1)
+        finally:
+            stop(p)
+
+    def test_pacer_shapes_the_job(self):
+        # A 50 MB/s device: the job reads at about 50 MB/s, not at memory speed.
+        cfg = dltest.write_config(self.tmp.name, "seed: 21\npacer: {read: {bandwidth: 50MB/s}}\n"
+                                  + DATA, name="paced.yaml")
+        p, port = serve(cfg)
+        try:
+            t0 = time.monotonic()
+            rep, rows = self.drive(cfg, port, "--range-size", "1MiB")
+            wall = time.monotonic() - t0
+            st = stats(port)
+        finally:
+            stop(p)
+        self.check_objects(rep, rows, 1)
+        mbs = rep["summary"]["mb_per_s"]["mean"]
+        self.assertGreater(mbs, 40, rep["summary"])
+        self.assertLess(mbs, 56, rep["summary"])
+        self.assertGreater(wall, self.total / 56e6)
+        self.assertEqual(st["classes"]["read"]["bytes"], self.total)
+
+    def test_signed(self):
+        cfg = dltest.write_config(self.tmp.name, "seed: 21\ns3: {access_key: AKIDRIVE, "
+                                  "secret_key: drive-secret}\n" + DATA, name="signed.yaml")
+        p, port = serve(cfg)
+        try:
+            env = {"AWS_ACCESS_KEY_ID": "AKIDRIVE", "AWS_SECRET_ACCESS_KEY": "drive-secret"}
+            rep, rows = self.drive(cfg, port, "--range-size", "2MiB", env=env)
+            self.check_objects(rep, rows, 1)
+            self.assertTrue(any("SigV4-signed" in n for n in rep["notes"]), rep["notes"])
+            bad = self.drive(cfg, port, env=dict(env, AWS_SECRET_ACCESS_KEY="wrong"),
+                             check=False)
+            self.assertNotEqual(bad.returncode, 0)
+            self.assertIn("403", bad.stderr)
+            unsigned = self.drive(cfg, port, env={"AWS_ACCESS_KEY_ID": ""}, check=False)
+            self.assertNotEqual(unsigned.returncode, 0)
+            self.assertIn("403", unsigned.stderr)
+        finally:
+            rc, err = stop(p)
+        self.assertEqual(rc, 0, err)
+
+    def test_failures_are_said(self):
+        # No endpoint: one line naming the URL, no report.
+        r = self.drive(self.cfg, dltest_free_port(), check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("is the endpoint up?", r.stderr)
+        # Another seed's objects: --s3-verify names the object and the range.
+        other = dltest.write_config(self.tmp.name, "seed: 22\n" + DATA, name="other.yaml")
+        p, port = serve(other)
+        try:
+            r = self.drive(self.cfg, port, "--s3-verify", check=False)
+        finally:
+            stop(p)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("not the bytes the config generates", r.stderr)
+        # Options that make no sense are refused before any request.
+        r = self.drive(self.cfg, 1, "--endpoint", "https://x:1/path", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--endpoint", r.stderr)
+
+
+def dltest_free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+if __name__ == "__main__":
+    dltest.main()

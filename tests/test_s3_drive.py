@@ -61,19 +61,24 @@ def stats(port):
         return json.load(r)
 
 
+def object_sizes(tmp, cfg):
+    """dlio-gen's files of cfg: key -> size."""
+    out = os.path.join(tmp, "gen")
+    dltest.gen(cfg, out)
+    root = os.path.join(out, "objs")
+    sizes = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            sizes[os.path.relpath(os.path.join(d, f), root)] = os.path.getsize(os.path.join(d, f))
+    return sizes
+
+
 class S3Drive(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="dliofs-s3drive.")
         cls.cfg = dltest.write_config(cls.tmp.name, "seed: 21\n" + DATA)
-        out = os.path.join(cls.tmp.name, "gen")
-        dltest.gen(cls.cfg, out)
-        root = os.path.join(out, "objs")
-        cls.sizes = {}
-        for d, _, files in os.walk(root):
-            for f in files:
-                cls.sizes[os.path.relpath(os.path.join(d, f), root)] = \
-                    os.path.getsize(os.path.join(d, f))
+        cls.sizes = object_sizes(cls.tmp.name, cls.cfg)
         cls.total = sum(cls.sizes.values())
 
     @classmethod
@@ -194,6 +199,120 @@ class S3Drive(unittest.TestCase):
         r = self.drive(self.cfg, 1, "--endpoint", "https://x:1/path", check=False)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("--endpoint", r.stderr)
+
+
+class S3Control(unittest.TestCase):
+    """`dliofs stat | set | cache | trace SOCKET` on the endpoint's control
+    socket, per-job statistics, and the trace in the mount's format."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="dliofs-s3ctl.")
+        self.cfg = dltest.write_config(self.tmp.name, "seed: 21\npacer: {read: {bandwidth: "
+                                       "50MB/s}}\n" + DATA)
+        self.sizes = object_sizes(self.tmp.name, self.cfg)
+        self.total = sum(self.sizes.values())
+        self.sock = os.path.join(self.tmp.name, "ctl.sock")
+        self.p = subprocess.Popen([dltest.DLIOFS, "s3", "serve", self.cfg, "--listen",
+                                   "127.0.0.1:0", "--control", self.sock],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        m = re.search(r":(\d+)$", self.p.stdout.readline().strip())
+        if not m:
+            self.p.kill()
+            raise AssertionError(self.p.stderr.read())
+        self.port = int(m.group(1))
+
+    def tearDown(self):
+        rc, err = stop(self.p)
+        self.assertEqual(rc, 0, err)
+        # The socket goes with the server.
+        self.assertFalse(os.path.exists(self.sock))
+        self.tmp.cleanup()
+
+    def dliofs(self, *args, check=True):
+        r = subprocess.run([dltest.DLIOFS] + list(args), capture_output=True, text=True,
+                           timeout=60)
+        if check:
+            self.assertEqual(r.returncode, 0, r.stderr)
+        return r
+
+    def drive_mbs(self, *extra):
+        r = subprocess.run([DRIVE, "--config", self.cfg, "--storage", "s3", "--endpoint",
+                            "http://127.0.0.1:%d" % self.port, "--range-size", "1MiB",
+                            "--batch-size", "4", "--read-threads", "2", "--quiet", "--json",
+                            "-"] + list(extra), capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout[r.stdout.index("{"):])["summary"]["mb_per_s"]["mean"]
+
+    def test_owner_only(self):
+        # Whoever may change the model is whoever may open the socket: its owner.
+        self.assertEqual(os.stat(self.sock).st_mode & 0o077, 0)
+
+    def test_stat_jobs_and_live_set(self):
+        slow = self.drive_mbs()
+        self.assertLess(slow, 56)
+        # Live: the next job sees the new model, no restart.
+        self.dliofs("set", self.sock, "read.bandwidth=200MB/s")
+        self.assertEqual(self.read_pacer(), "200MB/s")
+        fast = self.drive_mbs()
+        self.assertGreater(fast, 2.5 * slow)
+        # A second job, named by the header, counted apart.
+        req = urllib.request.Request("http://127.0.0.1:%d/objs/train/img_00_of_12.npz" % self.port,
+                                     headers={"x-dliofs-job": "other-job"})
+        with urllib.request.urlopen(req) as r:
+            got = len(r.read())
+        st = json.loads(self.dliofs("stat", self.sock, "--json").stdout)
+        jobs = {j["name"]: j for j in st["jobs"]}
+        self.assertIn("dlio-drive", jobs)
+        self.assertEqual(jobs["other-job"]["classes"]["read"]["bytes"], got)
+        self.assertEqual(jobs["dlio-drive"]["classes"]["read"]["bytes"], 2 * self.total)
+        table = self.dliofs("stat", self.sock).stdout
+        self.assertIn("other-job", table)
+        self.assertIn("dlio-drive", table)
+        # A refused change changes nothing and says why.
+        r = self.dliofs("set", self.sock, "read.bandwidth=1MB/s", "no.such.key=1", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no.such.key", r.stderr)
+        self.assertEqual(self.read_pacer(), "200MB/s")
+        # stats reset
+        self.dliofs("stat", self.sock, "--reset")
+        st = json.loads(self.dliofs("stat", self.sock, "--json").stdout)
+        self.assertEqual(st["classes"]["read"]["ops"], 0)
+
+    def read_pacer(self):
+        import socket
+        with socket.socket(socket.AF_UNIX) as c:
+            c.connect(self.sock)
+            c.sendall(b"read pacer\n")
+            out = b""
+            while True:
+                b = c.recv(65536)
+                if not b:
+                    break
+                out += b
+        head, _, body = out.decode().partition("\n")
+        self.assertEqual(head, "ok %d" % len(body))
+        # The read class's bandwidth: the first "bandwidth:" line after "read:".
+        lines = body.splitlines()
+        return lines[lines.index("read:") + 1].split(":", 1)[1].strip()
+
+    def test_trace(self):
+        trace = os.path.join(self.tmp.name, "s3.trace")
+        self.dliofs("trace", "start", self.sock, trace)
+        self.assertIn("trace   on", self.dliofs("stat", self.sock).stdout)
+        self.drive_mbs("--range-size", "4MiB")
+        self.dliofs("trace", "stop", self.sock)
+        ranges = sum((s + 4 * MiB - 1) // (4 * MiB) for s in self.sizes.values())
+        r = subprocess.run([os.environ.get("DLIO_TRACE", os.path.join(dltest.BUILD, "dlio-trace")),
+                            "summary", "--json", trace], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        summ = json.loads(r.stdout)
+        self.assertEqual(summ["ops"]["read"]["count"], ranges)
+        self.assertEqual(summ["ops"]["read"]["bytes"], self.total)
+        self.assertEqual([j["name"] for j in summ["jobs"]], ["dlio-drive"])
+        # A second stop has nothing to stop.
+        r = self.dliofs("trace", "stop", self.sock, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no trace is running", r.stderr)
 
 
 def dltest_free_port():

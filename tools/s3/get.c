@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "dliofs/clock.h"
+#include "dliofs/trace.h"
+#include "obs.h"
 #include "s3_i.h"
 
 struct body {
@@ -24,6 +26,10 @@ struct body {
 	struct dl_pacer_result res;
 	int paced;
 	char *data;	/* the whole body, when it fits one block */
+	int head;
+	uint64_t t0;	/* arrival, for the trace */
+	char key[320];	/* "bucket/key" and the job's name, when a trace runs */
+	char job[128];
 };
 
 #define BLOCK (256 * 1024)
@@ -45,8 +51,14 @@ static void body_free(void *cls)
 {
 	struct body *bd = cls;
 
+	uint64_t now = dl_mono_ns();
+
 	if (bd->paced)
-		dl_pacer_complete(bd->s->pacer, &bd->req, &bd->res, dl_mono_ns());
+		dl_pacer_complete(bd->s->pacer, &bd->req, &bd->res, now);
+	if (bd->key[0])
+		dl_s3_obs_record(bd->s->obs, bd->head ? DL_TOP_GETATTR : DL_TOP_READ, bd->req.file_id,
+				 bd->key, bd->req.job, bd->job, bd->t0, now, bd->res.queue_ns,
+				 bd->req.off, bd->req.len, bd->head ? 0 : (int64_t)bd->len);
 	free(bd->data);
 	free(bd);
 }
@@ -122,7 +134,16 @@ enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, 
 					.file_id = bd->f.key ^ bd->f.part,
 					.off = head ? 0 : bd->off, .len = head ? 0 : bd->len,
 					.file_size = bd->f.size};
+	bd->t0 = dl_mono_ns();
+	bd->head = head;
 	bd->paced = dl_s3_pace(s, c, &bd->req, &bd->res);
+	if (dl_s3_obs_tracing(s->obs)) {
+		uint32_t job = dl_s3_job(c, bd->job, sizeof(bd->job));
+
+		snprintf(bd->key, sizeof(bd->key), "%s/%s", b->ds->name, key);
+		if (!bd->paced)
+			bd->req.job = job;
+	}
 	dl_s3_etag(&bd->f, etag, sizeof(etag));
 	dl_s3_http_date(s->start_real_s, date, sizeof(date));
 	r = body_response(bd, head);

@@ -11,14 +11,17 @@
 
 #include "dliofs/clock.h"
 #include "s3.h"
+#include "obs.h"
 #include "s3_i.h"
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: dliofs s3 serve CONFIG.yaml [--listen HOST:PORT]\n"
+	fprintf(out, "usage: dliofs s3 serve CONFIG.yaml [--listen HOST:PORT] [--control SOCKET]\n"
 		     "  Serve every dataset of CONFIG as a bucket over S3's HTTP API,\n"
 		     "  shaped by the config's pacer (default listen 127.0.0.1:9000;\n"
-		     "  port 0 picks a free one; the address is printed once listening).\n");
+		     "  port 0 picks a free one; the address is printed once listening).\n"
+		     "  --control SOCKET: a local socket (owner-only) for `dliofs stat | set |\n"
+		     "  cache drop | trace SOCKET`, as a mount's .dliofs/ gives them.\n");
 }
 
 /* HOST:PORT (HOST may be [v6]) into an address. */
@@ -61,12 +64,14 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);
 }
 
-static int serve(const char *cfgpath, const char *listen)
+static int serve(const char *cfgpath, const char *listen, const char *control)
 {
 	struct dl_s3 s = {0};
 	struct sockaddr_storage sa;
 	socklen_t salen;
 	struct MHD_Daemon *d = NULL;
+	struct dl_s3_ctl *ctl = NULL;
+	char why[512];
 	const union MHD_DaemonInfo *info;
 	sigset_t set;
 	int sig, ret;
@@ -91,6 +96,18 @@ static int serve(const char *cfgpath, const char *listen)
 		goto out;
 	}
 	s.start_real_s = (uint64_t)time(NULL);
+	/* The config's trace: section records from the start, as a mount's. */
+	ret = dl_s3_obs_new(cfgpath, s.cfg->trace.enabled ? s.cfg->trace.file : NULL,
+			    s.cfg->trace.ops_mask, &s.obs);
+	if (ret) {
+		ret = 1;
+		goto out;
+	}
+	if (control && (ret = dl_s3_ctl_start(&s, control, &ctl, why, sizeof(why)))) {
+		fprintf(stderr, "dliofs s3: --control %s\n", why);
+		ret = 1;
+		goto out;
+	}
 
 	/* The daemon's threads inherit this mask: only sigwait sees the signals. */
 	sigemptyset(&set);
@@ -131,8 +148,10 @@ static int serve(const char *cfgpath, const char *listen)
 		;
 	ret = 0;
 out:
+	dl_s3_ctl_stop(ctl);
 	if (d)
 		MHD_stop_daemon(d);
+	dl_s3_obs_free(s.obs);
 	if (s.pacer)
 		dl_pacer_free(s.pacer);
 	if (s.fmt)
@@ -144,7 +163,7 @@ out:
 
 int dl_s3_main(int argc, char **argv)
 {
-	const char *listen = "127.0.0.1:9000", *cfg = NULL;
+	const char *listen = "127.0.0.1:9000", *cfg = NULL, *control = NULL;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(argc < 2 ? stderr : stdout);
@@ -160,6 +179,10 @@ int dl_s3_main(int argc, char **argv)
 			listen = argv[++i];
 		} else if (!strncmp(argv[i], "--listen=", 9)) {
 			listen = argv[i] + 9;
+		} else if (!strcmp(argv[i], "--control") && i + 1 < argc) {
+			control = argv[++i];
+		} else if (!strncmp(argv[i], "--control=", 10)) {
+			control = argv[i] + 10;
 		} else if (argv[i][0] == '-' || cfg) {
 			fprintf(stderr, "dliofs s3 serve: unexpected argument '%s'\n", argv[i]);
 			usage(stderr);
@@ -173,5 +196,5 @@ int dl_s3_main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	return serve(cfg, listen);
+	return serve(cfg, listen, control);
 }

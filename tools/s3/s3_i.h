@@ -29,6 +29,7 @@ struct dl_s3 {
 	struct dl_s3_bucket *buckets;
 	unsigned nbuckets;
 	uint64_t start_real_s;		/* Last-Modified of every object */
+	struct dl_s3_obs *obs;		/* stats, trace, control (obs.h) */
 };
 
 /* keys.c: the key space. Ordinal o in [0, total) is the o-th key in byte order. */

@@ -1,4 +1,5 @@
-"""dlio-drive --storage s3 against `dliofs s3 serve`: every object read whole
+"""dlio-drive --storage s3 against `dliofs s3 serve` (and against a mount
+serving the endpoint beside it, `s3: {listen: ...}`): every object read whole
 in the range GETs of the client it copies (s3torchconnector: 8 MiB parts or
 --range-size, every object ranged; s3dlio: one GET below 32 MiB), each byte
 checked against the generator (--s3-verify) and against dlio-gen's files,
@@ -313,6 +314,65 @@ class S3Control(unittest.TestCase):
         r = self.dliofs("trace", "stop", self.sock, check=False)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("no trace is running", r.stderr)
+
+
+class S3BesideMount(unittest.TestCase):
+    """`s3: {listen: ...}` in a mount config: the endpoint runs in the mount's
+    daemon, its requests shaped by the mount's pacer and counted in the
+    mount's stats.json, changed live by `dliofs set MOUNT`, gone at unmount."""
+
+    def test_one_pacer(self):
+        with tempfile.TemporaryDirectory(prefix="dliofs-s3mnt.") as tmp:
+            port = dltest_free_port()
+            cfg = dltest.write_config(tmp, "seed: 21\npacer: {read: {bandwidth: 50MB/s}}\n"
+                                      "s3: {listen: 127.0.0.1:%d}\n" % port + DATA)
+            sizes = object_sizes(tmp, cfg)
+            total = sum(sizes.values())
+            with dltest.mounted(cfg) as mnt:
+                def drive():
+                    r = subprocess.run([DRIVE, "--config", cfg, "--storage", "s3", "--endpoint",
+                                        "http://127.0.0.1:%d" % port, "--range-size", "1MiB",
+                                        "--batch-size", "4", "--read-threads", "2", "--quiet",
+                                        "--json", "-", "--s3-verify"],
+                                       capture_output=True, text=True, timeout=300)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    return json.loads(r.stdout[r.stdout.index("{"):])["summary"]["mb_per_s"]
+                slow = drive()["mean"]
+                self.assertGreater(slow, 40)
+                self.assertLess(slow, 56)
+                with open(os.path.join(mnt, ".dliofs", "stats.json")) as f:
+                    st = json.load(f)
+                jobs = {j["name"]: j for j in st["jobs"]}
+                self.assertEqual(jobs["dlio-drive"]["classes"]["read"]["bytes"], total)
+                # The mount's own files are the same bytes, through the same device.
+                key = sorted(sizes)[0]
+                with open(os.path.join(mnt, "objs", key), "rb") as f:
+                    via_mount = f.read()
+                with urllib.request.urlopen("http://127.0.0.1:%d/objs/%s" % (port, key)) as r:
+                    self.assertEqual(r.read(), via_mount)
+                r = subprocess.run([dltest.DLIOFS, "set", mnt, "read.bandwidth=200MB/s"],
+                                   capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertGreater(drive()["mean"], 2.5 * slow)
+            # Unmounted: the endpoint went with the daemon.
+            with self.assertRaises(OSError):
+                urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=5)
+
+    def test_port_refused_is_mount_refused(self):
+        import socket
+        with tempfile.TemporaryDirectory(prefix="dliofs-s3mnt.") as tmp, \
+                socket.socket() as busy:
+            busy.bind(("127.0.0.1", 0))
+            busy.listen(1)
+            cfg = dltest.write_config(tmp, "s3: {listen: 127.0.0.1:%d}\n" %
+                                      busy.getsockname()[1] + DATA)
+            mnt = os.path.join(tmp, "mnt")
+            os.mkdir(mnt)
+            r = subprocess.run([dltest.DLIOFS, "mount", mnt, cfg], capture_output=True,
+                               text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("s3.listen", r.stderr)
+            self.assertFalse(dltest.is_mounted(mnt))
 
 
 def dltest_free_port():

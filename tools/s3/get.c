@@ -28,7 +28,7 @@ struct body {
 	char *data;	/* the whole body, when it fits one block */
 	int head;
 	uint64_t t0;	/* arrival, for the trace */
-	char key[320];	/* "bucket/key" and the job's name, when a trace runs */
+	char key[DL_S3_KEY_MAX + 256];	/* "bucket/key" and the job's name, when a trace runs */
 	char job[128];
 };
 

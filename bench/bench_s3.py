@@ -160,7 +160,7 @@ def main():
                     help="nginx worker processes (default: the most connections of a case)")
     ap.add_argument("--json", help="write the figures here too")
     a = ap.parse_args()
-    conns = [int(c) for c in a.conns.split(",")]
+    conns = [int(c) for c in a.conns.split(",") if c]  # --conns "": small objects only
     tmp = tempfile.mkdtemp(prefix="dliofs-bench-s3.", dir="/dev/shm")
     os.chmod(tmp, 0o755)
     procs = []
@@ -195,7 +195,7 @@ def main():
                     x = client(a.build, port, c, a.secs, ks)
                     res.setdefault((name, c, srv), []).append(x)
         rows, out = [], []
-        print("dliofs s3 serve vs nginx %s with %d workers (same client, %d slices of %.0f s "
+        print("dliofs s3 serve vs nginx %s with %d workers (same client, %d slices of %g s "
               "each, medians)" % (subprocess.run(["nginx", "-v"], capture_output=True,
                                                  text=True).stderr.strip().split("/")[-1],
                                   workers, a.runs, a.secs))

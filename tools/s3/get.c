@@ -28,8 +28,8 @@ struct body {
 	char *data;	/* the whole body, when it fits one block */
 	int head;
 	uint64_t t0;	/* arrival, for the trace */
-	char key[DL_S3_KEY_MAX + 256];	/* "bucket/key" and the job's name, when a trace runs */
-	char job[128];
+	char *tkey, *tjob;	/* "bucket/key" and the job's name, when a trace runs (one
+				 * allocation: a small struct to clear per request) */
 };
 
 #define BLOCK (256 * 1024)
@@ -55,10 +55,11 @@ static void body_free(void *cls)
 
 	if (bd->paced)
 		dl_pacer_complete(bd->s->pacer, &bd->req, &bd->res, now);
-	if (bd->key[0])
+	if (bd->tkey)
 		dl_s3_obs_record(bd->s->obs, bd->head ? DL_TOP_GETATTR : DL_TOP_READ, bd->req.file_id,
-				 bd->key, bd->req.job, bd->job, bd->t0, now, bd->res.queue_ns,
+				 bd->tkey, bd->req.job, bd->tjob, bd->t0, now, bd->res.queue_ns,
 				 bd->req.off, bd->req.len, bd->head ? 0 : (int64_t)bd->len);
+	free(bd->tkey);
 	free(bd->data);
 	free(bd);
 }
@@ -80,7 +81,7 @@ static struct MHD_Response *body_response(struct body *bd, int head)
 enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, const char *key,
 				 struct MHD_Connection *c, int head)
 {
-	char etag[40], date[64], cr[96];
+	char etag[40], cr[96];
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 	struct body *bd;
@@ -138,21 +139,29 @@ enum MHD_Result dl_s3_get_object(struct dl_s3 *s, const struct dl_s3_bucket *b, 
 	bd->head = head;
 	bd->paced = dl_s3_pace(s, c, &bd->req, &bd->res);
 	if (dl_s3_obs_tracing(s->obs)) {
-		uint32_t job = dl_s3_job(c, bd->job, sizeof(bd->job));
+		char job[256];
+		uint32_t id = dl_s3_job(c, job, sizeof(job));
+		size_t kl = strlen(b->ds->name) + 1 + strlen(key) + 1;
 
-		snprintf(bd->key, sizeof(bd->key), "%s/%s", b->ds->name, key);
+		/* Out of memory: the request goes untraced. */
+		bd->tkey = malloc(kl + strlen(job) + 1);
+		if (bd->tkey) {
+			snprintf(bd->tkey, kl, "%s/%s", b->ds->name, key);
+			bd->tjob = bd->tkey + kl;
+			memcpy(bd->tjob, job, strlen(job) + 1);
+		}
 		if (!bd->paced)
-			bd->req.job = job;
+			bd->req.job = id;
 	}
 	dl_s3_etag(&bd->f, etag, sizeof(etag));
-	dl_s3_http_date(s->start_real_s, date, sizeof(date));
+
 	r = body_response(bd, head);
 	if (!r) {
 		body_free(bd);
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "ETag", etag);
-	MHD_add_response_header(r, "Last-Modified", date);
+	MHD_add_response_header(r, "Last-Modified", s->last_modified);
 	MHD_add_response_header(r, "Accept-Ranges", "bytes");
 	MHD_add_response_header(r, "Content-Type", "application/octet-stream");
 	MHD_add_response_header(r, "Server", "dliofs");

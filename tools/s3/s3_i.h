@@ -30,6 +30,7 @@ struct dl_s3 {
 	unsigned nbuckets;
 	uint64_t start_real_s;		/* Last-Modified of every object */
 	struct dl_s3_obs *obs;		/* stats, trace, control (obs.h) */
+	char last_modified[64];		/* start_real_s as an HTTP date, made once */
 };
 
 /* keys.c: the key space. Ordinal o in [0, total) is the o-th key in byte order. */

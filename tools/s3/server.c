@@ -91,6 +91,7 @@ int dl_s3_server_start(struct dl_config *cfg, struct dl_pacer *pacer,
 	srv->s.cfg = cfg;
 	srv->s.pacer = pacer;
 	srv->s.start_real_s = (uint64_t)time(NULL);
+	dl_s3_http_date(srv->s.start_real_s, srv->s.last_modified, sizeof(srv->s.last_modified));
 	ret = dl_fmt_ctx_new(cfg->seed, 0, &srv->s.fmt);
 	if (!ret)
 		ret = dl_s3_buckets_init(&srv->s);

@@ -579,8 +579,10 @@ int drv_cli_parse(int argc, char **argv, struct drv_cli *c)
 		if ((ret = take(c, opt, optarg)))
 			return ret;
 	}
-	/* S3 reads objects from --endpoint: a DIR would go unused. */
-	if (c->p.s3.storage == DRV_STORAGE_S3 && optind == argc && c->config) {
+	/* S3 reads objects from --endpoint: a DIR would go unused (a checkpoint
+	 * workload still writes into one). */
+	if (c->p.s3.storage == DRV_STORAGE_S3 && optind == argc && c->config &&
+	    !c->ckpt_workload) {
 		c->dir = NULL;
 		return 0;
 	}

@@ -31,16 +31,22 @@ static int serve(const char *cfgpath, const char *listen, const char *control)
 	sigset_t set;
 	int sig, ret;
 
+	/* A bad --listen is said before the config is read; without one, the
+	 * config's s3.listen, else the default. */
+	if (listen && dl_s3_listen_check(listen)) {
+		fprintf(stderr, "dliofs s3: --listen %s: expected HOST:PORT with a resolvable "
+			"host and a port 0..65535\n", listen);
+		return 2;
+	}
 	ret = dl_config_load(cfgpath, stderr, &cfg);
 	if (ret)
 		return 1;
-	/* No --listen: the config's s3.listen, else the default. */
 	if (!listen)
 		listen = cfg->s3.listen[0] ? cfg->s3.listen : "127.0.0.1:9000";
 	o.listen = listen;
 	if (dl_s3_listen_check(listen)) {
-		fprintf(stderr, "dliofs s3: --listen %s: expected HOST:PORT with a resolvable "
-			"host and a port 0..65535\n", listen);
+		fprintf(stderr, "dliofs s3: %s: s3.listen %s: not an address of this machine\n",
+			cfgpath, listen);
 		ret = 2;
 		goto out;
 	}

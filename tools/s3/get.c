@@ -50,7 +50,6 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void body_free(void *cls)
 {
 	struct body *bd = cls;
-
 	uint64_t now = dl_mono_ns();
 
 	if (bd->paced)

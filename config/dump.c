@@ -199,8 +199,15 @@ int dl_config_dump(const struct dl_config *cfg, FILE *out)
 			fprintf(out, "all");
 		fprintf(out, "]\n");
 	}
+	if (cfg->s3.access_key[0] || cfg->s3.listen[0])
+		fprintf(out, "s3:\n");
+	if (cfg->s3.listen[0]) {
+		fprintf(out, "  listen: ");
+		put_quoted(out, cfg->s3.listen);
+		fprintf(out, "\n");
+	}
 	if (cfg->s3.access_key[0]) {
-		fprintf(out, "s3:\n  access_key: ");
+		fprintf(out, "  access_key: ");
 		put_quoted(out, cfg->s3.access_key);
 		/* The secret is never written back: this text is `dliofs check`'s
 		 * output and the mount's .dliofs/config.yaml, which any local user

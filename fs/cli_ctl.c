@@ -22,6 +22,8 @@ static int ctl_check(const char *mnt, enum dl_ctl_file f)
 	char path[4096];
 	int ret = dl_ctl_path(mnt, f, path, sizeof(path));
 
+	if (dl_ctl_sock_is(mnt))
+		return 0; /* an S3 endpoint's control socket */
 	if (ret) {
 		fprintf(stderr, "dliofs: %s: %s\n", mnt, strerror(-ret));
 		return ret;

@@ -47,6 +47,8 @@ int dl_ctl_read(const char *mnt, enum dl_ctl_file f, char **text, size_t *len)
 	size_t cap = 16384, n = 0;
 	int fd = -1, ret;
 
+	if (dl_ctl_sock_is(mnt))
+		return dl_ctl_sock_read(mnt, f, text, len, NULL, 0);
 	ret = dl_ctl_path(mnt, f, p, sizeof(p));
 	if (ret)
 		return ret;
@@ -128,6 +130,8 @@ int dl_ctl_command(const char *mnt, enum dl_ctl_file f, const char *text, size_t
 	int fd, ret;
 
 	say(why, whylen, "%s", "");
+	if (dl_ctl_sock_is(mnt))
+		return dl_ctl_sock_command(mnt, f, text, len, why, whylen);
 	ret = dl_ctl_path(mnt, f, path, sizeof(path));
 	if (ret) {
 		say(why, whylen, "%s/%s: %s", mnt, DL_CTL_DIRNAME, strerror(-ret));

@@ -17,6 +17,7 @@
 #include "fs_i.h"
 #include "mountpoint_i.h"
 #include "reply.h"
+#include "s3.h"
 #include "served.h"
 
 #define DL_MAX_READ (1u << 20)
@@ -132,6 +133,7 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	int argc = 0, ret = -EIO, mounted = 0;
 	struct fuse_args args;
 	struct fuse_session *se = NULL;
+	struct dl_s3_server *s3srv = NULL;
 	struct dl_fs fs;
 
 	ret = fs_init(&fs, cfg, o->no_pacer);
@@ -183,6 +185,25 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 			goto out;
 		}
 	}
+	/* s3: {listen: ...}: the S3 endpoint beside the mount, its requests shaped
+	 * by the mount's pacer (one device, two ways in). A port refused is a
+	 * mount refused. */
+	if (cfg->s3.listen[0]) {
+		struct dl_s3_server_opts so = {.listen = cfg->s3.listen, .config_path = cfg->path};
+		char why[512], msg[700];
+
+		ret = dl_s3_server_start(cfg, fs.pacer, &so, &s3srv, why, sizeof(why));
+		if (ret) {
+			snprintf(msg, sizeof(msg), "s3.listen: %s\n", why);
+			notify(ready_fd, msg);
+			if (ready_fd < 0)
+				fprintf(stderr, "dliofs: %s", msg);
+			goto out;
+		}
+		fprintf(stderr, "dliofs: S3 endpoint on %s (port %u): %u bucket%s, the mount's pacer\n",
+			cfg->s3.listen, dl_s3_server_port(s3srv), dl_s3_server_buckets(s3srv),
+			dl_s3_server_buckets(s3srv) == 1 ? "" : "s");
+	}
 	se = fuse_session_new(&args, &dl_fs_ops, sizeof(dl_fs_ops), &fs);
 	if (!se) {
 		notify(ready_fd, "invalid FUSE options (see the message above)\n");
@@ -219,6 +240,7 @@ out:
 		fuse_session_unmount(se);
 	dl_ctl_worker_stop(fs.ctl_worker);
 	fs.ctl_worker = NULL;
+	dl_s3_server_stop(s3srv); /* before the pacer it uses goes */
 	if (atomic_load(&fs.trace))
 		dl_fs_trace_stop(&fs);
 	fs.se = NULL;

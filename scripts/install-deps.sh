@@ -36,6 +36,8 @@ PACKAGES=(
   openssh-server openssh-client sshfs iproute2
   libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev
+  # bench/bench_s3.py's reference server; dlio-drive --storage s3's HTTP client
+  nginx libcurl4-openssl-dev
 )
 
 want_venv=1

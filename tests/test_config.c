@@ -1613,9 +1613,35 @@ out:
 	res_free(&a);
 }
 
+/* s3.listen: HOST:PORT, checked where it is written; kept by the dump. */
+static void test_s3_listen(void)
+{
+	struct res a = load("datasets:\n  - {name: d, format: raw, files: 2, sample_size: 4KiB}\n"
+			    "s3: {listen: '127.0.0.1:9010'}\n");
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(a.ret == 0 && !strcmp(a.cfg->s3.listen, "127.0.0.1:9010"), "s3.listen loads: %s",
+	      a.err);
+	if (!a.ret) {
+		f = open_memstream(&text, &len);
+		dl_config_dump(a.cfg, f);
+		fclose(f);
+		CHECK(text && strstr(text, "listen: \"127.0.0.1:9010\""), "dump keeps s3.listen:\n%s",
+		      text ? text : "");
+		free(text);
+	}
+	res_free(&a);
+	EXPECT_ERR("s3: {listen: localhost}\n", "t.yaml:1:14: s3.listen: expected HOST:PORT");
+	EXPECT_ERR("s3: {listen: 'h:70000'}\n", "s3.listen: expected HOST:PORT");
+	EXPECT_ERR("s3: {listen: ':9000'}\n", "s3.listen: expected HOST:PORT");
+}
+
 int main(void)
 {
 	test_full();
+	test_s3_listen();
 	test_defaults();
 	test_dump();
 	test_dump_hides_the_s3_secret();

@@ -213,6 +213,21 @@ struct drv_workload {
 const struct drv_workload *drv_workload_find(const char *workload, const char *accel);
 const struct drv_workload *drv_workload_table(size_t *n);
 
+enum drv_storage { DRV_STORAGE_FILE, DRV_STORAGE_S3 };
+/* Whose object reads --storage s3 copies (their range sizes, drive_s3.c). */
+enum drv_s3_client { DRV_S3C_S3TORCH, DRV_S3C_S3DLIO };
+
+struct drv_s3_params {
+	int storage;			 /* enum drv_storage */
+	int client;			 /* enum drv_s3_client */
+	char endpoint[512];		 /* http://HOST:PORT */
+	char bucket[256];		 /* "": the dataset's name */
+	char access_key[128], region[64]; /* no key: unsigned requests */
+	uint64_t range;			 /* bytes per range GET; 0: the client's */
+	unsigned conns;			 /* connections per reader thread */
+	int verify;			 /* compare every byte with the generator's */
+};
+
 /* The run: option defaults < the workload file < MLPerf Storage's table <
  * the command line (drv_build_params). */
 struct drv_params {
@@ -250,6 +265,8 @@ struct drv_params {
 	char accel_type[16], workload[32], model[64];
 	uint64_t h2d_bytes; /* 0: batch * sample bytes, capped */
 	int progress;	    /* progress bar on stderr (a terminal, not --quiet) */
+	/* --storage s3 (drive_s3.c): objects of an S3 endpoint, not files */
+	struct drv_s3_params s3;
 	/* where the values came from, for the report */
 	int from_dlio;	  /* the config is a DLIO workload file */
 	char notes[2048]; /* one line per adjustment the user should know of */

@@ -40,6 +40,10 @@ static const struct drv_name loaders[] = {
 
 static const struct drv_name loader_names[] = {
     {"dlio", DRV_LOADER_DLIO, 0}, {"mlperf-v3", DRV_LOADER_MLPERF_V3, 0}, {NULL, 0, 0}};
+static const struct drv_name storages[] = {
+    {"file", DRV_STORAGE_FILE, 0}, {"s3", DRV_STORAGE_S3, 0}, {NULL, 0, 0}};
+static const struct drv_name s3clients[] = {
+    {"s3torchconnector", DRV_S3C_S3TORCH, 0}, {"s3dlio", DRV_S3C_S3DLIO, 0}, {NULL, 0, 0}};
 
 /* In --help order; a workload key read after another of the same field
  * (a *_stdev, a fallback) comes after it. */
@@ -172,6 +176,30 @@ static const struct drv_opt opts[] = {
      .max = 1000000, .flags = DRV_OF_YCLAMP},
     {.flag = "h2d-size", .type = DRV_T_SIZE, FIELD(h2d_bytes), .arg = "SIZE",
      .help = "bytes copied to the GPU per step with cuda; by default a batch, at most 256MiB"},
+    {.flag = "storage", .type = DRV_T_ENUM, FIELD(s3.storage), .names = storages, .def = "file",
+     .help = "file: DIR's files; s3: the objects of --endpoint (DIR not needed), "
+	     "every format read as whole objects in range GETs"},
+    {.flag = "endpoint", .type = DRV_T_STRING, FIELD(s3.endpoint), .arg = "URL",
+     .help = "with --storage s3: http://HOST:PORT (dliofs s3 serve, or any S3)"},
+    {.flag = "bucket", .type = DRV_T_STRING, FIELD(s3.bucket), .arg = "NAME",
+     .help = "with --storage s3: the bucket; by default the dataset's name"},
+    {.flag = "access-key", .type = DRV_T_STRING, FIELD(s3.access_key), .arg = "KEY",
+     .help = "with --storage s3: SigV4-sign with KEY and $AWS_SECRET_ACCESS_KEY; by "
+	     "default $AWS_ACCESS_KEY_ID; none: unsigned requests"},
+    {.flag = "region", .type = DRV_T_STRING, FIELD(s3.region), .def = "us-east-1",
+     .arg = "NAME", .help = "with --storage s3: the region signed for"},
+    {.flag = "s3-client", .type = DRV_T_ENUM, FIELD(s3.client), .names = s3clients,
+     .def = "s3torchconnector",
+     .help = "whose range GETs to copy: s3torchconnector (8 MiB parts, every object "
+	     "ranged) or s3dlio (one GET below 32 MiB, 64 MiB ranges above)"},
+    {.flag = "range-size", .type = DRV_T_SIZE, FIELD(s3.range), .max = 1ull << 40,
+     .arg = "SIZE", .help = "with --storage s3: bytes per range GET instead of the client's"},
+    {.flag = "s3-connections", .type = DRV_T_COUNT, FIELD(s3.conns), .min = 1, .max = 256,
+     .def = "8", .arg = "N",
+     .help = "with --storage s3: connections per reader thread (an object's ranges in "
+	     "parallel)"},
+    {.flag = "s3-verify", .type = DRV_T_BOOL, FIELD(s3.verify), .value = 1,
+     .help = "with --storage s3: compare every byte with the config's generator"},
     {.flag = "json", .type = DRV_T_ARG, TOOL(json), .arg = "FILE",
      .help = "write the JSON report (- for stdout)"},
     {.flag = "trace-files", .type = DRV_T_ARG, TOOL(trace), .arg = "FILE",
@@ -561,6 +589,13 @@ int drv_cli_parse(int argc, char **argv, struct drv_cli *c)
 		}
 		if ((ret = take(c, opt, optarg)))
 			return ret;
+	}
+	/* S3 reads objects from --endpoint: a DIR would go unused (a checkpoint
+	 * workload still writes into one). */
+	if (c->p.s3.storage == DRV_STORAGE_S3 && optind == argc && c->config &&
+	    !c->ckpt_workload) {
+		c->dir = NULL;
+		return 0;
 	}
 	if (optind + 1 != argc || !c->config) {
 		fprintf(stderr, "dlio-drive: %s\n",

@@ -51,5 +51,7 @@ extern const struct drv_reader_ops drv_read_stream_ops;
 extern const struct drv_reader_ops drv_read_hyperslab_ops;
 extern const struct drv_reader_ops drv_read_region_ops;
 extern const struct drv_reader_ops drv_read_chunk_ops;
+/* --storage s3, whatever the format (drive_s3.c). */
+extern const struct drv_reader_ops drv_read_s3_ops;
 
 #endif

@@ -11,6 +11,7 @@
 #include "dliofs/config.h"
 #include "dliofs/format.h"
 #include "drive_i.h"
+#include "drive_read_i.h"
 
 #define H2D_MAX (256ull << 20)
 
@@ -200,14 +201,28 @@ int drv_setup(const struct drv_cli *cl, const struct drv_comm *comm, struct drv_
 		return 2;
 	c->p = p;
 	c->rd = drv_reader_for_loader(c->ds, p);
+	if (p->s3.storage == DRV_STORAGE_S3) {
+		/* Paths are then BUCKET/KEY: the reader's URLs and the trace's names. */
+		c->rd = &drv_read_s3_ops;
+		snprintf(c->root, sizeof(c->root), "%s", p->s3.bucket[0] ? p->s3.bucket : c->ds->name);
+	} else if (!cl->dir) {
+		fprintf(stderr, "dlio-drive: exactly one DIR is required\n");
+		return 2;
+	}
 	c->kind = c->rd->plan(p->amp, p->iterative);
-	if (check_ranks(c, comm, p) || find_root(c, cl->dir))
+	if (check_ranks(c, comm, p))
+		return 2;
+	if (p->s3.storage == DRV_STORAGE_S3 && cl->dir)
+		drv_note(p, "DIR %s not used: --storage s3 reads objects", cl->dir);
+	else if (p->s3.storage != DRV_STORAGE_S3 && find_root(c, cl->dir))
 		return 2;
 	if ((ret = dl_fmt_ctx_new(c->cfg->seed, 4096, &c->fmt))) {
 		fprintf(stderr, "dlio-drive: format context: %s\n", strerror(-ret));
 		return 2;
 	}
-	if (check_first(c, &sample_bytes) || (c->rd->setup && c->rd->setup(c, stderr)))
+	/* S3: the reader's setup asks for the first object instead. */
+	if ((p->s3.storage != DRV_STORAGE_S3 && check_first(c, &sample_bytes)) ||
+	    (c->rd->setup && c->rd->setup(c, stderr)))
 		return 2;
 	if (cl->trace) {
 		if (!(c->trace = open_trace(cl->trace, c)))

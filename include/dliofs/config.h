@@ -38,10 +38,11 @@ struct dl_backing_cfg {
 
 /* `s3:` section: the S3 endpoint's credentials (dliofs s3 serve). With
  * none, any request is accepted; with a key pair, requests must carry a
- * SigV4 signature made with it. */
+ * SigV4 signature made with it. `listen` serves it beside a mount. */
 struct dl_s3_cfg {
 	char access_key[128];
 	char secret_key[128];
+	char listen[256];	/* a mount serves the endpoint beside it on HOST:PORT ("": not) */
 };
 
 struct dl_config {

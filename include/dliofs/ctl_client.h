@@ -42,4 +42,13 @@ int dl_ctl_read(const char *mnt, enum dl_ctl_file f, char **text, size_t *len);
 int dl_ctl_command(const char *mnt, enum dl_ctl_file f, const char *text, size_t len, char *why,
 		   size_t whylen);
 
+/* An S3 endpoint's control socket (`dliofs s3 serve --control SOCKET`,
+ * fs/ctl_sock.c): dl_ctl_read and dl_ctl_command take its path in place of
+ * a mountpoint and talk to it instead. */
+int dl_ctl_sock_is(const char *target);
+int dl_ctl_sock_read(const char *sock, enum dl_ctl_file f, char **text, size_t *len, char *why,
+		     size_t whylen);
+int dl_ctl_sock_command(const char *sock, enum dl_ctl_file f, const char *text, size_t len,
+			char *why, size_t whylen);
+
 #endif

@@ -4,9 +4,6 @@
  * Without keys every request is accepted, whatever it carries. */
 #include <errno.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,26 +11,7 @@
 #include <time.h>
 
 #include "s3_i.h"
-
-#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-static void hex(const unsigned char *p, size_t n, char *out)
-{
-	static const char h[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = h[p[i] >> 4];
-		out[2 * i + 1] = h[p[i] & 15];
-	}
-	out[2 * n] = 0;
-}
-
-static void hmac(const void *key, size_t klen, const char *msg, unsigned char out[32])
-{
-	unsigned int len = 32;
-
-	HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg, strlen(msg), out, &len);
-}
+#include "sigv4.h"
 
 static int unhex(char c)
 {
@@ -240,28 +218,23 @@ static int check_time(struct MHD_Connection *c, const char *amzdate, int presign
 
 void dl_s3_sha256_hex(const void *p, size_t n, char out[65])
 {
-	unsigned char h[32];
-
-	SHA256(p, n, h);
-	hex(h, 32, out);
+	dl_sigv4_sha256_hex(p, n, out);
 }
 
 void dl_s3_chunk_sig(const struct dl_s3_sigv4 *sv, const char *prev, const char *kind,
 		     const char *hash_hex, char out[65])
 {
 	char sts[512];
-	unsigned char h[32];
 
 	/* aws-chunked: each chunk signs its data's hash after the signature
 	 * before it (the first after the request's); the trailer its lines'. */
 	if (strcmp(kind, "AWS4-HMAC-SHA256-PAYLOAD") == 0)
-		snprintf(sts, sizeof(sts), "%s\n%s\n%s\n%s\n" EMPTY_SHA256 "\n%s", kind, sv->date,
+		snprintf(sts, sizeof(sts), "%s\n%s\n%s\n%s\n" DL_SIGV4_EMPTY_SHA256 "\n%s", kind, sv->date,
 			 sv->scope, prev, hash_hex);
 	else
 		snprintf(sts, sizeof(sts), "%s\n%s\n%s\n%s\n%s", kind, sv->date, sv->scope, prev,
 			 hash_hex);
-	hmac(sv->key, 32, sts, h);
-	hex(h, 32, out);
+	dl_sigv4_hmac_hex(sv->key, sts, out);
 }
 
 int dl_s3_auth(const struct dl_s3 *s, struct MHD_Connection *c, const char *method,
@@ -277,7 +250,7 @@ int dl_s3_auth_sig(const struct dl_s3 *s, struct MHD_Connection *c, const char *
 	const char *authz = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	const char *q, *payload, *amzdate;
 	char cred[512], signed_h[1024], sig[128], scope[512], want[65], digest[65];
-	unsigned char h[32], kd[32];
+	unsigned char kd[32] = {0};
 	struct dl_s3_buf cr = {0}, sts = {0};
 	char *slash, *list;
 	int presigned, ret = -EACCES;
@@ -308,7 +281,7 @@ int dl_s3_auth_sig(const struct dl_s3 *s, struct MHD_Connection *c, const char *
 		amzdate = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-amz-date");
 		payload = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-amz-content-sha256");
 		if (!payload)
-			payload = EMPTY_SHA256;
+			payload = DL_SIGV4_EMPTY_SHA256;
 	}
 	/* Credential = KEY/DATE/REGION/SERVICE/aws4_request */
 	slash = strchr(cred, '/');
@@ -346,40 +319,12 @@ int dl_s3_auth_sig(const struct dl_s3 *s, struct MHD_Connection *c, const char *
 	dl_s3_buf_printf(&cr, "\n%s\n%s", signed_h, payload);
 	if (cr.oom)
 		goto out;
-	SHA256((const unsigned char *)cr.p, cr.len, h);
-	hex(h, 32, digest);
+	dl_sigv4_sha256_hex(cr.p, cr.len, digest);
 	dl_s3_buf_printf(&sts, "AWS4-HMAC-SHA256\n%s\n%s\n%s", amzdate, scope, digest);
-	if (sts.oom)
+	/* kd stays past the check: the chunks of an aws-chunked body are signed with it. */
+	if (sts.oom || dl_sigv4_signing_key(k->secret_key, scope, kd))
 		goto out;
-
-	/* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" secret, date), region), service), "aws4_request") */
-	{
-		char key0[160], part[128];
-		const char *p = scope;
-
-		snprintf(key0, sizeof(key0), "AWS4%s", k->secret_key);
-		for (int i = 0; i < 4; i++) {
-			const char *e = strchr(p, '/');
-			size_t l = e ? (size_t)(e - p) : strlen(p);
-
-			if (l >= sizeof(part) || (i < 3 && !e))
-				goto out;
-			memcpy(part, p, l);
-			part[l] = 0;
-			if (i == 0) {
-				hmac(key0, strlen(key0), part, kd);
-			} else {
-				unsigned char prev[32];
-
-				memcpy(prev, kd, 32);
-				hmac(prev, 32, part, kd);
-			}
-			p = e ? e + 1 : p + l;
-		}
-		hmac(kd, 32, sts.p, h);
-		OPENSSL_cleanse(key0, sizeof(key0));	/* kd stays: the chunks' key */
-	}
-	hex(h, 32, want);
+	dl_sigv4_hmac_hex(kd, sts.p, want);
 	if (strlen(sig) != 64 || CRYPTO_memcmp(want, sig, 64) != 0)
 		goto out;
 	ret = check_time(c, amzdate, presigned, code);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "dliofs/clock.h"
+#include "obs.h"
 #include "s3_i.h"
 
 /* The access key a request names (Authorization's or a presigned URL's
@@ -83,7 +84,7 @@ enum MHD_Result dl_s3_stats(struct dl_s3 *s, struct MHD_Connection *c)
 	char *buf = NULL;
 	size_t len = 0;
 
-	if (!s->pacer || dl_pacer_stats_json(s->pacer, dl_mono_ns(), &buf, &len))
+	if (dl_s3_obs_stats_json(s, &buf, &len))
 		return dl_s3_reply_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "InternalError",
 					 "No statistics.", "/.dliofs/stats.json");
 	r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);

@@ -46,6 +46,8 @@ struct dl_s3 {
 	pthread_mutex_t log_lock;	/* main.c's log rate limit */
 	uint64_t log_second;
 	unsigned log_lines, log_dropped;
+	struct dl_s3_obs *obs;		/* stats, trace, control (obs.h) */
+	char last_modified[64];		/* start_real_s as an HTTP date, made once */
 };
 
 /* keys.c: buckets (datasets, then backing entries); the key space. Ordinal o in [0, total) is the o-th key in byte order. */

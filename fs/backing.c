@@ -1,6 +1,6 @@
-/* Backing store: setup, the inode table of real directories, path safety and
- * the glue the rest of fs/ calls. The operations on real directories are in
- * backing_ops.c, backing_names.c and backing_files.c; on sinks in
+/* Backing store: setup, the inode table of real directories, paths, and
+ * the statistics. The operations on real directories are in backing_ops.c
+ * (their table), backing_names.c and backing_files.c; on sinks in
  * sink_ops.c (their tree: sink.c). */
 #include <errno.h>
 #include <fcntl.h>
@@ -154,17 +154,7 @@ void bk_open_del(struct bk_root *r, struct bk_open *o)
 	pthread_mutex_unlock(&r->lock);
 }
 
-/* ---- names and paths ---- */
-
-int bk_name_ok(const char *name)
-{
-	return name[0] && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/');
-}
-
-void bk_proc_path(int fd, char *buf, size_t len)
-{
-	snprintf(buf, len, "/proc/self/fd/%d", fd);
-}
+/* ---- paths ---- */
 
 /* Where fd is, as the kernel names it, relative to the backing directory
  * (without a leading '/'; "" for the directory itself); -EACCES when it is
@@ -198,19 +188,6 @@ static int rel_path(const struct bk_root *r, int fd, char *rel, size_t len)
 
 /* ---- replies ---- */
 
-struct dl_reply *bk_new_reply(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
-			      uint8_t top, fuse_ino_t ino)
-{
-	struct dl_reply *r = dl_reply_new(req, kind, cls, top);
-
-	if (!r) {
-		dl_reply_enomem(req);
-		return NULL;
-	}
-	r->preq.file_id = ino;
-	return r;
-}
-
 void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret)
 {
 	if (ret == -EMFILE || ret == -ENFILE) {
@@ -220,28 +197,10 @@ void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret)
 		if (root)
 			bk_fd_error(root, -ret, "serving a request");
 	}
-	if (ret < 0) {
-		if (r->buf) {
-			if (r->pooled)
-				dl_fs_buf_put(fs, r->buf);
-			else
-				free(r->buf);
-			r->buf = NULL;
-		}
-		r->kind = DL_R_ERR;
-		r->err = -ret;
-		r->on_abort = NULL;
-	}
-	dl_reply_submit(fs, r);
+	dl_reply_finish(fs, r, ret);
 }
 
-void bk_reply_err(struct dl_fs *fs, fuse_req_t req, fuse_ino_t ino, enum dl_op_class cls,
-		  uint8_t top, int neg_errno)
-{
-	dl_reply_err(fs, req, cls, top, ino, -neg_errno, 0);
-}
-
-/* ---- the glue fs/ calls ---- */
+/* ---- roots ---- */
 
 struct bk_root *bk_root_of(struct dl_fs *fs, fuse_ino_t ino)
 {
@@ -253,51 +212,7 @@ struct bk_root *bk_root_of(struct dl_fs *fs, fuse_ino_t ino)
 	return &fs->backing->roots[i];
 }
 
-int dl_bk_is(const struct dl_fs *fs, fuse_ino_t ino)
-{
-	return fs->backing && ino != FUSE_ROOT_ID && dl_ino_type(ino) == DL_NODE_BACKING;
-}
-
-const struct fuse_lowlevel_ops *dl_bk_ops(struct dl_fs *fs, fuse_ino_t ino)
-{
-	struct bk_root *r = bk_root_of(fs, ino);
-
-	return r && r->sink ? &dl_bk_sink_ops : &dl_bk_real_ops;
-}
-
-int dl_bk_same_root(fuse_ino_t a, fuse_ino_t b)
-{
-	return dl_ino_type(a) == dl_ino_type(b) && dl_ino_ds(a) == dl_ino_ds(b);
-}
-
-void dl_bk_forget(struct dl_fs *fs, fuse_ino_t ino, uint64_t nlookup)
-{
-	struct bk_root *r = bk_root_of(fs, ino);
-
-	if (!r)
-		return;
-	if (r->sink)
-		dl_sink_forget(r->sink, bk_id(ino), nlookup);
-	else
-		bk_node_forget(r, bk_id(ino), nlookup);
-}
-
-int dl_bk_root_stat(struct dl_fs *fs, unsigned root, struct stat *st)
-{
-	struct bk_root *r;
-
-	if (!fs->backing || root >= fs->backing->n)
-		return -ENOENT;
-	r = &fs->backing->roots[root];
-	if (r->sink)
-		return dl_sink_stat(r->sink, 0, bk_ino(r, 0), st);
-	if (fstatat(r->top.fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
-		return -errno;
-	st->st_ino = bk_ino(r, 0);
-	return 0;
-}
-
-int dl_bk_path(struct dl_fs *fs, fuse_ino_t ino, char *buf, size_t len)
+int bk_path(struct dl_fs *fs, fuse_ino_t ino, char *buf, size_t len)
 {
 	struct bk_root *r = bk_root_of(fs, ino);
 	struct bk_node *n;

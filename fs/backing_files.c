@@ -82,7 +82,7 @@ static void set_open_flags(struct dl_fs *fs, struct fuse_file_info *fi)
 void bk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPEN, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPEN, ino);
 	struct bk_file *f = NULL;
 	struct bk_root *root;
 	struct bk_node *n;
@@ -145,7 +145,7 @@ void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	       struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_CREATE, DL_OP_META, DL_TOP_CREATE, parent);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_CREATE, DL_OP_META, DL_TOP_CREATE, parent);
 	struct bk_file *f = NULL;
 	struct bk_creds cr;
 	struct bk_root *root;
@@ -226,7 +226,7 @@ void bk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	struct bk_file *f = (struct bk_file *)(uintptr_t)fi->fh;
-	struct dl_reply *r = bk_new_reply(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ, ino);
 	ssize_t n;
 	int ret = 0;
 
@@ -260,7 +260,7 @@ void bk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	struct bk_file *f = (struct bk_file *)(uintptr_t)fi->fh;
-	struct dl_reply *r = bk_new_reply(req, DL_R_WRITE, DL_OP_WRITE, DL_TOP_WRITE, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_WRITE, DL_OP_WRITE, DL_TOP_WRITE, ino);
 	size_t done = 0;
 	int ret = 0;
 
@@ -298,7 +298,7 @@ void bk_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	struct bk_file *f = (struct bk_file *)(uintptr_t)fi->fh;
-	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, ino);
 	int ret = 0, fd;
 
 	if (!r)
@@ -314,7 +314,7 @@ void bk_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_inf
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	struct bk_file *f = (struct bk_file *)(uintptr_t)fi->fh;
-	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_FSYNC, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ERR, DL_OP_META, DL_TOP_FSYNC, ino);
 	int ret;
 
 	if (!r)
@@ -358,7 +358,7 @@ static void abort_opendir(struct dl_reply *r)
 void bk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPENDIR, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPENDIR, ino);
 	struct bk_dir *d = NULL;
 	struct bk_root *root;
 	struct bk_node *n;
@@ -425,7 +425,7 @@ static void list_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	struct bk_dir *d = (struct bk_dir *)(uintptr_t)fi->fh;
-	struct dl_reply *r = bk_new_reply(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR, ino);
 	struct bk_root *root;
 	struct bk_node *n;
 	struct stat st;
@@ -504,7 +504,7 @@ void bk_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	struct bk_dir *d = (struct bk_dir *)(uintptr_t)fi->fh;
-	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_FSYNC, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ERR, DL_OP_META, DL_TOP_FSYNC, ino);
 	int ret;
 
 	if (!r)

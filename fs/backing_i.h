@@ -5,11 +5,14 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "backing.h"
 #include "fs_i.h"
 #include "dliofs/htab.h"
 #include "reply.h"
+#include "tree_i.h"
 
 /* Real directories can change behind our back: the kernel rechecks often. */
 #define BK_TIMEOUT 1.0
@@ -84,6 +87,16 @@ static inline fuse_ino_t bk_ino(const struct bk_root *r, uint64_t id)
 
 struct bk_root *bk_root_of(struct dl_fs *fs, fuse_ino_t ino);
 
+/* Same backing entry? (rename and link stay inside one) */
+static inline int dl_bk_same_root(fuse_ino_t a, fuse_ino_t b)
+{
+	return dl_ino_type(a) == dl_ino_type(b) && dl_ino_ds(a) == dl_ino_ds(b);
+}
+
+/* Path relative to the mount root ("data/a/b.bin"), for the trace and the
+ * log: a real directory's or a sink's inode. */
+int bk_path(struct dl_fs *fs, fuse_ino_t ino, char *buf, size_t len);
+
 /* The node of id (0: the directory itself), or -ESTALE. The pointer stays
  * valid while the kernel holds the inode, i.e. for the request's duration. */
 int bk_node_get(struct bk_root *r, uint64_t id, struct bk_node **out);
@@ -116,8 +129,16 @@ void bk_fds_relieve(struct bk_root *r);
 void bk_fd_error(struct bk_root *r, int err, const char *what);
 
 /* A name a client may use: not "", ".", "..", nothing with '/'. */
-int bk_name_ok(const char *name);
-void bk_proc_path(int fd, char *buf, size_t len);
+static inline int bk_name_ok(const char *name)
+{
+	return name[0] && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/');
+}
+
+/* The magic link of descriptor fd: its own inode, never a symlink walk. */
+static inline void bk_proc_path(int fd, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
 
 /* ---- where things are (backing_path.c) ---- */
 
@@ -160,17 +181,15 @@ int bk_target_inside(const struct bk_root *r, int dirfd, int depth, const char *
 int bk_tree_links_inside(const struct bk_root *r, const struct bk_moved *mv, char *bad,
 			 size_t badlen);
 
-/* Replies through the pacer. */
+/* Replies go through the reply path (reply.h: dl_reply_begin, then
+ * dl_reply_finish). */
 static inline struct dl_fs *bk_fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
 }
-/* A reply to req about ino, or NULL once ENOMEM has been answered. */
-struct dl_reply *bk_new_reply(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
-			      uint8_t top, fuse_ino_t ino);
-void bk_reply_err(struct dl_fs *fs, fuse_req_t req, fuse_ino_t ino, enum dl_op_class cls,
-		  uint8_t top, int neg_errno);
-/* Finish r: an error reply when ret < 0, then submit. */
+/* dl_reply_finish for real directories: running out of descriptors, wherever
+ * it happened, is said in the log (once per burst) before the error goes
+ * out. */
 void bk_finish(struct dl_fs *fs, struct dl_reply *r, int ret);
 
 /* ---- what the operations on real directories share (backing_ops.c) ---- */
@@ -246,8 +265,6 @@ void bk_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void bk_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void bk_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
 
-extern const struct fuse_lowlevel_ops dl_bk_real_ops;
-extern const struct fuse_lowlevel_ops dl_bk_sink_ops;
 
 /* ---- sinks (sink.c) ---- */
 /* With a journal (r->cfg->journal), its table is restored from it; the

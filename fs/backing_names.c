@@ -21,7 +21,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	uint8_t top = kind == MK_SYMLINK ? DL_TOP_OTHER : DL_TOP_CREATE;
-	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, top, parent);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ENTRY, DL_OP_META, top, parent);
 	struct bk_root *root;
 	struct bk_node *p;
 	struct bk_creds cr;
@@ -106,7 +106,7 @@ void bk_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char 
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct bk_root *root;
 	struct bk_node *p;
 	struct bk_creds cr;
@@ -222,7 +222,7 @@ void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 	       const char *newname, unsigned int flags)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct bk_root *root;
 	struct bk_node *p, *np;
 	struct bk_creds cr;
@@ -271,7 +271,7 @@ out:
 void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_OTHER, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ENTRY, DL_OP_META, DL_TOP_OTHER, ino);
 	struct bk_root *root = NULL;
 	struct bk_node *n, *np;
 	struct bk_creds cr;

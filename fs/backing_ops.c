@@ -166,7 +166,7 @@ void bk_finish_entry(struct dl_fs *fs, struct dl_reply *r, struct bk_root *root,
 static void bk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP, parent);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP, parent);
 	struct bk_root *root;
 	struct bk_node *p;
 	int ret, depth;
@@ -199,24 +199,29 @@ static int node_stat(struct bk_root *root, struct bk_node *n, struct stat *st)
 	return ret;
 }
 
+static int bk_stat(struct dl_fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	struct bk_root *root;
+	struct bk_node *n;
+	int ret = bk_node_of(fs, ino, &root, &n);
+
+	if (!ret)
+		ret = node_stat(root, n, st);
+	if (!ret && n == &root->top)
+		st->st_ino = ino;
+	return ret;
+}
+
 static void bk_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ATTR, DL_OP_META, DL_TOP_GETATTR, ino);
-	struct bk_root *root;
-	struct bk_node *n;
-	int ret;
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ATTR, DL_OP_META, DL_TOP_GETATTR, ino);
 
 	(void)fi;
 	if (!r)
 		return;
-	ret = bk_node_of(fs, ino, &root, &n);
-	if (!ret)
-		ret = node_stat(root, n, &r->st);
-	if (!ret && n == &root->top)
-		r->st.st_ino = ino;
 	r->attr_timeout = BK_TIMEOUT;
-	bk_finish(fs, r, ret);
+	bk_finish(fs, r, bk_stat(fs, ino, &r->st));
 }
 
 static int set_times(int nfd, struct bk_node *n, struct bk_file *f, const struct stat *a,
@@ -279,7 +284,7 @@ static void bk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		       struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ATTR, DL_OP_META, DL_TOP_OTHER, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ATTR, DL_OP_META, DL_TOP_OTHER, ino);
 	struct bk_file *f = NULL;
 	struct bk_root *root;
 	struct bk_node *n;
@@ -315,7 +320,7 @@ static void bk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_READLINK, DL_OP_META, DL_TOP_OTHER, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_READLINK, DL_OP_META, DL_TOP_OTHER, ino);
 	struct bk_root *root;
 	struct bk_node *n;
 	char where[PATH_MAX], ew[DL_LOG_ESC_MAX], et[DL_LOG_ESC_MAX];
@@ -358,7 +363,7 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 	if (pfd >= 0)
 		close(pfd);
 	if (ret == -ELOOP) {
-		if (dl_bk_path(fs, ino, where, sizeof(where)) < 0)
+		if (bk_path(fs, ino, where, sizeof(where)) < 0)
 			snprintf(where, sizeof(where), "%s/?", root->cfg->at);
 		fprintf(stderr,
 			"dliofs: backing: %s: symlink to '%s' leads out of the backing "
@@ -375,7 +380,7 @@ out:
 static void bk_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_STATFS, DL_OP_META, DL_TOP_STATFS, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_STATFS, DL_OP_META, DL_TOP_STATFS, ino);
 	struct bk_root *root = bk_root_of(fs, ino);
 	int ret = 0;
 
@@ -388,7 +393,21 @@ static void bk_statfs(fuse_req_t req, fuse_ino_t ino)
 	bk_finish(fs, r, ret);
 }
 
-const struct fuse_lowlevel_ops dl_bk_real_ops = {
+static void bk_forget(struct dl_fs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct bk_root *root = bk_root_of(fs, ino);
+
+	if (root && !root->sink)
+		bk_node_forget(root, bk_id(ino), nlookup);
+}
+
+const struct dl_tree_ops dl_tree_backing = {
+	.name = "backing",
+	.xdev = 1,
+	.attr_timeout = BK_TIMEOUT,
+	.stat = bk_stat,
+	.path = bk_path,
+	.forget = bk_forget,
 	.lookup = bk_lookup,
 	.getattr = bk_getattr,
 	.setattr = bk_setattr,

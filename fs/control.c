@@ -17,17 +17,6 @@
 #include "log_i.h"
 #include "reply.h"
 
-int dl_ctl_lookup(const char *name, unsigned *id)
-{
-	for (unsigned i = 1; i < DL_CTL__COUNT; i++) {
-		if (strcmp(name, dl_ctl_names[i]) == 0) {
-			*id = i;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 void dl_ctl_stat(struct dl_fs *fs, unsigned id, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));

@@ -50,7 +50,8 @@ struct dl_ctl_handle {
 				 * later write, fsync and flush of this open file */
 };
 
-int dl_ctl_lookup(const char *name, unsigned *id);
+/* Attributes of control file id (DL_CTL_DIR: the directory); st_ino is
+ * the caller's to set. */
 void dl_ctl_stat(struct dl_fs *fs, unsigned id, struct stat *st);
 int dl_ctl_open(struct dl_fs *fs, unsigned id, int flags, uid_t uid, gid_t gid,
 		struct dl_ctl_handle *h);

@@ -31,17 +31,6 @@ struct dl_ctl_worker {
 	int stop;
 };
 
-static void answer(struct dl_fs *fs, fuse_req_t req, int err)
-{
-	struct dl_reply *r = dl_reply_ctl(req, DL_R_ERR);
-
-	if (!r) {
-		dl_reply_enomem(req);
-		return;
-	}
-	r->err = err;
-	dl_reply_submit(fs, r);
-}
 
 static void *worker_main(void *arg)
 {
@@ -77,7 +66,7 @@ static void *worker_main(void *arg)
 		if (w->quiet)
 			fuse_reply_none(j->req);
 		else
-			answer(w->fs, j->req, -ret);
+			dl_reply_nodev(j->req, 1, 0, 0, -ret);
 		free(j);
 	}
 	pthread_mutex_unlock(&w->lock);

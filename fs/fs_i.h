@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "dliofs/config.h"
@@ -22,6 +23,17 @@ struct dl_clients;
 struct dl_served;
 struct dl_handle;
 struct dl_ctl_worker;
+struct dl_tree_ops;
+
+/* The trees the daemon serves, each behind its own operation table
+ * (tree_i.h). */
+enum dl_tree {
+	DL_TREE_SYNTH,		/* the root and the datasets */
+	DL_TREE_CTL,		/* .dliofs/ */
+	DL_TREE_BACKING,	/* real directories under `backing:` */
+	DL_TREE_SINK,		/* sinks under `backing:` */
+	DL_TREE__COUNT
+};
 
 /* Everything the daemon mutates lives here (no other global state). */
 struct dl_fs {
@@ -64,11 +76,13 @@ struct dl_fs {
 	int mount_dev_known;
 	char trace_last[4600];		/* how the last trace ended, for .dliofs/trace */
 	pthread_mutex_t trace_lock;
-	/* Open synthetic and control files (ops.c): a close the kernel has
+	/* Open synthetic and control files (tree.c): a close the kernel has
 	 * queued when the daemon is stopped is never delivered; they are freed
 	 * on the way out. */
 	pthread_mutex_t handles_lock;
 	struct dl_handle *handles;
+	/* The operation table of each tree (set at init: ops.c). */
+	const struct dl_tree_ops *trees[DL_TREE__COUNT];
 };
 
 /* Add a directory entry to a readdir (plus 0) or readdirplus (plus 1)
@@ -78,7 +92,7 @@ struct dl_fs {
 size_t dl_add_dirent(fuse_req_t req, char *buf, size_t size, const char *name,
 		     const struct stat *st, off_t off, int plus);
 
-/* Free the handles of files still open at exit (ops.c). */
+/* Free the handles of files still open at exit (tree.c). */
 void dl_fs_free_handles(struct dl_fs *fs);
 
 void dl_fs_trace_reply(struct dl_fs *fs, const struct dl_reply *r, uint64_t now);
@@ -98,8 +112,6 @@ uint64_t dl_fs_drop_kernel_cache(struct dl_fs *fs);
 int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask, int live, char *why,
 		      size_t wl);
 int dl_fs_trace_stop(struct dl_fs *fs);
-/* Path of an inode relative to the mount root ("unet3d/train/img_1_of_8.npz"). */
-int dl_node_path(struct dl_fs *fs, uint64_t ino, char *buf, size_t len);
 
 /* Read buffers of fs->max_read bytes, reused across requests. */
 void *dl_fs_buf_get(struct dl_fs *fs);
@@ -171,8 +183,16 @@ struct dl_node {
 	uint64_t index; /* file index, or subfolder number */
 };
 
-fuse_ino_t dl_node_ino(const struct dl_node *n);
+static inline fuse_ino_t dl_node_ino(const struct dl_node *n)
+{
+	if (n->type == DL_NODE_ROOT)
+		return FUSE_ROOT_ID;
+	return dl_ino_make(n->type, n->ds, n->split, n->part, n->index);
+}
+
 int dl_node_from_ino(const struct dl_fs *fs, fuse_ino_t ino, struct dl_node *out);
+/* Attributes of a synthetic node (the root, a dataset, split, subfolder or
+ * file); another tree's node is that tree's to describe (tree_i.h): -ENOENT. */
 int dl_node_stat(struct dl_fs *fs, const struct dl_node *n, struct stat *st);
 int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const char *name,
 		   struct dl_node *out);
@@ -181,6 +201,12 @@ int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const c
 int dl_node_child(const struct dl_fs *fs, const struct dl_node *dir, uint64_t k,
 		  struct dl_node *child, char *name, size_t namelen);
 int dl_node_file(struct dl_fs *fs, const struct dl_node *n, struct dl_file *f);
+/* Path of a synthetic or control inode relative to the mount root
+ * ("unet3d/train/img_1_of_8.npz"): its length, or -errno. Any inode's path
+ * is its tree's to tell (tree_i.h: path). */
+int dl_node_path(const struct dl_fs *fs, uint64_t ino, char *buf, size_t len);
+/* The mount's statfs figures (the synthetic files' count). */
+void dl_node_statvfs(const struct dl_fs *fs, struct statvfs *sv);
 
 extern const struct fuse_lowlevel_ops dl_fs_ops;
 

@@ -1,24 +1,19 @@
 /* The namespace is arithmetic: names and inodes are computed from indices and
- * parsed back in O(1), so a 10-million-file dataset costs no memory. */
+ * parsed back in O(1), so a 10-million-file dataset costs no memory. It
+ * names what is computed: the root, the datasets, and the control directory
+ * and its files (dliofs/ctl_client.h lists their names); below a backing
+ * directory, names are the backing tree's. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "dliofs/ctl_client.h"
 #include "dliofs/naming.h"
-#include "backing.h"
-#include "control.h"
 #include "fs_i.h"
 
 static int has_subdirs(const struct dl_dataset *ds, uint32_t split)
 {
 	return ds->classes > 0 || ds->subfolders[split] > 1;
-}
-
-fuse_ino_t dl_node_ino(const struct dl_node *n)
-{
-	if (n->type == DL_NODE_ROOT)
-		return FUSE_ROOT_ID;
-	return dl_ino_make(n->type, n->ds, n->split, n->part, n->index);
 }
 
 int dl_node_from_ino(const struct dl_fs *fs, fuse_ino_t ino, struct dl_node *out)
@@ -93,13 +88,8 @@ int dl_node_stat(struct dl_fs *fs, const struct dl_node *n, struct stat *st)
 	struct dl_file f;
 	int ret;
 
-	if (n->type == DL_NODE_CTL) {
-		dl_ctl_stat(fs, (unsigned)n->index, st);
-		st->st_ino = dl_node_ino(n);
-		return 0;
-	}
-	if (n->type == DL_NODE_BACKING)
-		return n->index == 0 ? dl_bk_root_stat(fs, n->ds, st) : -ENOENT;
+	if (n->type == DL_NODE_CTL || n->type == DL_NODE_BACKING)
+		return -ENOENT;
 	memset(st, 0, sizeof(*st));
 	st->st_ino = dl_node_ino(n);
 	st->st_uid = fs->uid;
@@ -219,15 +209,16 @@ int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const c
 		return lookup_file(ds, parent, name, out);
 	case DL_NODE_SUBDIR:
 		return lookup_file(&fs->cfg->datasets[parent->ds], parent, name, out);
-	case DL_NODE_CTL: {
-		unsigned id;
+	case DL_NODE_CTL:
 		if (parent->index != DL_CTL_DIR)
 			return -ENOTDIR;
-		if (dl_ctl_lookup(name, &id))
-			return -ENOENT;
-		*out = (struct dl_node){.type = DL_NODE_CTL, .index = id};
-		return 0;
-	}
+		for (unsigned i = 1; i < DL_CTL__COUNT; i++) {
+			if (strcmp(name, dl_ctl_names[i]) == 0) {
+				*out = (struct dl_node){.type = DL_NODE_CTL, .index = i};
+				return 0;
+			}
+		}
+		return -ENOENT;
 	default:
 		return -ENOTDIR;
 	}
@@ -315,7 +306,7 @@ int dl_node_child(const struct dl_fs *fs, const struct dl_node *dir, uint64_t k,
 	}
 }
 
-int dl_node_path(struct dl_fs *fs, uint64_t ino, char *buf, size_t len)
+int dl_node_path(const struct dl_fs *fs, uint64_t ino, char *buf, size_t len)
 {
 	const struct dl_dataset *ds;
 	struct dl_node n;
@@ -329,8 +320,6 @@ int dl_node_path(struct dl_fs *fs, uint64_t ino, char *buf, size_t len)
 	case DL_NODE_ROOT:
 		k = snprintf(buf, len, ".");
 		break;
-	case DL_NODE_BACKING:
-		return dl_bk_path(fs, ino, buf, len);
 	case DL_NODE_CTL:
 		k = n.index == DL_CTL_DIR ? snprintf(buf, len, "%s", DL_CTL_DIRNAME)
 					  : snprintf(buf, len, "%s/%s", DL_CTL_DIRNAME,
@@ -358,4 +347,18 @@ int dl_node_path(struct dl_fs *fs, uint64_t ino, char *buf, size_t len)
 		return -ENOENT;
 	}
 	return k < 0 || (size_t)k >= len ? -ENAMETOOLONG : k;
+}
+
+void dl_node_statvfs(const struct dl_fs *fs, struct statvfs *sv)
+{
+	uint64_t files = 0;
+
+	for (unsigned i = 0; i < fs->cfg->ndatasets; i++)
+		for (unsigned s = 0; s < DL_SPLIT__COUNT; s++)
+			files += fs->cfg->datasets[i].files[s];
+	memset(sv, 0, sizeof(*sv));
+	sv->f_bsize = 4096;
+	sv->f_frsize = 4096;
+	sv->f_files = files;
+	sv->f_namemax = 255;
 }

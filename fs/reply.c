@@ -7,8 +7,8 @@
 #include "fs_i.h"
 #include "reply.h"
 
-struct dl_reply *dl_reply_new(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
-			      uint8_t trace_op)
+static struct dl_reply *reply_new(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
+				  uint8_t trace_op)
 {
 	struct dl_reply *r = calloc(1, sizeof(*r));
 	struct dl_fs *fs = fuse_req_userdata(req);
@@ -37,12 +37,32 @@ struct dl_reply *dl_reply_new(fuse_req_t req, enum dl_reply_kind kind, enum dl_o
 	return r;
 }
 
-struct dl_reply *dl_reply_ctl(fuse_req_t req, enum dl_reply_kind kind)
+void dl_reply_enomem(fuse_req_t req)
+{
+	fuse_reply_err(req, ENOMEM);
+}
+
+struct dl_reply *dl_reply_begin(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
+				uint8_t trace_op, fuse_ino_t ino)
+{
+	struct dl_reply *r = reply_new(req, kind, cls, trace_op);
+
+	if (!r) {
+		dl_reply_enomem(req);
+		return NULL;
+	}
+	r->preq.file_id = ino;
+	return r;
+}
+
+struct dl_reply *dl_reply_begin_ctl(fuse_req_t req, enum dl_reply_kind kind)
 {
 	struct dl_reply *r = calloc(1, sizeof(*r));
 
-	if (!r)
+	if (!r) {
+		dl_reply_enomem(req);
 		return NULL;
+	}
 	r->submit_ns = dl_now_ns();
 	r->kind = kind;
 	r->req = req;
@@ -50,25 +70,32 @@ struct dl_reply *dl_reply_ctl(fuse_req_t req, enum dl_reply_kind kind)
 	return r;
 }
 
-void dl_reply_enomem(fuse_req_t req)
+void dl_reply_nodev(fuse_req_t req, int ctl, uint8_t trace_op, fuse_ino_t ino, int err)
 {
-	fuse_reply_err(req, ENOMEM);
+	struct dl_reply *r;
+
+	if (!ctl) {
+		dl_reply_err(fuse_req_userdata(req), req, DL_OP_META, trace_op, ino, err, 1);
+		return;
+	}
+	r = dl_reply_begin_ctl(req, DL_R_ERR);
+	if (!r)
+		return;
+	r->err = err;
+	dl_reply_submit(fuse_req_userdata(req), r);
 }
 
 void dl_reply_close(struct dl_fs *fs, fuse_req_t req, uint8_t trace_op, uint64_t file_id,
 		    const struct dl_client *opener)
 {
-	struct dl_reply *r = dl_reply_new(req, DL_R_ERR, DL_OP_META, trace_op);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ERR, DL_OP_META, trace_op, file_id);
 
-	if (!r) {
-		dl_reply_enomem(req);
+	if (!r)
 		return;
-	}
 	if (!r->client.pid && opener) {
 		r->client = *opener;
 		r->preq.job = opener->job;
 	}
-	r->preq.file_id = file_id;
 	r->preq.flags |= DL_PREQ_NODEV;
 	dl_reply_submit(fs, r);
 }
@@ -76,13 +103,10 @@ void dl_reply_close(struct dl_fs *fs, fuse_req_t req, uint8_t trace_op, uint64_t
 void dl_reply_err(struct dl_fs *fs, fuse_req_t req, enum dl_op_class cls, uint8_t trace_op,
 		  uint64_t file_id, int err, int nodev)
 {
-	struct dl_reply *r = dl_reply_new(req, DL_R_ERR, cls, trace_op);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ERR, cls, trace_op, file_id);
 
-	if (!r) {
-		dl_reply_enomem(req);
+	if (!r)
 		return;
-	}
-	r->preq.file_id = file_id;
 	r->err = err;
 	if (nodev)
 		r->preq.flags |= DL_PREQ_NODEV;
@@ -107,6 +131,17 @@ static void release_buf(struct dl_fs *fs, struct dl_reply *r)
 	else
 		free(r->buf);
 	r->buf = NULL;
+}
+
+void dl_reply_finish(struct dl_fs *fs, struct dl_reply *r, int ret)
+{
+	if (ret < 0) {
+		release_buf(fs, r);
+		r->kind = DL_R_ERR;
+		r->err = -ret;
+		r->on_abort = NULL;
+	}
+	dl_reply_submit(fs, r);
 }
 
 /* Replies at least this large teach the copy cost: smaller ones are

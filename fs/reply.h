@@ -52,12 +52,22 @@ struct dl_reply {
 	void (*on_abort)(struct dl_reply *r); /* open/create: free fh if the reply fails */
 };
 
-/* Allocate a reply for req; the pacer request is filled by the caller.
- * NULL when out of memory: answer with dl_reply_enomem. */
-struct dl_reply *dl_reply_new(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
-			      uint8_t trace_op);
+/* Every tree answers a request the same way: begin the reply (this stamps
+ * the arrival, so begin before the work), fill in what it carries, finish.
+ *
+ * Begin the reply to req about file ino (the pacer request's file); the
+ * rest of the pacer request is filled by the caller. NULL when out of
+ * memory: ENOMEM has then been answered. */
+struct dl_reply *dl_reply_begin(fuse_req_t req, enum dl_reply_kind kind, enum dl_op_class cls,
+				uint8_t trace_op, fuse_ino_t ino);
 /* The same for control traffic (r->ctl set, no client resolved). */
-struct dl_reply *dl_reply_ctl(fuse_req_t req, enum dl_reply_kind kind);
+struct dl_reply *dl_reply_begin_ctl(fuse_req_t req, enum dl_reply_kind kind);
+/* Finish r: with ret < 0 it answers -ret instead (what it carried is
+ * dropped, an open's abort hook with it); then submit. Takes ownership. */
+void dl_reply_finish(struct dl_fs *fs, struct dl_reply *r, int ret);
+/* A call refused with err (or answered 0 with nothing to do) that reaches
+ * no device: as control traffic (ctl) or counted and traced as top. */
+void dl_reply_nodev(fuse_req_t req, int ctl, uint8_t trace_op, fuse_ino_t ino, int err);
 /* A close (release, releasedir): the kernel sends it on its own (no client),
  * so it is counted for whoever opened the file. */
 void dl_reply_close(struct dl_fs *fs, fuse_req_t req, uint8_t trace_op, uint64_t file_id,
@@ -83,7 +93,7 @@ int dl_reply_pool_buf(struct dl_fs *fs, struct dl_reply *r);
 void dl_reply_err(struct dl_fs *fs, fuse_req_t req, enum dl_op_class cls, uint8_t trace_op,
 		  uint64_t file_id, int err, int nodev);
 /* Ask the pacer when r is due (r->submit_ns must be set before the work that
- * the reply carries was done: dl_reply_new sets it), then reply now or park it
+ * the reply carries was done: dl_reply_begin sets it), then reply now or park it
  * for the timer thread. Takes ownership of r. */
 void dl_reply_submit(struct dl_fs *fs, struct dl_reply *r);
 /* Send r now and free it (used by the timer thread and the fast path). */

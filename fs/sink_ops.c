@@ -55,7 +55,7 @@ static void finish_entry(struct dl_fs *fs, struct dl_reply *r, struct dl_sink *s
 		r->fi.fh = (uint64_t)(uintptr_t)s;
 		r->on_abort = abort_entry;
 	}
-	bk_finish(fs, r, ret);
+	dl_reply_finish(fs, r, ret);
 }
 
 static int dir_of(struct dl_sink *s, fuse_ino_t ino, struct sk_node **out)
@@ -75,7 +75,7 @@ static int dir_of(struct dl_sink *s, fuse_ino_t ino, struct sk_node **out)
 static void sk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP, parent);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ENTRY, DL_OP_META, DL_TOP_LOOKUP, parent);
 	struct bk_root *root;
 	struct dl_sink *s;
 	struct sk_node *d, *n;
@@ -85,7 +85,7 @@ static void sk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	s = lock_sink(fs, parent, &root);
 	if (!s) {
-		bk_finish(fs, r, -ESTALE);
+		dl_reply_finish(fs, r, -ESTALE);
 		return;
 	}
 	ret = dir_of(s, parent, &d);
@@ -103,7 +103,7 @@ static void sk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void sk_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ATTR, DL_OP_META, DL_TOP_GETATTR, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ATTR, DL_OP_META, DL_TOP_GETATTR, ino);
 	struct bk_root *root = bk_root_of(fs, ino);
 	int ret;
 
@@ -112,14 +112,14 @@ static void sk_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	ret = root && root->sink ? dl_sink_stat(root->sink, bk_id(ino), ino, &r->st) : -ESTALE;
 	r->attr_timeout = BK_TIMEOUT;
-	bk_finish(fs, r, ret);
+	dl_reply_finish(fs, r, ret);
 }
 
 static void sk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int to_set,
 		       struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ATTR, DL_OP_META, DL_TOP_OTHER, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ATTR, DL_OP_META, DL_TOP_OTHER, ino);
 	struct dl_sink *s;
 	struct sk_node *n;
 	struct timespec now;
@@ -130,7 +130,7 @@ static void sk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int to_se
 		return;
 	s = lock_sink(fs, ino, NULL);
 	if (!s) {
-		bk_finish(fs, r, -ESTALE);
+		dl_reply_finish(fs, r, -ESTALE);
 		return;
 	}
 	n = sk_find_id(s, bk_id(ino));
@@ -170,7 +170,7 @@ static void sk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *a, int to_se
 	r->attr_timeout = BK_TIMEOUT;
 out:
 	pthread_mutex_unlock(&s->lock);
-	bk_finish(fs, r, ret);
+	dl_reply_finish(fs, r, ret);
 }
 
 /* Create a file or directory; with `fi` (create), open it too. */
@@ -179,7 +179,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 {
 	struct dl_fs *fs = bk_fs_of(req);
 	const struct fuse_ctx *c = fuse_req_ctx(req);
-	struct dl_reply *r = bk_new_reply(req, fi ? DL_R_CREATE : DL_R_ENTRY, DL_OP_META,
+	struct dl_reply *r = dl_reply_begin(req, fi ? DL_R_CREATE : DL_R_ENTRY, DL_OP_META,
 					  DL_TOP_CREATE, parent);
 	struct bk_root *root;
 	struct dl_sink *s;
@@ -190,7 +190,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 		return;
 	s = lock_sink(fs, parent, &root);
 	if (!s) {
-		bk_finish(fs, r, -ESTALE);
+		dl_reply_finish(fs, r, -ESTALE);
 		return;
 	}
 	ret = dir_of(s, parent, &d);
@@ -254,7 +254,7 @@ static void sk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int dir)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct dl_sink *s;
 	struct sk_node *d;
 	int ret;
@@ -263,7 +263,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 		return;
 	s = lock_sink(fs, parent, NULL);
 	if (!s) {
-		bk_finish(fs, r, -ESTALE);
+		dl_reply_finish(fs, r, -ESTALE);
 		return;
 	}
 	ret = dir_of(s, parent, &d);
@@ -274,7 +274,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 		sk_journal_remove(s, d, name);
 out:
 	pthread_mutex_unlock(&s->lock);
-	bk_finish(fs, r, ret);
+	dl_reply_finish(fs, r, ret);
 }
 
 static void sk_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -291,7 +291,7 @@ static void sk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		      const char *newname, unsigned int flags)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ERR, DL_OP_META, DL_TOP_OTHER, parent);
 	struct dl_sink *s;
 	struct sk_node *d, *nd;
 	int ret;
@@ -299,12 +299,12 @@ static void sk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (!r)
 		return;
 	if (!dl_bk_same_root(parent, newparent)) {
-		bk_finish(fs, r, -EXDEV);
+		dl_reply_finish(fs, r, -EXDEV);
 		return;
 	}
 	s = lock_sink(fs, parent, NULL);
 	if (!s) {
-		bk_finish(fs, r, -ESTALE);
+		dl_reply_finish(fs, r, -ESTALE);
 		return;
 	}
 	ret = dir_of(s, parent, &d);
@@ -315,13 +315,13 @@ static void sk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (!ret)
 		sk_journal_rename(s, d, name, nd, newname, flags);
 	pthread_mutex_unlock(&s->lock);
-	bk_finish(fs, r, ret);
+	dl_reply_finish(fs, r, ret);
 }
 
 static void sk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPEN, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPEN, ino);
 	struct dl_sink *s;
 	struct sk_node *n;
 	int ret = 0;
@@ -330,7 +330,7 @@ static void sk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	s = lock_sink(fs, ino, NULL);
 	if (!s) {
-		bk_finish(fs, r, -ESTALE);
+		dl_reply_finish(fs, r, -ESTALE);
 		return;
 	}
 	n = sk_find_id(s, bk_id(ino));
@@ -346,7 +346,7 @@ static void sk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->direct_io = 1; /* every read reaches the model, none is cached */
 	fi->fh = dl_client_pack(&r->client); /* no handle: who opened it */
 	r->fi = *fi;
-	bk_finish(fs, r, ret);
+	dl_reply_finish(fs, r, ret);
 }
 
 /* The stream a sink file reads back: a function of the seed, the sink and
@@ -369,7 +369,7 @@ static void sk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_BUF, DL_OP_READ, DL_TOP_READ, ino);
 	struct bk_root *root;
 	struct dl_sink *s;
 	struct sk_node *n;
@@ -382,12 +382,12 @@ static void sk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	r->preq.off = (uint64_t)off;
 	if (off < 0 || size > fs->max_read) {
-		bk_finish(fs, r, -EINVAL);
+		dl_reply_finish(fs, r, -EINVAL);
 		return;
 	}
 	s = lock_sink(fs, ino, &root);
 	if (!s) {
-		bk_finish(fs, r, -ESTALE);
+		dl_reply_finish(fs, r, -ESTALE);
 		return;
 	}
 	n = sk_find_id(s, bk_id(ino));
@@ -421,14 +421,14 @@ static void sk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	atomic_fetch_add(&root->rd_ops, 1);
 	atomic_fetch_add(&s->read_back, len);
 out:
-	bk_finish(fs, r, ret);
+	dl_reply_finish(fs, r, ret);
 }
 
 static void sk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_WRITE, DL_OP_WRITE, DL_TOP_WRITE, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_WRITE, DL_OP_WRITE, DL_TOP_WRITE, ino);
 	struct bk_root *root;
 	struct dl_sink *s;
 	struct sk_node *n;
@@ -441,7 +441,7 @@ static void sk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	r->preq.len = size;
 	s = lock_sink(fs, ino, &root);
 	if (!s) {
-		bk_finish(fs, r, -ESTALE);
+		dl_reply_finish(fs, r, -ESTALE);
 		return;
 	}
 	n = sk_find_id(s, bk_id(ino));
@@ -462,7 +462,7 @@ static void sk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		atomic_fetch_add(&root->wr_bytes, size);
 		atomic_fetch_add(&root->wr_ops, 1);
 	}
-	bk_finish(fs, r, ret);
+	dl_reply_finish(fs, r, ret);
 }
 
 /* flush, fsync, fsyncdir: no data is kept, so every byte is as durable as
@@ -471,7 +471,7 @@ static void sk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void sk_ok(fuse_req_t req, fuse_ino_t ino, uint8_t top, int sync)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_ERR, DL_OP_META, top, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_ERR, DL_OP_META, top, ino);
 	struct dl_sink *s;
 	struct sk_node *n;
 	int ret = 0, fd = -ENOENT;
@@ -488,7 +488,7 @@ static void sk_ok(fuse_req_t req, fuse_ino_t ino, uint8_t top, int sync)
 		pthread_mutex_unlock(&s->lock);
 		ret = sk_journal_sync(s, fd);
 	}
-	bk_finish(fs, r, ret);
+	dl_reply_finish(fs, r, ret);
 }
 
 static void sk_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -513,7 +513,7 @@ static void sk_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void sk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPENDIR, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_OPEN, DL_OP_META, DL_TOP_OPENDIR, ino);
 	struct dl_sink *s;
 	struct sk_node *d;
 	int ret;
@@ -522,7 +522,7 @@ static void sk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	s = lock_sink(fs, ino, NULL);
 	if (!s) {
-		bk_finish(fs, r, -ESTALE);
+		dl_reply_finish(fs, r, -ESTALE);
 		return;
 	}
 	ret = dir_of(s, ino, &d);
@@ -530,7 +530,7 @@ static void sk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fi->fh = 0;
 	fi->cache_readdir = 0;
 	r->fi = *fi;
-	bk_finish(fs, r, ret);
+	dl_reply_finish(fs, r, ret);
 }
 
 /* Offsets: 1 after ".", 2 after "..", id + 3 after the child of that id.
@@ -539,7 +539,7 @@ static void sk_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void sk_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR, ino);
 	struct bk_root *root;
 	struct dl_sink *s;
 	struct sk_node *d;
@@ -554,7 +554,7 @@ static void sk_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int 
 	if (!s || !r->buf) {
 		if (s)
 			pthread_mutex_unlock(&s->lock);
-		bk_finish(fs, r, s ? -ENOMEM : -ESTALE);
+		dl_reply_finish(fs, r, s ? -ENOMEM : -ESTALE);
 		return;
 	}
 	ret = dir_of(s, ino, &d);
@@ -590,7 +590,7 @@ static void sk_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int 
 out:
 	pthread_mutex_unlock(&s->lock);
 	r->len = used;
-	bk_finish(fs, r, ret);
+	dl_reply_finish(fs, r, ret);
 }
 
 static void sk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -623,7 +623,7 @@ static void sk_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 static void sk_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct dl_fs *fs = bk_fs_of(req);
-	struct dl_reply *r = bk_new_reply(req, DL_R_STATFS, DL_OP_META, DL_TOP_STATFS, ino);
+	struct dl_reply *r = dl_reply_begin(req, DL_R_STATFS, DL_OP_META, DL_TOP_STATFS, ino);
 	struct bk_root *root = bk_root_of(fs, ino);
 	size_t count = 0, max = 0;
 
@@ -644,12 +644,12 @@ static void sk_statfs(fuse_req_t req, fuse_ino_t ino)
 	r->sv.f_ffree = max - count;
 	r->sv.f_favail = max - count;
 	r->sv.f_namemax = 255;
-	bk_finish(fs, r, 0);
+	dl_reply_finish(fs, r, 0);
 }
 
 static void sk_refuse(fuse_req_t req, fuse_ino_t ino, int err)
 {
-	bk_reply_err(bk_fs_of(req), req, ino, DL_OP_META, DL_TOP_OTHER, -err);
+	dl_reply_err(bk_fs_of(req), req, DL_OP_META, DL_TOP_OTHER, ino, err, 0);
 }
 
 static void sk_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -669,7 +669,28 @@ static void sk_readlink(fuse_req_t req, fuse_ino_t ino)
 	sk_refuse(req, ino, EINVAL);
 }
 
-const struct fuse_lowlevel_ops dl_bk_sink_ops = {
+static int sk_stat(struct dl_fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	struct bk_root *root = bk_root_of(fs, ino);
+
+	return root && root->sink ? dl_sink_stat(root->sink, bk_id(ino), ino, st) : -ESTALE;
+}
+
+static void sk_forget(struct dl_fs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct bk_root *root = bk_root_of(fs, ino);
+
+	if (root && root->sink)
+		dl_sink_forget(root->sink, bk_id(ino), nlookup);
+}
+
+const struct dl_tree_ops dl_tree_sink = {
+	.name = "sink",
+	.xdev = 1,
+	.attr_timeout = BK_TIMEOUT,
+	.stat = sk_stat,
+	.path = bk_path,
+	.forget = sk_forget,
 	.lookup = sk_lookup,
 	.getattr = sk_getattr,
 	.setattr = sk_setattr,

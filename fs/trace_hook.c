@@ -17,6 +17,7 @@
 #include "clients.h"
 #include "fs_i.h"
 #include "reply.h"
+#include "tree_i.h"
 #include "log_i.h"
 
 void dl_fs_trace_reply(struct dl_fs *fs, const struct dl_reply *r, uint64_t now)
@@ -69,7 +70,7 @@ static int path_of(void *arg, uint64_t file_id, char *buf, size_t len)
 		return fs->clients ? dl_clients_job(fs->clients, (uint32_t)(file_id & 0xffffffffu),
 						    buf, len, NULL, NULL)
 				   : -ENOENT;
-	return dl_node_path(fs, file_id, buf, len);
+	return dl_tree_of(fs, file_id)->path(fs, file_id, buf, len);
 }
 
 /* From the trace's writer thread, once: the log says it when it happens. */

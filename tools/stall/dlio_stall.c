@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "stall/stall_i.h"
+#include "stall_i.h"
 #include "tool_path_i.h"
 #include "tool_stop_i.h"
 

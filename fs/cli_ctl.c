@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,19 +33,6 @@ static int ctl_check(const char *mnt, enum dl_ctl_file f)
 		return -ENOENT;
 	}
 	return 0;
-}
-
-/* Write a whole command to a control file and commit it. On refusal the
- * reason (the daemon's words) is printed after `who`. */
-static int command(const char *mnt, enum dl_ctl_file f, const char *text, size_t len,
-		   const char *who)
-{
-	char why[4400];
-	int ret = dl_ctl_command(mnt, f, text, len, why, sizeof(why));
-
-	if (ret)
-		fprintf(stderr, "%s: %s\n", who, why);
-	return ret;
 }
 
 /* ---- stats.json flattened: "classes.read.ops" -> "12" ---- */
@@ -241,7 +229,7 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int all, i
 	if (ctl_check(mnt, DL_CTL_STATS))
 		return 1;
 	if (reset)
-		return command(mnt, DL_CTL_STATS, "reset\n", 6, "dliofs stat --reset") ? 1 : 0;
+		return dl_ctl_send(mnt, DL_CTL_STATS, "reset\n", 6, "dliofs stat --reset") ? 1 : 0;
 	for (;;) {
 		struct flat f = {0};
 
@@ -331,7 +319,7 @@ int dl_cli_set(const char *mnt, int npairs, char **pairs)
 		return 1;
 	for (int i = 0; i < npairs; i++)
 		off += (size_t)sprintf(text + off, "%s\n", pairs[i]);
-	ret = command(mnt, DL_CTL_PACER, text, off, "dliofs set");
+	ret = dl_ctl_send(mnt, DL_CTL_PACER, text, off, "dliofs set");
 	free(text);
 	if (ret)
 		return 1;
@@ -347,37 +335,28 @@ int dl_cli_set(const char *mnt, int npairs, char **pairs)
 
 int dl_cli_cache(const char *mnt, const char *cmd, const char *arg)
 {
-	char text[4200];
 	size_t mlen = strlen(mnt);
-	int n;
 
 	if (ctl_check(mnt, DL_CTL_CACHE))
 		return 1;
-	if (!strcmp(cmd, "drop")) {
-		n = snprintf(text, sizeof(text), "drop\n");
-	} else if (!strcmp(cmd, "warm") && arg) {
-		/* Accept a path under the mountpoint or one relative to its root. */
-		if (!strncmp(arg, mnt, mlen) && (arg[mlen] == '/' || !arg[mlen]))
-			arg += mlen;
-		while (*arg == '/')
-			arg++;
-		if (strchr(arg, '\n')) {
-			fprintf(stderr, "dliofs cache warm: a path with a newline\n");
-			return 2;
-		}
-		n = snprintf(text, sizeof(text), "warm %s\n", arg);
-	} else {
+	if (!strcmp(cmd, "drop"))
+		return dl_ctl_cache_drop(mnt, "dliofs cache drop") ? 1 : 0;
+	if (strcmp(cmd, "warm") || !arg) {
 		fprintf(stderr, "usage: dliofs cache drop MOUNT | dliofs cache warm MOUNT PATH\n");
 		return 2;
 	}
-	if (n < 0 || (size_t)n >= sizeof(text)) {
+	/* Accept a path under the mountpoint or one relative to its root. */
+	if (!strncmp(arg, mnt, mlen) && (arg[mlen] == '/' || !arg[mlen]))
+		arg += mlen;
+	if (strchr(arg, '\n')) {
+		fprintf(stderr, "dliofs cache warm: a path with a newline\n");
+		return 2;
+	}
+	if (strlen(arg) > PATH_MAX) {
 		fprintf(stderr, "dliofs cache %s: path too long\n", cmd);
 		return 2;
 	}
-	return command(mnt, DL_CTL_CACHE, text, (size_t)n,
-		       cmd[0] == 'd' ? "dliofs cache drop" : "dliofs cache warm")
-		   ? 1
-		   : 0;
+	return dl_ctl_cache_warm(mnt, arg, "dliofs cache warm") ? 1 : 0;
 }
 
 int dl_cli_trace(const char *mnt, const char *cmd, const char *file, const char *ops)
@@ -410,8 +389,8 @@ int dl_cli_trace(const char *mnt, const char *cmd, const char *file, const char 
 		fprintf(stderr, "dliofs trace: path too long\n");
 		return 2;
 	}
-	if (command(mnt, DL_CTL_TRACE, text, (size_t)n,
-		    !strcmp(cmd, "stop") ? "dliofs trace stop" : "dliofs trace start"))
+	if (dl_ctl_send(mnt, DL_CTL_TRACE, text, (size_t)n, "%s",
+			!strcmp(cmd, "stop") ? "dliofs trace stop" : "dliofs trace start"))
 		return 1;
 	if (!strcmp(cmd, "stop")) {
 		/* Say what the file holds when records were lost. */

@@ -27,7 +27,7 @@ declare -A OWNER=(
   [pacer.h]=pacer
   [trace.h]=trace
   [config.h]=config
-  [ctl_client.h]=fs
+  [ctl_client.h]=ctl
 )
 # What each layer may use (itself included).
 declare -A MAY=(

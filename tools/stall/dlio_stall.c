@@ -475,7 +475,8 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 		}
 	}
 	if (have_ctl) {
-		st_mount_command(o->mount, DL_CTL_PACER, "enabled=false\n", "pacer enabled=false");
+		dl_ctl_send(o->mount, DL_CTL_PACER, "enabled=false\n", 14,
+			    "dlio-stall: pacer enabled=false on %s failed", o->mount);
 		warm_or_say(o, policy, capacity);
 	}
 	snprintf(runs[1].name, sizeof(runs[1].name), "prep");
@@ -503,7 +504,8 @@ restore:
 	if (have_ctl) {
 		const char *setting = was_enabled ? "enabled=true\n" : "enabled=false\n";
 
-		st_mount_command(o->mount, DL_CTL_PACER, setting, "pacer restore");
+		dl_ctl_send(o->mount, DL_CTL_PACER, setting, strlen(setting),
+			    "dlio-stall: pacer restore on %s failed", o->mount);
 		st_mount_drop(o->mount, o->data);
 	}
 	if (ret)

@@ -73,16 +73,6 @@ void st_mount_pacer_desc(const char *mnt, char *buf, size_t len)
 	free(text);
 }
 
-int st_mount_command(const char *mnt, enum dl_ctl_file f, const char *text, const char *what)
-{
-	char why[4400];
-	int ret = dl_ctl_command(mnt, f, text, strlen(text), why, sizeof(why));
-
-	if (ret)
-		fprintf(stderr, "dlio-stall: %s on %s failed: %s\n", what, mnt, why);
-	return ret;
-}
-
 /* Path of data relative to the mount root ("" for the root itself). */
 static int rel_path(const char *mnt, const char *data, char *buf, size_t len)
 {
@@ -120,7 +110,7 @@ static int drop_one(const char *path, const struct stat *st, int type, struct FT
 
 int st_mount_drop(const char *mnt, const char *data)
 {
-	int ret = st_mount_command(mnt, DL_CTL_CACHE, "drop\n", "cache drop");
+	int ret = dl_ctl_cache_drop(mnt, "dlio-stall: cache drop on %s failed", mnt);
 	const struct st_jv *pol = NULL;
 	struct st_json j;
 	int kernel = 1;
@@ -140,7 +130,7 @@ int st_mount_drop(const char *mnt, const char *data)
 
 int st_mount_warm(const char *mnt, const char *data)
 {
-	char rel[PATH_MAX], cmd[PATH_MAX + 16];
+	char rel[PATH_MAX];
 	int ret = rel_path(mnt, data, rel, sizeof(rel));
 
 	if (ret) {
@@ -148,8 +138,7 @@ int st_mount_warm(const char *mnt, const char *data)
 			data ? data : mnt, strerror(-ret));
 		return ret;
 	}
-	snprintf(cmd, sizeof(cmd), "warm /%s\n", rel);
-	return st_mount_command(mnt, DL_CTL_CACHE, cmd, "cache warm");
+	return dl_ctl_cache_warm(mnt, rel, "dlio-stall: cache warm on %s failed", mnt);
 }
 
 void st_io_free(struct st_io *io)

@@ -127,9 +127,6 @@ size_t st_ival_merge(struct st_ival *v, size_t n);
 
 /* ---- mount.c: the control files stats.json, pacer, cache ---- */
 int st_mount_stats(const char *mnt, struct st_json *out); /* -ENOENT: no stats file */
-/* A command as one transaction; on failure says so on stderr
- * ("dlio-stall: WHAT on MNT failed: WHY", with the daemon's reason). */
-int st_mount_command(const char *mnt, enum dl_ctl_file f, const char *text, const char *what);
 /* Emulated cache drop plus the kernel page cache of every file under data
  * (failures are said on stderr, as the commands' are). */
 int st_mount_drop(const char *mnt, const char *data);

@@ -214,16 +214,6 @@ int wi_umount(struct wi_env *e)
 	return 0;
 }
 
-static int command(struct wi_env *e, enum dl_ctl_file f, const char *text, const char *what)
-{
-	char why[4400];
-	int ret = dl_ctl_command(e->mnt, f, text, strlen(text), why, sizeof(why));
-
-	if (ret)
-		fprintf(stderr, "dlio-whatif: %s on %s failed: %s\n", what, e->mnt, why);
-	return ret;
-}
-
 int wi_cold(struct wi_env *e, const struct wi_kv *kv, unsigned n)
 {
 	char text[WI_MAX_AXES * (WI_KEY + WI_VAL + 2) + 1] = "";
@@ -233,11 +223,13 @@ int wi_cold(struct wi_env *e, const struct wi_kv *kv, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s=%s\n", kv[i].key,
 					kv[i].val);
-	if (n && (ret = command(e, DL_CTL_PACER, text, "setting the point")))
+	if (n && (ret = dl_ctl_send(e->mnt, DL_CTL_PACER, text, off,
+				    "dlio-whatif: setting the point on %s failed", e->mnt)))
 		return ret;
-	ret = command(e, DL_CTL_CACHE, "drop\n", "cache drop");
+	ret = dl_ctl_cache_drop(e->mnt, "dlio-whatif: cache drop on %s failed", e->mnt);
 	if (!ret)
-		ret = command(e, DL_CTL_STATS, "reset\n", "statistics reset");
+		ret = dl_ctl_send(e->mnt, DL_CTL_STATS, "reset\n", 6,
+				  "dlio-whatif: statistics reset on %s failed", e->mnt);
 	return ret;
 }
 
@@ -245,11 +237,17 @@ int wi_trace_start(struct wi_env *e, const char *path)
 {
 	char text[PATH_MAX + 16];
 
-	snprintf(text, sizeof(text), "start %s\n", path);
-	return command(e, DL_CTL_TRACE, text, "trace start");
+	int n = snprintf(text, sizeof(text), "start %s\n", path);
+
+	return dl_ctl_send(e->mnt, DL_CTL_TRACE, text, n < 0 ? 0 : strlen(text),
+			   "dlio-whatif: trace start on %s failed", e->mnt);
 }
 
-int wi_trace_stop(struct wi_env *e) { return command(e, DL_CTL_TRACE, "stop\n", "trace stop"); }
+int wi_trace_stop(struct wi_env *e)
+{
+	return dl_ctl_send(e->mnt, DL_CTL_TRACE, "stop\n", 5, "dlio-whatif: trace stop on %s failed",
+			   e->mnt);
+}
 
 /* The read class's cache counters of the mount and of each copy's job. */
 struct cache_count {

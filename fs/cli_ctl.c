@@ -35,63 +35,21 @@ static int ctl_check(const char *mnt, enum dl_ctl_file f)
 	return 0;
 }
 
-/* ---- stats.json flattened: "classes.read.ops" -> "12" ---- */
-struct flat {
-	char **key, **val;
-	size_t n, cap;
-};
-
-static int flat_add(void *arg, const char *key, const char *val, int is_string)
-{
-	struct flat *f = arg;
-
-	(void)is_string;
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? 2 * f->cap : 256;
-		char **k = realloc(f->key, cap * sizeof(*k)), **v;
-
-		if (!k)
-			return -ENOMEM;
-		f->key = k;
-		v = realloc(f->val, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		f->val = v;
-		f->cap = cap;
-	}
-	f->key[f->n] = strdup(key);
-	f->val[f->n] = strdup(val);
-	if (!f->key[f->n] || !f->val[f->n])
-		return -ENOMEM;
-	f->n++;
-	return 0;
-}
-
-static void flat_free(struct flat *f)
-{
-	for (size_t i = 0; i < f->n; i++) {
-		free(f->key[i]);
-		free(f->val[i]);
-	}
-	free(f->key);
-	free(f->val);
-}
-
-static const char *flat_get(const struct flat *f, const char *fmt, ...)
+/* ---- stats.json as dotted paths (dliofs/json.h): "classes.read.ops" -> "12" ---- */
+static const char *flat_get(const struct dl_jdoc *f, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static const char *flat_get(const struct flat *f, const char *fmt, ...)
+static const char *flat_get(const struct dl_jdoc *f, const char *fmt, ...)
 {
+	const struct dl_jval *v;
 	char key[256];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(key, sizeof(key), fmt, ap);
 	va_end(ap);
-	for (size_t i = 0; i < f->n; i++)
-		if (!strcmp(f->key[i], key))
-			return f->val[i];
-	return NULL;
+	v = dl_jdoc_get(f, key);
+	return v ? v->text : NULL;
 }
 
 static double num(const char *v) { return v ? strtod(v, NULL) : 0; }
@@ -120,12 +78,12 @@ static void short_name(const char *name, char *out, size_t len)
 }
 
 /* Backing directories and sinks, a row each (stats.json's `backing`). */
-static void print_backing(const struct flat *f, FILE *o)
+static void print_backing(const struct dl_jdoc *f, FILE *o)
 {
 	int header = 0;
 
 	for (size_t i = 0; i < f->n; i++) {
-		const char *k = f->key[i], *dot;
+		const char *k = f->v[i].path, *dot;
 		char at[128];
 		size_t n;
 
@@ -139,12 +97,12 @@ static void print_backing(const struct flat *f, FILE *o)
 		if (!header++)
 			fprintf(o, "\n%-24s %-9s %9s %10s %9s %10s %s\n", "backing", "kind", "reads",
 				"read MB", "writes", "write MB", "(sinks: discarded, read back)");
-		fprintf(o, "%-24.24s %-9s %9.0f %10.1f %9.0f %10.1f", at, f->val[i],
+		fprintf(o, "%-24.24s %-9s %9.0f %10.1f %9.0f %10.1f", at, f->v[i].text,
 			num(flat_get(f, "backing.%s.reads", at)),
 			num(flat_get(f, "backing.%s.read_bytes", at)) / 1e6,
 			num(flat_get(f, "backing.%s.writes", at)),
 			num(flat_get(f, "backing.%s.write_bytes", at)) / 1e6);
-		if (!strcmp(f->val[i], "sink"))
+		if (!strcmp(f->v[i].text, "sink"))
 			fprintf(o, " %.1f MB discarded, %.1f MB read back",
 				num(flat_get(f, "backing.%s.discarded_bytes", at)) / 1e6,
 				num(flat_get(f, "backing.%s.read_back_bytes", at)) / 1e6);
@@ -154,7 +112,7 @@ static void print_backing(const struct flat *f, FILE *o)
 
 /* The compact view: per class, per job, the cache, backing directories and
  * the trace. */
-static void print_table(const struct flat *f, FILE *o)
+static void print_table(const struct dl_jdoc *f, FILE *o)
 {
 	static const char *const cls[] = {"read", "write", "meta"};
 	const char *prof = flat_get(f, "profile");
@@ -231,7 +189,7 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int all, i
 	if (reset)
 		return dl_ctl_send(mnt, DL_CTL_STATS, "reset\n", 6, "dliofs stat --reset") ? 1 : 0;
 	for (;;) {
-		struct flat f = {0};
+		struct dl_jdoc f = {0};
 
 		ret = dl_ctl_read(mnt, DL_CTL_STATS, &buf, &len);
 		if (ret) {
@@ -244,19 +202,19 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int all, i
 		if (raw) {
 			fwrite(buf, 1, len, stdout);
 		} else {
-			if (dl_json_flatten(buf, len, flat_add, &f)) {
+			if (dl_jdoc_parse(buf, len, DL_JDOC_NULLS, &f)) {
 				fprintf(stderr, "dliofs stat: malformed stats.json\n");
-				flat_free(&f);
+				dl_jdoc_free(&f);
 				free(buf);
 				return 1;
 			}
 			if (all)
 				for (size_t i = 0; i < f.n; i++)
-					printf("%-48s %s\n", f.key[i], f.val[i]);
+					printf("%-48s %s\n", f.v[i].path, f.v[i].text);
 			else
 				print_table(&f, stdout);
 		}
-		flat_free(&f);
+		dl_jdoc_free(&f);
 		free(buf);
 		fflush(stdout);
 		if (!watch)

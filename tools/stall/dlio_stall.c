@@ -452,7 +452,7 @@ static void warm_or_say(const struct opts *o, const char *policy, double capacit
 static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *runs,
 		   struct st_run *xruns, char ***owned)
 {
-	struct st_json before;
+	struct dl_jdoc before;
 	char hint[8192] = "", policy[16] = "";
 	double capacity = 0;
 	int was_enabled = 1, have_ctl = 0, ret;
@@ -465,13 +465,13 @@ static int do_diff(const struct opts *o, struct st_launch *l, struct st_run *run
 				"/: prep and configured runs use the same storage\n",
 				o->mount);
 		else if (st_mount_stats(o->mount, &before) == 0) {
-			const struct st_jv *pol = st_json_get(&before, "cache.policy");
+			const struct dl_jval *pol = dl_jdoc_get(&before, "cache.policy");
 
-			was_enabled = st_json_num(&before, "enabled", 1) != 0;
+			was_enabled = dl_jdoc_num(&before, "enabled", 1) != 0;
 			if (pol && pol->str)
 				snprintf(policy, sizeof(policy), "%s", pol->str);
-			capacity = st_json_num(&before, "cache.capacity_bytes", 0);
-			st_json_free(&before);
+			capacity = dl_jdoc_num(&before, "cache.capacity_bytes", 0);
+			dl_jdoc_free(&before);
 		}
 	}
 	if (have_ctl) {

@@ -142,14 +142,14 @@ static int cmp_rank(const void *pa, const void *pb)
 	return x < y ? -1 : x > y;
 }
 
-static struct named *named_files(const struct dt_trace *t, const struct dt_stats *s)
+static struct named *named_files(const struct dl_trace_file *t, const struct dt_stats *s)
 {
 	struct named *v = calloc(s->nfiles ? s->nfiles : 1, sizeof(*v));
 	if (!v)
 		return NULL;
 	for (size_t i = 0; i < s->nfiles; i++) {
 		const struct dt_file_stats *f = &s->files[i];
-		v[i].name = dt_name_find(t, f->id);
+		v[i].name = dl_trace_name_find(t, f->id);
 		if (!v[i].name) {
 			v[i].own = malloc(32);
 			if (!v[i].own) {
@@ -169,8 +169,8 @@ static struct named *named_files(const struct dt_trace *t, const struct dt_stats
 }
 
 /* bytes_per_file and access_order, by a merge over the sorted names. */
-static int sim_files(const struct dt_trace *ta, const struct dt_stats *a,
-		     const struct dt_trace *tb, const struct dt_stats *b, double *bytes_sim,
+static int sim_files(const struct dl_trace_file *ta, const struct dt_stats *a,
+		     const struct dl_trace_file *tb, const struct dt_stats *b, double *bytes_sim,
 		     double *order_sim)
 {
 	struct named *va = named_files(ta, a), *vb = named_files(tb, b);
@@ -292,12 +292,12 @@ int dt_compare(int argc, char **argv)
 		return 2;
 	}
 
-	struct dt_trace ta, tb;
+	struct dl_trace_file ta, tb;
 	struct dt_stats a, b;
 	if (dt_load(argv[optind], &ta))
 		return 1;
 	if (dt_load(argv[optind + 1], &tb)) {
-		dt_free(&ta);
+		dl_trace_file_free(&ta);
 		return 1;
 	}
 	if (dt_stats_compute(&ta, &a))
@@ -392,7 +392,7 @@ out_shapes:
 out_a:
 	dt_stats_free(&a);
 out_traces:
-	dt_free(&ta);
-	dt_free(&tb);
+	dl_trace_file_free(&ta);
+	dl_trace_file_free(&tb);
 	return ret;
 }

@@ -14,7 +14,7 @@
 #include "dlio_trace_i.h"
 
 /* Wall-clock ns of a monotonic time: header epoch + (t - start). */
-static uint64_t wall_ns(const struct dt_trace *t, uint64_t mono)
+static uint64_t wall_ns(const struct dl_trace_file *t, uint64_t mono)
 {
 	return t->h.epoch_ns + (uint64_t)(int64_t)(mono - t->h.start_mono_ns);
 }
@@ -41,7 +41,7 @@ static void meta_event(struct dl_jw *w, const char *what, uint32_t pid, uint32_t
 /* One "X" event per request; ts, dur and queue_us in microseconds with
  * three decimals, exactly (a double would round epoch microseconds to a
  * quarter). */
-static void request_event(struct dl_jw *w, const struct dt_trace *t, const struct dl_trace_rec *r)
+static void request_event(struct dl_jw *w, const struct dl_trace_file *t, const struct dl_trace_rec *r)
 {
 	const char *op = dt_op_name(r->op);
 	char tmp[32];
@@ -55,7 +55,7 @@ static void request_event(struct dl_jw *w, const struct dt_trace *t, const struc
 	dl_jw_u64(w, "pid", r->pid);
 	dl_jw_u64(w, "tid", r->tid);
 	dl_jw_obj(w, "args");
-	dl_jw_str(w, "file", dt_name_of(t, r->file_id, tmp, sizeof(tmp)));
+	dl_jw_str(w, "file", dl_trace_name_of(t, r->file_id, tmp, sizeof(tmp)));
 	dl_jw_u64(w, "offset", r->offset);
 	dl_jw_u64(w, "size", r->size);
 	dl_jw_us(w, "queue_us", r->queue_ns);
@@ -65,7 +65,7 @@ static void request_event(struct dl_jw *w, const struct dt_trace *t, const struc
 	dl_jw_end(w);
 }
 
-static int export_chrome(const struct dt_trace *t, FILE *fp)
+static int export_chrome(const struct dl_trace_file *t, FILE *fp)
 {
 	struct dt_map seen = {0};
 	struct dl_jw w;
@@ -105,7 +105,7 @@ nomem:
 	return -ENOMEM;
 }
 
-static int export_csv(const struct dt_trace *t, FILE *fp)
+static int export_csv(const struct dl_trace_file *t, FILE *fp)
 {
 	char tmp[32];
 
@@ -121,7 +121,7 @@ static int export_csv(const struct dt_trace *t, FILE *fp)
 			(unsigned long long)r->start_ns, (unsigned long long)dl_trace_dur(r),
 			r->queue_ns, dt_op_name(r->op), r->pid, r->tid,
 			(unsigned long long)r->file_id);
-		dt_csv_str(fp, dt_name_of(t, r->file_id, tmp, sizeof(tmp)));
+		dt_csv_str(fp, dl_trace_name_of(t, r->file_id, tmp, sizeof(tmp)));
 		fprintf(fp, ",%llu,%u,%d,%d,%d\n", (unsigned long long)r->offset, r->size,
 			r->result, r->flags & 1, (r->flags & 2) || r->result < 0);
 	}
@@ -130,7 +130,7 @@ static int export_csv(const struct dt_trace *t, FILE *fp)
 
 static int cmp_by_file(const void *pa, const void *pb, void *arg)
 {
-	const struct dt_trace *t = arg;
+	const struct dl_trace_file *t = arg;
 	uint64_t ia = *(const uint64_t *)pa, ib = *(const uint64_t *)pb;
 	uint64_t fa = t->recs[ia].file_id, fb = t->recs[ib].file_id;
 	if (fa != fb)
@@ -138,7 +138,7 @@ static int cmp_by_file(const void *pa, const void *pb, void *arg)
 	return ia < ib ? -1 : ia > ib; /* records are in arrival order */
 }
 
-static int export_dxt(const struct dt_trace *t, FILE *fp)
+static int export_dxt(const struct dl_trace_file *t, FILE *fp)
 {
 	uint64_t n = 0;
 	uint64_t *idx = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*idx));
@@ -179,7 +179,7 @@ static int export_dxt(const struct dt_trace *t, FILE *fp)
 		if (ret)
 			break;
 		fprintf(fp, "\n# DXT, file_id: %llu, file_name: %s\n", (unsigned long long)id,
-			dt_name_of(t, id, tmp, sizeof(tmp)));
+			dl_trace_name_of(t, id, tmp, sizeof(tmp)));
 		fprintf(fp, "# DXT, clients: %llu, write_count: %llu, read_count: %llu\n",
 			(unsigned long long)npids, (unsigned long long)nw, (unsigned long long)nr);
 		fprintf(fp, "# Module    Rank  Wt/Rd  Segment          Offset       Length    "
@@ -198,7 +198,7 @@ static int export_dxt(const struct dt_trace *t, FILE *fp)
 			fprintf(fp, " X_POSIX %7u  %-5s %8llu %15llu %12llu %11.6f %11.6f\n", r->pid,
 				rd ? "read" : "write", (unsigned long long)(*s)++,
 				(unsigned long long)r->offset, (unsigned long long)len,
-				dt_rel_s(t, r->start_ns), dt_rel_s(t, r->start_ns + dl_trace_dur(r)));
+				dl_trace_rel_s(t, r->start_ns), dl_trace_rel_s(t, r->start_ns + dl_trace_dur(r)));
 		}
 		if (ret)
 			break;
@@ -255,13 +255,13 @@ int dt_export(int argc, char **argv)
 		return 2;
 	}
 
-	struct dt_trace t;
+	struct dl_trace_file t;
 	if (dt_load(argv[optind], &t))
 		return 1;
 	FILE *fp = out ? fopen(out, "w") : stdout;
 	if (!fp) {
 		fprintf(stderr, "dlio-trace: %s: %s\n", out, strerror(errno));
-		dt_free(&t);
+		dl_trace_file_free(&t);
 		return 1;
 	}
 	if (fmt == 'c')
@@ -279,6 +279,6 @@ int dt_export(int argc, char **argv)
 	}
 	if (out)
 		fclose(fp);
-	dt_free(&t);
+	dl_trace_file_free(&t);
 	return ret ? 1 : 0;
 }

@@ -13,40 +13,11 @@
  * in [2^(k-1), 2^k); the last bucket also takes anything larger. */
 #define DT_HBUCKETS 34
 
-/* ---- dlio_trace_load.c: a trace in memory ---- */
-struct dt_name {
-	uint64_t id;
-	const char *name; /* NUL-terminated, in dt_trace.name_buf */
-};
-
-struct dt_trace {
-	const char *path;
-	struct dl_trace_header h;
-	int has_footer; /* 0: the trace was not closed (daemon killed) */
-	struct dl_trace_footer f;
-	uint64_t nrecs;
-	struct dl_trace_rec *recs; /* sorted by start time */
-	struct dt_name *names;	   /* sorted by id */
-	size_t nnames;
-	char *name_buf;
-};
-
-/* Load and check PATH; errors are printed (prefixed "dlio-trace: PATH: "). */
-int dt_load(const char *path, struct dt_trace *t);
-/* The same for a trace already in memory; NAME is used in messages and
- * must outlive t. */
-int dt_load_mem(const char *name, const void *buf, size_t len, struct dt_trace *t);
-void dt_free(struct dt_trace *t);
-/* Name of a file id, or NULL when the name table lacks it. */
-const char *dt_name_find(const struct dt_trace *t, uint64_t id);
-/* Name of a file id, or "#ID" (written into tmp) when it has none. */
-const char *dt_name_of(const struct dt_trace *t, uint64_t id, char *tmp, size_t len);
+/* ---- a trace in memory: trace/load.c (dliofs/trace.h); here the
+ * printing and the figures dlio-trace draws from it (dlio_trace_out.c) ---- */
+/* dl_trace_load, its warning and error printed ("dlio-trace: PATH: ..."). */
+int dt_load(const char *path, struct dl_trace_file *t);
 const char *dt_op_name(unsigned op);
-/* Seconds since the trace started (negative for requests that arrived
- * before tracing began and were replied to after). */
-double dt_rel_s(const struct dt_trace *t, uint64_t mono_ns);
-/* End of the trace: the footer's, or the last reply when there is none. */
-uint64_t dt_end_ns(const struct dt_trace *t);
 unsigned dt_size_bucket(uint64_t size);
 /* Lower bound of a bucket, for labels. */
 uint64_t dt_bucket_lo(unsigned b);
@@ -149,13 +120,13 @@ struct dt_stats {
 	enum dt_pattern pattern;
 };
 
-int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s);
+int dt_stats_compute(const struct dl_trace_file *t, struct dt_stats *s);
 void dt_stats_free(struct dt_stats *s);
 /* Indices of s->files by bytes (read + written), most first, ties by id. */
 size_t *dt_files_by_bytes(const struct dt_stats *s);
 
 /* ---- dlio_trace_modes.c: access mode of each file, pattern of the job ---- */
-int dt_modes_compute(const struct dt_trace *t, struct dt_stats *s);
+int dt_modes_compute(const struct dl_trace_file *t, struct dt_stats *s);
 /* "one_process", "shared", "whole_by_each", "no_data" (JSON keys). */
 const char *dt_mode_key(enum dt_mode m);
 /* "file per process", "shared file", ... */
@@ -176,7 +147,7 @@ const char *dt_pattern_name(enum dt_pattern p);
 /* Fills ops[].issued and issued_hist (read, write), pieces joined where a
  * piece but the last is at most a page short of max_request or of the
  * largest request of its operation in the trace, whichever is larger. */
-int dt_issued_compute(const struct dt_trace *t, struct dt_stats *s, uint64_t max_request);
+int dt_issued_compute(const struct dl_trace_file *t, struct dt_stats *s, uint64_t max_request);
 
 /* ---- dlio_trace_shape.c: order as a shuffle leaves it, and time ---- */
 #define DT_TBINS 20 /* throughput over normalized time */
@@ -215,7 +186,7 @@ struct dt_shape {
 	struct dt_sample ia;   /* gaps between data request arrivals (ns) */
 	struct dt_sample conc; /* data requests in flight, weight the ns spent so */
 };
-int dt_shape_compute(const struct dt_trace *t, struct dt_shape *s);
+int dt_shape_compute(const struct dl_trace_file *t, struct dt_shape *s);
 void dt_shape_free(struct dt_shape *s);
 /* Two-sample Kolmogorov-Smirnov distance in [0, 1]: the largest gap between
  * the two weighted cumulative distributions (0 when both are empty, 1 when

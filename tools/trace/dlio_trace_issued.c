@@ -45,7 +45,7 @@ static int is_full(const struct dt_stats *s, const struct dl_trace_rec *r)
 	       (uint64_t)r->result == r->size;
 }
 
-int dt_issued_compute(const struct dt_trace *t, struct dt_stats *s, uint64_t max_request)
+int dt_issued_compute(const struct dl_trace_file *t, struct dt_stats *s, uint64_t max_request)
 {
 	struct dt_map open = {0};
 	struct call *calls = NULL;

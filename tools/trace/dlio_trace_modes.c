@@ -114,7 +114,7 @@ static void classify(struct dt_stats *s)
 		s->pattern = DT_PAT_MIXED;
 }
 
-int dt_modes_compute(const struct dt_trace *t, struct dt_stats *s)
+int dt_modes_compute(const struct dl_trace_file *t, struct dt_stats *s)
 {
 	struct dt_map idx = {0}, procs = {0};
 	struct piece *v = NULL;

@@ -1,8 +1,44 @@
-/* Output helpers: CSV strings (file names can hold anything but NUL and
- * '/'), and human-readable sizes and times. JSON is dl_jw's (json.h). */
+/* Output helpers: loading a trace with its messages, CSV strings (file
+ * names can hold anything but NUL and '/'), and human-readable sizes and
+ * times. JSON is dl_jw's (json.h). */
 #include <string.h>
 
 #include "dlio_trace_i.h"
+
+int dt_load(const char *path, struct dl_trace_file *t)
+{
+	char why[256];
+	int ret = dl_trace_load(path, t, why, sizeof(why));
+
+	if (ret) {
+		fprintf(stderr, "dlio-trace: %s: %s\n", path, why);
+		return ret;
+	}
+	if (dl_trace_file_warning(t))
+		fprintf(stderr, "dlio-trace: %s: %s\n", path, dl_trace_file_warning(t));
+	return 0;
+}
+
+const char *dt_op_name(unsigned op)
+{
+	return op ? dl_trace_op_name(op) : "unknown";
+}
+
+unsigned dt_size_bucket(uint64_t size)
+{
+	unsigned b = 0;
+	while (size) {
+		b++;
+		size >>= 1;
+	}
+	return b < DT_HBUCKETS ? b : DT_HBUCKETS - 1;
+}
+
+uint64_t dt_bucket_lo(unsigned b)
+{
+	return b ? 1ULL << (b - 1) : 0;
+}
+
 
 void dt_csv_str(FILE *fp, const char *s)
 {

@@ -15,7 +15,7 @@
 
 /* The reading thread: version 2 records the client's thread in tid,
  * version 1 had it in pid. Visits and runs are a thread's. */
-static uint64_t reader_of(const struct dt_trace *t, const struct dl_trace_rec *r)
+static uint64_t reader_of(const struct dl_trace_file *t, const struct dl_trace_rec *r)
 {
 	return t->h.version >= 2 ? r->tid : r->pid;
 }
@@ -102,7 +102,7 @@ static int64_t bit_sum(const int64_t *b, size_t i) /* positions [0, i) */
 }
 
 /* Reuse distances, epochs and sequential runs, in one pass over the reads. */
-static int order_pass(const struct dt_trace *t, struct dt_shape *s)
+static int order_pass(const struct dl_trace_file *t, struct dt_shape *s)
 {
 	struct dt_map lastpos = {0}, epoch_of = {0}, lastfile = {0}, next = {0}, run = {0};
 	size_t n = 0, pos = 0;
@@ -221,7 +221,7 @@ static int cmp_step(const void *pa, const void *pb)
 
 /* Two steps per data request that moved bytes: its arrival starts its
  * rate, its reply ends it and adds its bytes to the done ones. */
-static int cum_steps(const struct dt_trace *t, uint64_t lo, struct dt_shape *s)
+static int cum_steps(const struct dl_trace_file *t, uint64_t lo, struct dt_shape *s)
 {
 	size_t n = 0;
 
@@ -304,7 +304,7 @@ double dt_cum_gap(const struct dt_shape *a, const struct dt_shape *b)
 }
 
 /* Throughput over normalized time, inter-arrival times, time in flight. */
-static int time_pass(const struct dt_trace *t, struct dt_shape *s)
+static int time_pass(const struct dl_trace_file *t, struct dt_shape *s)
 {
 	uint64_t n = 0, lo = UINT64_MAX, hi = 0, prev = 0, *ends = NULL;
 	double bytes = 0, tp[DT_TBINS] = {0};
@@ -393,7 +393,7 @@ out:
 	return ret;
 }
 
-int dt_shape_compute(const struct dt_trace *t, struct dt_shape *s)
+int dt_shape_compute(const struct dl_trace_file *t, struct dt_shape *s)
 {
 	int ret;
 

@@ -261,7 +261,7 @@ static int count_record(struct pass *p, const struct dl_trace_rec *r)
 }
 
 /* Inter-arrival times and durations: one scratch array reused for each. */
-static int percentiles(const struct dt_trace *t, struct dt_stats *s)
+static int percentiles(const struct dl_trace_file *t, struct dt_stats *s)
 {
 	uint64_t *buf = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*buf)), prev = 0;
 	size_t n = 0;
@@ -315,7 +315,7 @@ static void sort_clients(struct dt_stats *s)
 	}
 }
 
-int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s)
+int dt_stats_compute(const struct dl_trace_file *t, struct dt_stats *s)
 {
 	struct pass p = {.s = s};
 	uint64_t last_end;
@@ -324,7 +324,7 @@ int dt_stats_compute(const struct dt_trace *t, struct dt_stats *s)
 	memset(s, 0, sizeof(*s));
 	s->nrecs = t->nrecs;
 	s->dropped = t->f.dropped;
-	s->span_s = (double)(dt_end_ns(t) - t->h.start_mono_ns) / 1e9;
+	s->span_s = (double)(dl_trace_end_ns(t) - t->h.start_mono_ns) / 1e9;
 	p.first = last_end = t->nrecs ? t->recs[0].start_ns : 0;
 	for (uint64_t i = 0; i < t->nrecs && !ret; i++) {
 		const struct dl_trace_rec *r = &t->recs[i];

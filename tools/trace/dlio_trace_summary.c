@@ -124,7 +124,7 @@ static void text_access(const struct dt_stats *s)
 	printf("inter-arrival: all requests p50 %s, p99 %s; reads p50 %s, p99 %s\n", a, b, c, d);
 }
 
-static void text_clients(const struct dt_trace *t, const struct dt_stats *s)
+static void text_clients(const struct dl_trace_file *t, const struct dt_stats *s)
 {
 	char a[32], b[32], c[32];
 
@@ -149,7 +149,7 @@ static void text_clients(const struct dt_trace *t, const struct dt_stats *s)
 	       "requests", "reads", "read bytes", "opens", "releases", "name");
 	for (size_t i = 0; i < s->njobs; i++) {
 		const struct dt_job_stats *j = &s->jobs[i];
-		const char *name = j->job ? dt_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
+		const char *name = j->job ? dl_trace_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
 
 		dt_fmt_bytes((double)j->rbytes, a, sizeof(a));
 		printf("  %5u %6llu %6llu %10llu %10llu %12s %8llu %8llu  %s\n", j->job,
@@ -160,7 +160,7 @@ static void text_clients(const struct dt_trace *t, const struct dt_stats *s)
 	}
 }
 
-static void text_top_files(const struct dt_trace *t, const struct dt_stats *s, const size_t *top,
+static void text_top_files(const struct dl_trace_file *t, const struct dt_stats *s, const size_t *top,
 			   size_t ntop)
 {
 	char a[32], c[32], tmp[32];
@@ -185,11 +185,11 @@ static void text_top_files(const struct dt_trace *t, const struct dt_stats *s, c
 		else
 			snprintf(m, sizeof(m), "opened only");
 		printf("  %12s %8llu %8llu %7s  %-16s %s\n", a, (unsigned long long)f->reads,
-		       (unsigned long long)f->writes, c, m, dt_name_of(t, f->id, tmp, sizeof(tmp)));
+		       (unsigned long long)f->writes, c, m, dl_trace_name_of(t, f->id, tmp, sizeof(tmp)));
 	}
 }
 
-static void print_text(const struct dt_trace *t, const struct dt_stats *s, const size_t *top,
+static void print_text(const struct dl_trace_file *t, const struct dt_stats *s, const size_t *top,
 		       size_t ntop)
 {
 	char a[96];
@@ -306,7 +306,7 @@ static void json_totals(struct dl_jw *w, const struct dt_stats *s)
 	dl_jw_end(w);
 }
 
-static void json_clients(struct dl_jw *w, const struct dt_trace *t, const struct dt_stats *s)
+static void json_clients(struct dl_jw *w, const struct dl_trace_file *t, const struct dt_stats *s)
 {
 	dl_jw_arr(w, "clients");
 	for (size_t i = 0; i < s->npids; i++) {
@@ -324,19 +324,19 @@ static void json_clients(struct dl_jw *w, const struct dt_trace *t, const struct
 		dl_jw_u64(w, "files", p->nfiles);
 		dl_jw_u64(w, "sequential_reads", p->seq_reads);
 		dl_jw_f64(w, "sequential_share", share(p->seq_reads, p->reads), 9);
-		dl_jw_f64(w, "first_s", dt_rel_s(t, p->first_ns), 9);
-		dl_jw_f64(w, "last_s", dt_rel_s(t, p->last_ns), 9);
+		dl_jw_f64(w, "first_s", dl_trace_rel_s(t, p->first_ns), 9);
+		dl_jw_f64(w, "last_s", dl_trace_rel_s(t, p->last_ns), 9);
 		dl_jw_end(w);
 	}
 	dl_jw_end(w);
 }
 
-static void json_jobs(struct dl_jw *w, const struct dt_trace *t, const struct dt_stats *s)
+static void json_jobs(struct dl_jw *w, const struct dl_trace_file *t, const struct dt_stats *s)
 {
 	dl_jw_arr(w, "jobs");
 	for (size_t i = 0; i < s->njobs; i++) {
 		const struct dt_job_stats *j = &s->jobs[i];
-		const char *name = j->job ? dt_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
+		const char *name = j->job ? dl_trace_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
 
 		dl_jw_obj(w, NULL);
 		dl_jw_u64(w, "job", j->job);
@@ -350,14 +350,14 @@ static void json_jobs(struct dl_jw *w, const struct dt_trace *t, const struct dt
 		dl_jw_u64(w, "write_bytes", j->wbytes);
 		dl_jw_u64(w, "opens", j->opens);
 		dl_jw_u64(w, "releases", j->releases);
-		dl_jw_f64(w, "first_s", dt_rel_s(t, j->first_ns), 9);
-		dl_jw_f64(w, "last_s", dt_rel_s(t, j->last_ns), 9);
+		dl_jw_f64(w, "first_s", dl_trace_rel_s(t, j->first_ns), 9);
+		dl_jw_f64(w, "last_s", dl_trace_rel_s(t, j->last_ns), 9);
 		dl_jw_end(w);
 	}
 	dl_jw_end(w);
 }
 
-static void json_top_files(struct dl_jw *w, const struct dt_trace *t, const struct dt_stats *s,
+static void json_top_files(struct dl_jw *w, const struct dl_trace_file *t, const struct dt_stats *s,
 			   const size_t *top, size_t ntop)
 {
 	char tmp[32];
@@ -367,7 +367,7 @@ static void json_top_files(struct dl_jw *w, const struct dt_trace *t, const stru
 		const struct dt_file_stats *f = &s->files[top[i]];
 
 		dl_jw_obj(w, NULL);
-		dl_jw_str(w, "file", dt_name_of(t, f->id, tmp, sizeof(tmp)));
+		dl_jw_str(w, "file", dl_trace_name_of(t, f->id, tmp, sizeof(tmp)));
 		dl_jw_u64(w, "id", f->id);
 		dl_jw_u64(w, "bytes", f->rbytes + f->wbytes);
 		dl_jw_u64(w, "reads", f->reads);
@@ -388,7 +388,7 @@ static void json_top_files(struct dl_jw *w, const struct dt_trace *t, const stru
 }
 
 /* One line per top-level key, per operation, client, job and file. */
-static void print_json(const struct dt_trace *t, const struct dt_stats *s, const size_t *top,
+static void print_json(const struct dl_trace_file *t, const struct dt_stats *s, const size_t *top,
 		       size_t ntop)
 {
 	struct dl_jw w;
@@ -477,18 +477,18 @@ int dt_summary(int argc, char **argv)
 		return 2;
 	}
 
-	struct dt_trace t;
+	struct dl_trace_file t;
 	struct dt_stats s;
 	if (dt_load(argv[optind], &t))
 		return 1;
 	if (dt_stats_compute(&t, &s)) {
-		dt_free(&t);
+		dl_trace_file_free(&t);
 		return 1;
 	}
 	if (max_req && dt_issued_compute(&t, &s, max_req)) {
 		fprintf(stderr, "dlio-trace: out of memory\n");
 		dt_stats_free(&s);
-		dt_free(&t);
+		dl_trace_file_free(&t);
 		return 1;
 	}
 	size_t *idx = dt_files_by_bytes(&s);
@@ -501,6 +501,6 @@ int dt_summary(int argc, char **argv)
 		print_text(&t, &s, idx, ntop);
 	free(idx);
 	dt_stats_free(&s);
-	dt_free(&t);
+	dl_trace_file_free(&t);
 	return fflush(stdout) ? 1 : 0;
 }

@@ -11,7 +11,6 @@
 
 #include "dlio_whatif_i.h"
 #include "dliofs/json.h"
-#include "stall/stall_i.h"
 
 void wi_figs_set(struct wi_figs *f, int m, double v)
 {
@@ -23,7 +22,7 @@ void wi_figs_set(struct wi_figs *f, int m, double v)
 
 int wi_figs_has(const struct wi_figs *f, int m) { return (f->have >> m) & 1u; }
 
-static int read_doc(const char *path, struct st_json *j)
+static int read_doc(const char *path, struct dl_jdoc *j)
 {
 	FILE *f = fopen(path, "r");
 	char *text = NULL;
@@ -50,15 +49,15 @@ static int read_doc(const char *path, struct st_json *j)
 			break;
 	}
 	fclose(f);
-	ret = len ? st_json_parse(text, len, j) : -EINVAL;
+	ret = len ? dl_jdoc_parse(text, len, DL_JDOC_PARTIAL, j) : -EINVAL;
 	free(text);
 	return ret;
 }
 
-static double num(const struct st_json *j, const char *fmt, ...)
+static double num(const struct dl_jdoc *j, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static double num(const struct st_json *j, const char *fmt, ...)
+static double num(const struct dl_jdoc *j, const char *fmt, ...)
 {
 	char path[256];
 	va_list ap;
@@ -66,10 +65,10 @@ static double num(const struct st_json *j, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(path, sizeof(path), fmt, ap);
 	va_end(ap);
-	return st_json_num(j, path, NAN);
+	return dl_jdoc_num(j, path, NAN);
 }
 
-static void load_drive(const struct st_json *j, struct wi_figs *f, struct wi_jobmodel *m)
+static void load_drive(const struct dl_jdoc *j, struct wi_figs *f, struct wi_jobmodel *m)
 {
 	double skip = num(j, "config.warmup_steps_excluded") + num(j, "config.end_steps_excluded");
 
@@ -91,7 +90,7 @@ static void load_drive(const struct st_json *j, struct wi_figs *f, struct wi_job
 	}
 }
 
-static void load_stall(const struct st_json *j, struct wi_figs *f, struct wi_jobmodel *m)
+static void load_stall(const struct dl_jdoc *j, struct wi_figs *f, struct wi_jobmodel *m)
 {
 	double wait = num(j, "runs.0.summary.wait_share"), wall = num(j, "runs.0.wall_s");
 	double rb = num(j, "runs.0.io.read_bytes");
@@ -122,7 +121,7 @@ static void load_stall(const struct st_json *j, struct wi_figs *f, struct wi_job
 int wi_figs_load(const char *path, enum wi_job_kind kind, struct wi_figs *figs,
 		 struct wi_jobmodel *model)
 {
-	struct st_json j;
+	struct dl_jdoc j;
 	struct wi_jobmodel scratch;
 	int ret = read_doc(path, &j);
 
@@ -140,7 +139,7 @@ int wi_figs_load(const char *path, enum wi_job_kind kind, struct wi_figs *figs,
 		load_drive(&j, figs, model);
 	else
 		load_stall(&j, figs, model);
-	st_json_free(&j);
+	dl_jdoc_free(&j);
 	model->figs = *figs;
 	return 0;
 }
@@ -322,8 +321,8 @@ void wi_model_write(struct dl_jw *w, const char *key, const struct wi_jobmodel *
 
 int wi_model_read(const char *path, const char *prefix, struct wi_jobmodel *m)
 {
-	struct st_json j;
-	const struct st_jv *kind, *name;
+	struct dl_jdoc j;
+	const struct dl_jval *kind, *name;
 	int ret = read_doc(path, &j);
 
 	memset(m, 0, sizeof(*m));
@@ -333,12 +332,12 @@ int wi_model_read(const char *path, const char *prefix, struct wi_jobmodel *m)
 		char p[256];
 
 		snprintf(p, sizeof(p), "%skind", prefix);
-		kind = st_json_get(&j, p);
+		kind = dl_jdoc_get(&j, p);
 		snprintf(p, sizeof(p), "%sname", prefix);
-		name = st_json_get(&j, p);
+		name = dl_jdoc_get(&j, p);
 	}
 	if (!kind || !kind->str) {
-		st_json_free(&j);
+		dl_jdoc_free(&j);
 		return -ENOENT;
 	}
 	m->kind = strcmp(kind->str, "dlio-drive") ? WI_JOB_STALL : WI_JOB_DRIVE;
@@ -361,6 +360,6 @@ int wi_model_read(const char *path, const char *prefix, struct wi_jobmodel *m)
 		m->ep[e].samples = num(&j, "%sepochs.%u.samples", prefix, e);
 		m->nep = e + 1;
 	}
-	st_json_free(&j);
+	dl_jdoc_free(&j);
 	return 0;
 }

@@ -252,7 +252,7 @@ int wi_measure(struct wi_env *e, const struct wi_kv *kv, unsigned n, const char 
 
 /* ---- dlio_whatif_replay.c: a trace through the pacer in virtual time ---- */
 
-struct dt_trace;
+struct dl_trace_file;
 
 /* Per job (per client copy) of a replay. */
 struct wi_rjob {
@@ -284,7 +284,7 @@ struct wi_replay {
  * request), only the storage's answers change. The recorded setting rec
  * (the configuration the trace was taken under) separates the daemon's own
  * time in each recorded reply from the storage's. */
-int wi_replay_run(const struct dt_trace *t, uint64_t origin, const struct dl_pacer_cfg *rec,
+int wi_replay_run(const struct dl_trace_file *t, uint64_t origin, const struct dl_pacer_cfg *rec,
 		  const struct dl_pacer_cfg *cfg, unsigned clients, uint64_t seed,
 		  struct wi_replay *out);
 void wi_replay_free(struct wi_replay *r);

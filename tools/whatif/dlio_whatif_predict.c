@@ -16,12 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dlio_trace_i.h"
+#include "dliofs/trace.h"
 #include "dlio_whatif_i.h"
 #include "dliofs/clock.h"
 #include "dliofs/config.h"
 #include "dliofs/json.h"
-#include "stall/stall_i.h"
 
 const char wi_predict_help[] =
     "usage: dlio-whatif predict TRACE [--set KEY=V1,V2,...]... [--clients N[,N...]]\n"
@@ -182,8 +181,8 @@ static FILE *open_regular(const char *path)
 static int read_side(const struct popts *o, struct recorded *r)
 {
 	char path[4200], key[64];
-	struct st_json j;
-	const struct st_jv *v, *w;
+	struct dl_jdoc j;
+	const struct dl_jval *v, *w;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -212,26 +211,26 @@ static int read_side(const struct popts *o, struct recorded *r)
 			fclose(m);
 	}
 	fclose(f);
-	ret = text ? st_json_parse(text, len, &j) : -ENOMEM;
+	ret = text ? dl_jdoc_parse(text, len, DL_JDOC_PARTIAL, &j) : -ENOMEM;
 	free(text);
 	if (ret) {
 		fprintf(stderr, "dlio-whatif predict: %s: not JSON\n", path);
 		return ret;
 	}
-	if ((v = st_json_get(&j, "config")) && v->str)
+	if ((v = dl_jdoc_get(&j, "config")) && v->str)
 		snprintf(r->config, sizeof(r->config), "%s", v->str);
 	for (unsigned i = 0; i < WI_MAX_AXES * 2; i++) {
 		snprintf(key, sizeof(key), "settings.%u.key", i);
-		v = st_json_get(&j, key);
+		v = dl_jdoc_get(&j, key);
 		snprintf(key, sizeof(key), "settings.%u.value", i);
-		w = st_json_get(&j, key);
+		w = dl_jdoc_get(&j, key);
 		if (!v || !w || !v->str || !w->str)
 			break;
 		snprintf(r->kv[i].key, sizeof(r->kv[i].key), "%s", v->str);
 		snprintf(r->kv[i].val, sizeof(r->kv[i].val), "%s", w->str);
 		r->nkv = i + 1;
 	}
-	st_json_free(&j);
+	dl_jdoc_free(&j);
 	r->copies = calloc(WI_MAX_COPIES, sizeof(*r->copies));
 	if (!r->copies)
 		return -ENOMEM;
@@ -259,10 +258,10 @@ static int apply(struct dl_pacer_cfg *cfg, const struct wi_kv *kv, unsigned n, c
 }
 
 /* The model of the trace's job j, by its name in the trace (whatif-N). */
-static const struct wi_jobmodel *model_of(const struct recorded *r, const struct dt_trace *t,
+static const struct wi_jobmodel *model_of(const struct recorded *r, const struct dl_trace_file *t,
 					  uint32_t job)
 {
-	const char *name = dt_name_find(t, DL_TRACE_JOB_ID(job));
+	const char *name = dl_trace_name_find(t, DL_TRACE_JOB_ID(job));
 
 	for (unsigned c = 0; name && c < r->ncopies; c++)
 		if (!strcmp(r->copies[c].name, name))
@@ -272,7 +271,7 @@ static const struct wi_jobmodel *model_of(const struct recorded *r, const struct
 
 /* Recorded end of a job's I/O (its last reply), since the origin, and the
  * time its reads took in all. */
-static uint64_t recorded_end(const struct dt_trace *t, uint32_t job, uint64_t origin,
+static uint64_t recorded_end(const struct dl_trace_file *t, uint32_t job, uint64_t origin,
 			     double *read_s)
 {
 	uint64_t end = 0;
@@ -300,7 +299,7 @@ static void hit_ratios(struct wi_figs *f, uint64_t reqs, uint64_t hits, uint64_t
 		wi_figs_set(f, WI_M_HITB, (double)hit_bytes / (double)(hit_bytes + miss_bytes));
 }
 
-static int predict_row(const struct dt_trace *t, const struct recorded *r,
+static int predict_row(const struct dl_trace_file *t, const struct recorded *r,
 		       const struct dl_pacer_cfg *rec, const struct dl_pacer_cfg *cfg,
 		       uint64_t seed, struct prow *row)
 {
@@ -416,7 +415,7 @@ static void print_table(const struct popts *o, const struct recorded *r, struct 
 		       "start to the last reply)\n");
 }
 
-static int write_json(const struct popts *o, const struct dt_trace *t, const struct recorded *r,
+static int write_json(const struct popts *o, const struct dl_trace_file *t, const struct recorded *r,
 		      const struct prow *rows, size_t nrows)
 {
 	struct dl_jw w;
@@ -455,7 +454,7 @@ static int write_json(const struct popts *o, const struct dt_trace *t, const str
 		wi_json_figs(&w, "total", &rows[i].total);
 		dl_jw_arr(&w, "jobs");
 		for (size_t k = 0; k < rows[i].rp.njobs; k++) {
-			const char *n = dt_name_find(t, DL_TRACE_JOB_ID(rows[i].rp.jobs[k].job));
+			const char *n = dl_trace_name_find(t, DL_TRACE_JOB_ID(rows[i].rp.jobs[k].job));
 
 			dl_jw_obj(&w, NULL);
 			dl_jw_str(&w, "name", n ? n : "");
@@ -473,7 +472,7 @@ static int write_json(const struct popts *o, const struct dt_trace *t, const str
 }
 
 /* The configs: as recorded, and the pacer it stands for. */
-static int load_model(const struct popts *o, const struct dt_trace *t, struct recorded *r,
+static int load_model(const struct popts *o, const struct dl_trace_file *t, struct recorded *r,
 		      struct dl_config **cfg, struct dl_pacer_cfg *rec)
 {
 	const char *path = o->config ? o->config : r->config[0] ? r->config : t->h.config;
@@ -495,7 +494,7 @@ static int load_model(const struct popts *o, const struct dt_trace *t, struct re
 	return apply(rec, r->kv, r->nkv, "recorded setting");
 }
 
-static uint64_t origin_of(const struct dt_trace *t, const struct recorded *r)
+static uint64_t origin_of(const struct dl_trace_file *t, const struct recorded *r)
 {
 	uint64_t o = t->h.start_mono_ns;
 
@@ -507,7 +506,7 @@ static uint64_t origin_of(const struct dt_trace *t, const struct recorded *r)
 	return o;
 }
 
-static int run_rows(const struct popts *o, const struct dt_trace *t, const struct recorded *r,
+static int run_rows(const struct popts *o, const struct dl_trace_file *t, const struct recorded *r,
 		    const struct dl_config *cfg, const struct dl_pacer_cfg *rec, struct prow *rows,
 		    size_t *nrows)
 {
@@ -546,7 +545,8 @@ int wi_predict(int argc, char **argv)
 {
 	struct popts o;
 	struct recorded r;
-	struct dt_trace t;
+	struct dl_trace_file t;
+	char why[256];
 	struct dl_config *cfg = NULL;
 	struct dl_pacer_cfg rec;
 	struct prow *rows = NULL;
@@ -559,8 +559,12 @@ int wi_predict(int argc, char **argv)
 	ret = parse(argc, argv, &o);
 	if (ret)
 		return ret > 0 ? 0 : 2;
-	if (dt_load(o.trace, &t))
+	if (dl_trace_load(o.trace, &t, why, sizeof(why))) {
+		fprintf(stderr, "dlio-whatif: %s: %s\n", o.trace, why);
 		return 1;
+	}
+	if (dl_trace_file_warning(&t))
+		fprintf(stderr, "dlio-whatif: %s: %s\n", o.trace, dl_trace_file_warning(&t));
 	if (read_side(&o, &r) || load_model(&o, &t, &r, &cfg, &rec))
 		goto out;
 	r.origin = origin_of(&t, &r);
@@ -584,6 +588,6 @@ out:
 	free(r.copies);
 	dl_pacer_cfg_free(&rec);
 	dl_config_free(cfg);
-	dt_free(&t);
+	dl_trace_file_free(&t);
 	return rc;
 }

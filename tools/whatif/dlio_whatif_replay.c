@@ -32,7 +32,7 @@
 #include <string.h>
 #include <stdio.h>
 
-#include "dlio_trace_i.h"
+#include "dliofs/trace.h"
 #include "dlio_whatif_i.h"
 
 #define T0 1000000000ULL /* virtual time of a replay's start (ns) */
@@ -270,7 +270,7 @@ static int link_deps(struct model *m)
 
 /* The emulated cache counts a file's bytes by its size: the reads say how
  * far each file goes. idx is scratch. */
-static void file_sizes(const struct dt_trace *t, struct model *m, uint32_t *idx)
+static void file_sizes(const struct dl_trace_file *t, struct model *m, uint32_t *idx)
 {
 	for (size_t i = 0; i < t->nrecs; i++)
 		idx[i] = (uint32_t)i;
@@ -289,7 +289,7 @@ static void file_sizes(const struct dt_trace *t, struct model *m, uint32_t *idx)
 	}
 }
 
-static int build(const struct dt_trace *t, uint64_t origin, struct model *m, uint32_t *rjob)
+static int build(const struct dl_trace_file *t, uint64_t origin, struct model *m, uint32_t *rjob)
 {
 	uint32_t *idx = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*idx));
 	struct ev *heap = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*heap));
@@ -519,17 +519,17 @@ static size_t job_slot(const struct model *m, uint32_t job)
 
 /* ---- the replay ---- */
 
-static void name_job(struct dl_pacer *p, const struct dt_trace *t, uint32_t id, uint32_t job,
+static void name_job(struct dl_pacer *p, const struct dl_trace_file *t, uint32_t id, uint32_t job,
 		     unsigned client)
 {
-	const char *n = dt_name_find(t, DL_TRACE_JOB_ID(job));
+	const char *n = dl_trace_name_find(t, DL_TRACE_JOB_ID(job));
 	char name[160];
 
 	snprintf(name, sizeof(name), "%s#%u", n ? n : "job", client);
 	dl_pacer_job_info(p, id, name, 1, 1);
 }
 
-static int replay(const struct dt_trace *t, const struct model *m, struct dl_pacer *p,
+static int replay(const struct dl_trace_file *t, const struct model *m, struct dl_pacer *p,
 		  unsigned clients, struct wi_replay *out)
 {
 	size_t cap = 1024, nh = 0;
@@ -618,7 +618,7 @@ static int replay(const struct dt_trace *t, const struct model *m, struct dl_pac
 	return 0;
 }
 
-int wi_replay_run(const struct dt_trace *t, uint64_t origin, const struct dl_pacer_cfg *rec,
+int wi_replay_run(const struct dl_trace_file *t, uint64_t origin, const struct dl_pacer_cfg *rec,
 		  const struct dl_pacer_cfg *cfg, unsigned clients, uint64_t seed,
 		  struct wi_replay *out)
 {

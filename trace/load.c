@@ -1,6 +1,8 @@
-/* Loading a trace file: header, records (sorted by arrival), name table and
- * footer. A trace whose writer never closed it (no footer) still loads: its
- * whole records are read, without names, and a warning says so. */
+/* Reading a trace file (dliofs/trace.h): header, records (sorted by
+ * arrival), name table and footer. The layer that writes the format reads
+ * it, for dlio-trace, dlio-whatif and the fuzzer alike. A trace whose
+ * writer never closed it (no footer) still loads: its whole records are
+ * read, without names, and dl_trace_file_warning says so. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -9,34 +11,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dlio_trace_i.h"
+#include <stdio.h>
 
-const char *dt_op_name(unsigned op)
-{
-	return op ? dl_trace_op_name(op) : "unknown";
-}
+#include "dliofs/trace.h"
 
-unsigned dt_size_bucket(uint64_t size)
-{
-	unsigned b = 0;
-	while (size) {
-		b++;
-		size >>= 1;
-	}
-	return b < DT_HBUCKETS ? b : DT_HBUCKETS - 1;
-}
-
-uint64_t dt_bucket_lo(unsigned b)
-{
-	return b ? 1ULL << (b - 1) : 0;
-}
-
-double dt_rel_s(const struct dt_trace *t, uint64_t mono_ns)
+double dl_trace_rel_s(const struct dl_trace_file *t, uint64_t mono_ns)
 {
 	return (double)(int64_t)(mono_ns - t->h.start_mono_ns) / 1e9;
 }
 
-uint64_t dt_end_ns(const struct dt_trace *t)
+uint64_t dl_trace_end_ns(const struct dl_trace_file *t)
 {
 	uint64_t end = t->h.start_mono_ns;
 	if (t->has_footer)
@@ -67,11 +51,11 @@ static int cmp_rec(const void *pa, const void *pb)
 
 static int cmp_name(const void *pa, const void *pb)
 {
-	const struct dt_name *a = pa, *b = pb;
+	const struct dl_trace_file_name *a = pa, *b = pb;
 	return a->id < b->id ? -1 : a->id > b->id;
 }
 
-const char *dt_name_find(const struct dt_trace *t, uint64_t id)
+const char *dl_trace_name_find(const struct dl_trace_file *t, uint64_t id)
 {
 	size_t lo = 0, hi = t->nnames;
 	while (lo < hi) {
@@ -86,16 +70,16 @@ const char *dt_name_find(const struct dt_trace *t, uint64_t id)
 	return NULL;
 }
 
-const char *dt_name_of(const struct dt_trace *t, uint64_t id, char *tmp, size_t len)
+const char *dl_trace_name_of(const struct dl_trace_file *t, uint64_t id, char *tmp, size_t len)
 {
-	const char *n = dt_name_find(t, id);
+	const char *n = dl_trace_name_find(t, id);
 	if (n)
 		return n;
 	snprintf(tmp, len, "#%llu", (unsigned long long)id);
 	return tmp;
 }
 
-static int load_names(struct dt_trace *t, const char *map, size_t names_end)
+static int load_names(struct dl_trace_file *t, const char *map, size_t names_end)
 {
 	size_t off = t->f.names_offset;
 	size_t n = t->f.nnames;
@@ -118,7 +102,7 @@ static int load_names(struct dt_trace *t, const char *map, size_t names_end)
 			return -EINVAL;
 		memcpy(p, map + off, nm.len);
 		p[nm.len] = 0;
-		t->names[i] = (struct dt_name){.id = nm.file_id, .name = p};
+		t->names[i] = (struct dl_trace_file_name){.id = nm.file_id, .name = p};
 		p += nm.len + 1;
 		off += nm.len;
 	}
@@ -127,9 +111,9 @@ static int load_names(struct dt_trace *t, const char *map, size_t names_end)
 	return 0;
 }
 
-/* The checks and copies of dt_load on bytes already in memory (also what
+/* The checks and copies of dl_trace_load on bytes already in memory (also what
  * the fuzzer feeds): returns 0, or -EINVAL with *why set, or -errno. */
-static int parse(struct dt_trace *t, const char *map, size_t len, const char **why)
+static int parse(struct dl_trace_file *t, const char *map, size_t len, const char **why)
 {
 	int ret;
 
@@ -170,13 +154,8 @@ static int parse(struct dt_trace *t, const char *map, size_t len, const char **w
 			recs_end = t->f.names_offset;
 		}
 	}
-	if (!t->has_footer) {
+	if (!t->has_footer)
 		memset(&t->f, 0, sizeof(t->f));
-		fprintf(stderr,
-			"dlio-trace: %s: no footer (tracing was not stopped cleanly): "
-			"reading the whole records, without file names or a drop count\n",
-			t->path);
-	}
 	t->nrecs = (recs_end - sizeof(t->h)) / t->h.rec_size;
 	t->recs = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*t->recs));
 	if (!t->recs)
@@ -194,36 +173,42 @@ static int parse(struct dt_trace *t, const char *map, size_t len, const char **w
 	return 0;
 }
 
-/* Errors are printed once, here; t is emptied on failure. */
-static int finish(struct dt_trace *t, int ret, const char *why)
+/* t is emptied on failure, and why says what was wrong. */
+static int finish(struct dl_trace_file *t, int ret, const char *bad, char *why, size_t len)
 {
-	if (why) {
-		fprintf(stderr, "dlio-trace: %s: %s\n", t->path, why);
+	if (bad)
 		ret = -EINVAL;
-	} else if (ret) {
-		fprintf(stderr, "dlio-trace: %s: %s\n", t->path, strerror(-ret));
+	if (ret) {
+		snprintf(why, len, "%s", bad ? bad : strerror(-ret));
+		dl_trace_file_free(t);
 	}
-	if (ret)
-		dt_free(t);
 	return ret;
 }
 
-int dt_load_mem(const char *name, const void *buf, size_t len, struct dt_trace *t)
+const char *dl_trace_file_warning(const struct dl_trace_file *t)
 {
-	const char *why = NULL;
+	return t->has_footer ? NULL
+			     : "no footer (tracing was not stopped cleanly): reading the whole "
+			       "records, without file names or a drop count";
+}
+
+int dl_trace_load_mem(const char *name, const void *buf, size_t len, struct dl_trace_file *t,
+		      char *why, size_t whylen)
+{
+	const char *bad = NULL;
 	int ret;
 
 	memset(t, 0, sizeof(*t));
 	t->path = name;
-	ret = parse(t, buf, len, &why);
-	return finish(t, ret, why);
+	ret = parse(t, buf, len, &bad);
+	return finish(t, ret, bad, why, whylen);
 }
 
-int dt_load(const char *path, struct dt_trace *t)
+int dl_trace_load(const char *path, struct dl_trace_file *t, char *why, size_t whylen)
 {
 	struct stat st;
 	char *map = MAP_FAILED;
-	const char *why = NULL;
+	const char *bad = NULL;
 	size_t len = 0;
 	int fd, ret = 0;
 
@@ -236,12 +221,12 @@ int dt_load(const char *path, struct dt_trace *t)
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		why = "not a regular file (a trace is one: not a FIFO, a device or a directory)";
+		bad = "not a regular file (a trace is one: not a FIFO, a device or a directory)";
 		goto out;
 	}
 	len = (size_t)st.st_size;
 	if (len < sizeof(t->h)) {
-		why = "too short for a trace header";
+		bad = "too short for a trace header";
 		goto out;
 	}
 	map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -249,16 +234,16 @@ int dt_load(const char *path, struct dt_trace *t)
 		ret = -errno;
 		goto out;
 	}
-	ret = parse(t, map, len, &why);
+	ret = parse(t, map, len, &bad);
 out:
 	if (map != MAP_FAILED)
 		munmap(map, len);
 	if (fd >= 0)
 		close(fd);
-	return finish(t, ret, why);
+	return finish(t, ret, bad, why, whylen);
 }
 
-void dt_free(struct dt_trace *t)
+void dl_trace_file_free(struct dl_trace_file *t)
 {
 	free(t->recs);
 	free(t->names);

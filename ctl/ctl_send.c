@@ -13,8 +13,8 @@
  * 2 KiB of it). */
 #define WHY_MAX (PATH_MAX + 2048 + 64)
 
-static int vsend(const char *mnt, enum dl_ctl_file f, const char *text, size_t len,
-		 const char *fmt, va_list ap)
+static int vsend(const char *mnt, enum dl_ctl_file f, const char *text, size_t len, const char *fmt,
+		 va_list ap)
 {
 	char why[WHY_MAX];
 	int ret = dl_ctl_command(mnt, f, text, len, why, sizeof(why));
@@ -26,8 +26,8 @@ static int vsend(const char *mnt, enum dl_ctl_file f, const char *text, size_t l
 	return ret;
 }
 
-int dl_ctl_send(const char *mnt, enum dl_ctl_file f, const char *text, size_t len,
-		const char *fmt, ...)
+int dl_ctl_send(const char *mnt, enum dl_ctl_file f, const char *text, size_t len, const char *fmt,
+		...)
 {
 	va_list ap;
 	int ret;
@@ -61,8 +61,9 @@ int dl_ctl_cache_warm(const char *mnt, const char *rel, const char *fmt, ...)
 	va_start(ap, fmt);
 	if (n < 0 || (size_t)n >= sizeof(text) || strchr(rel, '\n')) {
 		vfprintf(stderr, fmt, ap);
-		fprintf(stderr, ": %s\n", n < 0 || (size_t)n >= sizeof(text) ? "path too long"
-									 : "a path with a newline");
+		fprintf(stderr, ": %s\n",
+			n < 0 || (size_t)n >= sizeof(text) ? "path too long"
+							   : "a path with a newline");
 		ret = -EINVAL;
 	} else {
 		ret = vsend(mnt, DL_CTL_CACHE, text, (size_t)n, fmt, ap);

@@ -1,4 +1,4 @@
-/* dlio-drive internals, shared by tools/dlio_drive.c and tools/drive_*.c.
+/* dlio-drive internals, shared by dlio_drive.c and drive_*.c (tools/drive/).
  * Private to the tool (and its unit test, tests/test_drive.c). */
 #ifndef DLIOFS_DRIVE_I_H
 #define DLIOFS_DRIVE_I_H
@@ -12,6 +12,7 @@
 #include "dliofs/config.h"
 #include "dliofs/crc32c.h"
 #include "dliofs/format.h"
+#include "tool_progress_i.h"
 
 /* ---- computation-time distributions (drive_dist.c) ---- */
 
@@ -613,6 +614,7 @@ struct drv_progress {
 	int on;
 	double last;
 	unsigned width;
+	struct tool_progress pl;
 };
 void drv_progress_update(struct drv_progress *pb, const char *what, uint64_t epoch, uint64_t epochs,
 			 uint64_t step, uint64_t steps, double au, double sps);

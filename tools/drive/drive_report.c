@@ -148,26 +148,23 @@ static double au_min_rank(const struct drv_result *r)
 void drv_progress_update(struct drv_progress *pb, const char *what, uint64_t epoch, uint64_t epochs,
 			 uint64_t step, uint64_t steps, double au, double sps)
 {
-	char bar[41];
+	char bar[41], aus[32] = "";
 	unsigned w = sizeof(bar) - 1, fill = steps ? (unsigned)(step * w / steps) : w;
 
 	for (unsigned i = 0; i < w; i++)
 		bar[i] = i < fill ? '#' : '-';
 	bar[w] = 0;
-	fprintf(stderr, "\r\033[K%s %llu/%llu [%s] %llu/%llu steps", what,
-		(unsigned long long)epoch, (unsigned long long)epochs, bar,
-		(unsigned long long)step, (unsigned long long)steps);
 	if (isfinite(au))
-		fprintf(stderr, "  AU %.1f%%", au * 100);
-	fprintf(stderr, "  %.1f samples/s", sps);
-	fflush(stderr);
+		snprintf(aus, sizeof(aus), "  AU %.1f%%", au * 100);
+	tool_progress(&pb->pl, "%s %llu/%llu [%s] %llu/%llu steps%s  %.1f samples/s", what,
+		      (unsigned long long)epoch, (unsigned long long)epochs, bar,
+		      (unsigned long long)step, (unsigned long long)steps, aus, sps);
 	pb->last = drv_now();
 }
 
 void drv_progress_clear(struct drv_progress *pb)
 {
-	if (pb->on && pb->last > 0)
-		fprintf(stderr, "\r\033[K");
+	tool_progress_end(&pb->pl);
 	pb->last = 0;
 }
 

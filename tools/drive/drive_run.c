@@ -386,6 +386,7 @@ int drv_run(struct drv_ctx *c, struct drv_cuda *cuda, struct drv_result *res, FI
 
 	memset(res, 0, sizeof(*res));
 	r.pb.on = p->progress;
+	tool_progress_init(&r.pb.pl, !r.pb.on, 0);
 	/* The accelerator sleeps to deadlines: the default 50 us timer slack
 	 * would be added to every step. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);

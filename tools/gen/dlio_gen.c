@@ -17,6 +17,7 @@
 #include "dliofs/format.h"
 #include "dliofs/naming.h"
 #include "dliofs/units.h"
+#include "tool_progress_i.h"
 
 #define CHUNK (4u << 20)
 /* How often the progress line is redrawn on a terminal. */
@@ -214,34 +215,36 @@ static void usage(FILE *o)
  * still to write at the rate of those written: file sizes of a dataset are
  * close to each other, and knowing total bytes would cost a pass over
  * every file before the first is written. */
-static void progress(struct job *j, uint64_t t0)
+static void progress(struct tool_progress *pl, struct job *j, uint64_t t0)
 {
 	uint64_t files = atomic_load(&j->files_done), bytes = atomic_load(&j->bytes);
 	double s = (double)(dl_mono_ns() - t0) * 1e-9;
-	char b[32];
+	char b[32], left[48] = "";
 
-	fprintf(stderr, "\r\033[Kdlio-gen: %llu/%llu files, %s, %.1f MB/s",
-		(unsigned long long)files, (unsigned long long)j->total,
-		dl_format_size(bytes, b, sizeof(b)), s > 0 ? (double)bytes / s / 1e6 : 0.0);
 	if (files && files < j->total)
-		fprintf(stderr, ", %.0f s left", s / (double)files * (double)(j->total - files));
-	fflush(stderr);
+		snprintf(left, sizeof(left), ", %.0f s left",
+			 s / (double)files * (double)(j->total - files));
+	tool_progress(pl, "dlio-gen: %llu/%llu files, %s, %.1f MB/s%s", (unsigned long long)files,
+		      (unsigned long long)j->total, dl_format_size(bytes, b, sizeof(b)),
+		      s > 0 ? (double)bytes / s / 1e6 : 0.0, left);
 }
 
 /* Wait for the workers; on a terminal, redraw the progress line meanwhile. */
-static void wait_workers(struct job *j, pthread_t *th, unsigned started, int show, uint64_t t0)
+static void wait_workers(struct job *j, pthread_t *th, unsigned started, int quiet, uint64_t t0)
 {
 	const struct timespec tick = {0, PROGRESS_NS};
+	struct tool_progress pl;
 
-	while (show && atomic_load(&j->workers_done) < started) {
-		progress(j, t0);
+	tool_progress_init(&pl, quiet, 0);
+	while (tool_progress_on(&pl) && atomic_load(&j->workers_done) < started) {
+		progress(&pl, j, t0);
 		nanosleep(&tick, NULL);
 	}
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
-	if (show) {
-		progress(j, t0);
-		fprintf(stderr, "\r\033[K");
+	if (tool_progress_on(&pl)) {
+		progress(&pl, j, t0);
+		tool_progress_end(&pl);
 	}
 }
 
@@ -315,7 +318,7 @@ int main(int argc, char **argv)
 	for (; started < nthreads; started++)
 		if (pthread_create(&th[started], NULL, worker, &j))
 			break;
-	wait_workers(&j, th, started, !quiet && isatty(STDERR_FILENO), t0);
+	wait_workers(&j, th, started, quiet, t0);
 	t1 = dl_mono_ns();
 	if (!started || atomic_load(&j.failed) || link_root_aliases(cfg, j.outdir))
 		goto out;

@@ -25,6 +25,7 @@
 
 #include "stall_i.h"
 #include "tool_path_i.h"
+#include "tool_progress_i.h"
 #include "tool_stop_i.h"
 
 struct opts {
@@ -34,6 +35,7 @@ struct opts {
 	int interval_ms, replay, cold, keep, quiet;
 	unsigned nworkers, workers[ST_CPU_MAX]; /* diff --workers */
 	char **argv;
+	struct tool_progress *pl; /* diff's steps, on a terminal */
 };
 
 static void usage(FILE *f)
@@ -331,9 +333,7 @@ static int run_plot(const char *json, const char *png)
  * nothing otherwise, or with -q. */
 static void diff_progress(const struct opts *o, int k, const char *what)
 {
-	if (o->quiet || !isatty(STDERR_FILENO))
-		return;
-	fprintf(stderr, "dlio-stall diff: run %d of 3: %s\n", k, what);
+	tool_progress_line(o->pl, "dlio-stall diff: run %d of 3: %s", k, what);
 }
 
 static void argv_free(char **av)
@@ -408,9 +408,8 @@ static int extra_preps(const struct opts *o, struct st_launch *l, struct st_run 
 	for (unsigned i = 1; i < o->nworkers && !ret; i++) {
 		snprintf(xruns[i].name, sizeof(xruns[i].name), "prep-%uw", o->workers[i]);
 		snprintf(tag, sizeof(tag), "prep-%uw", o->workers[i]);
-		if (!o->quiet && isatty(STDERR_FILENO))
-			fprintf(stderr, "dlio-stall diff: CPU what-if: prep with %u workers\n",
-				o->workers[i]);
+		tool_progress_line(o->pl, "dlio-stall diff: CPU what-if: prep with %u workers",
+				   o->workers[i]);
 		ret = use_workers(o, l, o->workers[i], owned);
 		l->tag = tag;
 		if (!ret)
@@ -620,12 +619,15 @@ int main(int argc, char **argv)
 	struct st_report_ctx ctx = {0};
 	char hbuf[2 * PATH_MAX + 8], cbuf[2 * PATH_MAX + 8], workdir[PATH_MAX];
 	const char *tmp = getenv("TMPDIR");
+	struct tool_progress pl;
 	size_t nruns;
 	int ret, rc = 1;
 
 	memset(runs, 0, sizeof(runs));
 	if (parse_opts(argc, argv, &o))
 		return 2;
+	tool_progress_init(&pl, o.quiet, 0);
+	o.pl = &pl;
 	tool_stop_install();
 	snprintf(workdir, sizeof(workdir), "%s/dlio-stall-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(workdir)) {

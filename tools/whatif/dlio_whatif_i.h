@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "dliofs/pacer.h"
+#include "tool_progress_i.h"
 
 #define WI_KEY 64
 #define WI_VAL 128
@@ -155,6 +156,7 @@ struct wi_env {
 	int keep;	       /* keep workdir */
 	int quiet;	       /* no progress line (-q, or stderr no terminal) */
 	uint64_t t0;	       /* when the verb started (progress) */
+	struct tool_progress pl;
 };
 
 struct wi_run {
@@ -200,8 +202,8 @@ char **wi_job_argv(const struct wi_env *e, const char *report);
 void wi_argv_free(char **av);
 
 /* ---- progress and output (dlio_whatif_out.c) ---- */
-void wi_progress(const struct wi_env *e, size_t done, size_t total, const char *what);
-void wi_progress_end(void);
+void wi_progress(struct wi_env *e, size_t done, size_t total, const char *what);
+void wi_progress_end(struct wi_env *e);
 /* "15.8%" for shares, "3.24 s" for run time, "12.3" otherwise; "-" for NAN. */
 void wi_fmt_metric(int m, double v, char *buf, size_t len);
 void wi_json_figs(struct dl_jw *w, const char *key, const struct wi_figs *f);

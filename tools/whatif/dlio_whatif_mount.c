@@ -96,6 +96,9 @@ int wi_env_from_opts(struct wi_env *e, const struct wi_opts *o)
 		return ret;
 	e->keep = o->keep;
 	e->quiet = o->quiet || (!o->progress && !isatty(2));
+	/* On a terminal redrawn; into a file or a pipe (--progress) a line
+	 * per run, so a log still shows it. */
+	tool_progress_init(&e->pl, e->quiet, 1);
 	e->trace_dir = o->trace_dir[0] ? o->trace_dir : NULL;
 	e->t0 = dl_mono_ns();
 	return 0;

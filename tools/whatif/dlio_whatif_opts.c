@@ -254,11 +254,11 @@ int wi_measure(struct wi_env *e, const struct wi_kv *kv, unsigned n, const char 
 		wi_progress(e, done, total, what);
 	ret = wi_run_once(e, kv, n, tag, run);
 	if (ret == -EINTR) {
-		wi_progress_end();
+		wi_progress_end(e);
 		return ret;
 	}
 	if (ret || !run->ok) {
-		wi_progress_end();
+		wi_progress_end(e);
 		fprintf(stderr, "dlio-whatif: run %s (%s) failed%s%s\n", tag, what,
 			run->note[0] ? ": " : "", run->note);
 		/* A job that failed: its log, which the note points into, is kept.

@@ -27,25 +27,19 @@ static void fmt_dur(double s, char *buf, size_t len)
 
 /* On a terminal the line is redrawn in place; into a file or a pipe each
  * run gets a line of its own (--progress), so a log still shows it. */
-void wi_progress(const struct wi_env *e, size_t done, size_t total, const char *what)
+void wi_progress(struct wi_env *e, size_t done, size_t total, const char *what)
 {
 	double el = (double)(dl_mono_ns() - e->t0) / 1e9;
 	char a[32], b[32] = "?";
-	int tty = isatty(2);
 
 	fmt_dur(el, a, sizeof(a));
 	if (done)
 		fmt_dur(el / (double)done * (double)(total - done), b, sizeof(b));
-	fprintf(stderr, "%srun %zu of %zu: %s; elapsed %s, left ~%s%s", tty ? "\r\033[K" : "",
-		done + 1, total, what, a, b, tty ? "" : "\n");
-	fflush(stderr);
+	tool_progress(&e->pl, "run %zu of %zu: %s; elapsed %s, left ~%s", done + 1, total, what, a,
+		      b);
 }
 
-void wi_progress_end(void)
-{
-	if (isatty(2))
-		fprintf(stderr, "\r\033[K");
-}
+void wi_progress_end(struct wi_env *e) { tool_progress_end(&e->pl); }
 
 void wi_fmt_metric(int m, double v, char *buf, size_t len)
 {

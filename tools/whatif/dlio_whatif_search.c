@@ -341,11 +341,11 @@ int wi_search(int argc, char **argv)
 		ss[k].fixed = k;
 		ret = run_search(&c, &ss[k]);
 		if (ret < 0) {
-			wi_progress_end();
+			wi_progress_end(&e);
 			goto out;
 		}
 	}
-	wi_progress_end();
+	wi_progress_end(&e);
 	rc = report(&c, ss, n);
 out:
 	for (size_t k = 0; ss && k < n; k++)

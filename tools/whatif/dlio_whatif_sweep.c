@@ -234,7 +234,7 @@ static int run_grid(const struct wi_opts *o, struct wi_env *e, struct wi_run *ru
 			failed |= ret || !runs[p * nr + r].ok;
 		}
 	}
-	wi_progress_end();
+	wi_progress_end(e);
 	return failed;
 }
 

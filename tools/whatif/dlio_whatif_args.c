@@ -26,26 +26,19 @@ int wi_metric_find(const char *name)
 	return -1;
 }
 
-static const char *suffix(const char *key)
-{
-	const char *d = strrchr(key, '.');
-
-	return d ? d + 1 : key;
-}
-
+/* The pacer says what a key takes (its options table). */
 static enum wi_kind kind_of(const char *key)
 {
-	const char *s = suffix(key);
+	static const enum wi_kind of[] = {
+	    [DL_PACER_K_RATE] = WI_K_RATE,
+	    [DL_PACER_K_TIME] = WI_K_TIME,
+	    [DL_PACER_K_SIZE] = WI_K_SIZE,
+	    [DL_PACER_K_COUNT] = WI_K_COUNT,
+	    [DL_PACER_K_OTHER] = WI_K_TEXT,
+	};
+	enum dl_pacer_kind k;
 
-	if (!strcmp(s, "bandwidth") || !strcmp(s, "hit_bandwidth"))
-		return WI_K_RATE;
-	if (!strcmp(s, "latency") || !strcmp(s, "duration") || !strcmp(s, "window"))
-		return WI_K_TIME;
-	if (!strcmp(s, "size") || !strcmp(s, "block") || !strcmp(s, "burst"))
-		return WI_K_SIZE;
-	if (!strcmp(s, "iops") || !strcmp(s, "queue_depth") || !strcmp(s, "weight"))
-		return WI_K_COUNT;
-	return WI_K_TEXT;
+	return dl_pacer_key_kind(key, &k) ? WI_K_TEXT : of[k];
 }
 
 int wi_key_higher_is_better(const char *key) { return kind_of(key) != WI_K_TIME; }

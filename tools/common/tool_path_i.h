@@ -1,4 +1,4 @@
-/* Where the tools' helper files are (tools/tool_path.c), shared by
+/* Where the tools' helper files are (tools/common/tool_path.c), shared by
  * dlio-trace and dlio-stall. Nothing here knows the source tree: a helper
  * is found through an environment override, else relative to the running
  * binary, in the build tree (DL_HELPER_BUILD_REL, "tools") or as installed

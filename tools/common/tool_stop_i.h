@@ -2,7 +2,7 @@
  * SIGINT, SIGTERM or SIGHUP (a scheduler, `timeout`, Ctrl-C, a closed
  * terminal) is only recorded by the handler; the tool's wait loops see it,
  * stop the job's process group, unmount and remove what they made, and the
- * tool exits 128 + the signal (tools/tool_stop.c). */
+ * tool exits 128 + the signal (tools/common/tool_stop.c). */
 #ifndef DLIOFS_TOOL_STOP_I_H
 #define DLIOFS_TOOL_STOP_I_H
 

@@ -9,7 +9,7 @@
  * the workload file's reader/train/evaluation/checkpoint/metric keys <
  * MLPerf Storage's table (--accelerator-type) < the command line.
  *
- * Under mpirun every process is a rank (tools/drive_comm.c) reading its
+ * Under mpirun every process is a rank (tools/drive/drive_comm.c) reading its
  * share of the dataset; rank 0 writes the job's report. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* Private to `dliofs profile` (fs/cli_profile.c and fs/profile_*.c): the
+/* Private to `dliofs profile` (cli_profile.c and profile_*.c): the
  * files measured, one measurement, and what the profile is written from. */
 #ifndef DLIOFS_FS_PROFILE_I_H
 #define DLIOFS_FS_PROFILE_I_H
@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "dliofs/pacer.h"
+#include "profile.h"
 
 /* How the storage's client cache was kept out of the figures. */
 enum prof_bypass {
@@ -154,8 +155,5 @@ void prof_size_name(uint64_t b, char *buf, size_t len);
 /* profile_check.c: `dliofs profile --check PROFILE`: each measured point
  * against the profile's model replayed in virtual time, printed to o. */
 int prof_check(const char *path, FILE *o);
-
-/* cli_profile.c */
-int dl_cli_profile(int argc, char **argv);
 
 #endif

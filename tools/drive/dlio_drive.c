@@ -82,16 +82,17 @@ int main(int argc, char **argv)
 	drv_summarize(&res, p.au_threshold, &sum);
 	/* With the JSON on stdout the table goes to stderr. */
 	if (!cl.quiet)
-		drv_report_table(cl.json && !strcmp(cl.json, "-") ? stderr : stdout, &c, &res,
-				 &sum);
+		drv_report_table(tool_table_stream(cl.json), &c, &res, &sum);
 	if (cl.json) {
-		FILE *jf = strcmp(cl.json, "-") ? fopen(cl.json, "w") : stdout;
+		FILE *jf = tool_json_open(cl.json);
+		int err;
+
 		if (!jf || drv_report_json(jf, &c, &res, &sum)) {
 			fprintf(stderr, "dlio-drive: %s: cannot write the JSON report\n", cl.json);
 			status = 1;
 		}
-		if (jf && jf != stdout && fclose(jf)) {
-			fprintf(stderr, "dlio-drive: %s: %s\n", cl.json, strerror(errno));
+		if (jf && (err = tool_json_close(jf))) {
+			fprintf(stderr, "dlio-drive: %s: %s\n", cl.json, strerror(-err));
 			status = 1;
 		}
 	}

@@ -386,11 +386,11 @@ static void report(FILE *out, const struct ck_plan *pl, const struct ck_rank *al
 static int report_json(const char *path, const struct ck_plan *pl, const struct ck_rank *all,
 		       unsigned ranks, uint64_t n)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	FILE *f = tool_json_open(path);
 	struct dl_jw w;
 	uint64_t bytes = 0, rbytes = 0, files = 0;
 	double ws = 0, rs = 0;
-	int ret = 0;
+	int ret = 0, rc;
 
 	if (!f)
 		return -errno;
@@ -433,9 +433,8 @@ static int report_json(const char *path, const struct ck_plan *pl, const struct 
 	dl_jw_end(&w);
 	ret = dl_jw_finish(&w);
 	fputc('\n', f);
-	if (f != stdout && fclose(f) && !ret)
-		ret = -errno;
-	return ret;
+	rc = tool_json_close(f);
+	return ret ? ret : rc;
 }
 
 int drv_ckpt_main(const struct drv_cli *cl, const struct drv_comm *comm)
@@ -472,8 +471,7 @@ int drv_ckpt_main(const struct drv_cli *cl, const struct drv_comm *comm)
 	if (comm->rank != 0)
 		goto out;
 	if (!cl->quiet)
-		report(cl->json && !strcmp(cl->json, "-") ? stderr : stdout, &pl, all,
-		       (unsigned)comm->size, n, cl->dir);
+		report(tool_table_stream(cl->json), &pl, all, (unsigned)comm->size, n, cl->dir);
 	if (cl->json && (ret = report_json(cl->json, &pl, all, (unsigned)comm->size, n))) {
 		fprintf(stderr, "dlio-drive: %s: cannot write the JSON report: %s\n", cl->json,
 			strerror(-ret));

@@ -12,6 +12,7 @@
 #include "dliofs/config.h"
 #include "dliofs/crc32c.h"
 #include "dliofs/format.h"
+#include "tool_json_i.h"
 #include "tool_progress_i.h"
 
 /* ---- computation-time distributions (drive_dist.c) ---- */

@@ -13,13 +13,22 @@
 #include "dlio_whatif_i.h"
 #include "dliofs/units.h"
 
-const char *const wi_metric_names[WI_NM] = {
-    "run_s", "au", "wait_share", "samples_per_s", "mb_per_s", "cache_hit_bytes", "cache_hit_requests"};
+/* clang-format off */
+const struct wi_metric_row wi_metrics[WI_NM] = {
+    [WI_M_RUN]  = {"run_s",              "run time",     "",           WI_MF_SECONDS},
+    [WI_M_AU]   = {"au",                 "AU",           "AU ",        WI_MF_SHARE},
+    [WI_M_WAIT] = {"wait_share",         "data wait",    "data wait ", WI_MF_SHARE},
+    [WI_M_SPS]  = {"samples_per_s",      "samples/s",    "",           WI_MF_RATE},
+    [WI_M_MBPS] = {"mb_per_s",           "MB/s",         "",           WI_MF_RATE},
+    [WI_M_HITB] = {"cache_hit_bytes",    "hit B",        "",           WI_MF_SHARE},
+    [WI_M_HITR] = {"cache_hit_requests", "hit requests", "",           WI_MF_SHARE},
+};
+/* clang-format on */
 
 int wi_metric_find(const char *name)
 {
 	for (int m = 0; m < WI_NM; m++)
-		if (!strcmp(name, wi_metric_names[m]))
+		if (!strcmp(name, wi_metrics[m].name))
 			return m;
 	if (!strcmp(name, "stall_share"))
 		return WI_M_WAIT;
@@ -338,10 +347,10 @@ int wi_target_parse(const char *s, const char *workload, struct wi_target *t)
 	name[n] = 0;
 	t->metric = wi_metric_find(name);
 	if (t->metric < 0) {
-		fprintf(stderr,
-			"dlio-whatif: --target '%s': unknown metric '%s' (au, wait_share, "
-			"samples_per_s, mb_per_s, run_s, cache_hit_bytes, cache_hit_requests)\n",
-			s, name);
+		fprintf(stderr, "dlio-whatif: --target '%s': unknown metric '%s' (", s, name);
+		for (int m = 0; m < WI_NM; m++)
+			fprintf(stderr, "%s%s", m ? ", " : "", wi_metrics[m].name);
+		fprintf(stderr, ")\n");
 		return -EINVAL;
 	}
 	if (!strcmp(op + 2, "mlperf")) {
@@ -366,8 +375,7 @@ int wi_target_parse(const char *s, const char *workload, struct wi_target *t)
 	}
 	/* A share is a fraction (au>=0.9) or a percentage (au>=90%), never
 	 * guessed from the number: au>=1 is 100%, and au>=2 has no meaning. */
-	if (t->metric != WI_M_AU && t->metric != WI_M_WAIT && t->metric != WI_M_HITB &&
-	    t->metric != WI_M_HITR) {
+	if (wi_metrics[t->metric].form != WI_MF_SHARE) {
 		if (*end == '%') {
 			fprintf(stderr,
 				"dlio-whatif: --target '%s': a percentage is for a share (au, "

@@ -154,7 +154,7 @@ void wi_figs_total(const struct wi_figs *c, unsigned n, struct wi_figs *t)
 		for (unsigned i = 0; i < n; i++) {
 			if (!wi_figs_has(&c[i], m))
 				continue;
-			if (m == WI_M_RUN)
+			if (wi_metrics[m].form == WI_MF_SECONDS)
 				acc = c[i].v[m] > acc ? c[i].v[m] : acc;
 			else
 				acc += c[i].v[m];
@@ -162,7 +162,7 @@ void wi_figs_total(const struct wi_figs *c, unsigned n, struct wi_figs *t)
 		}
 		if (!k)
 			continue;
-		if (m == WI_M_AU || m == WI_M_WAIT || m == WI_M_HITB || m == WI_M_HITR)
+		if (wi_metrics[m].form == WI_MF_SHARE)
 			acc /= k;
 		wi_figs_set(t, m, acc);
 	}
@@ -301,7 +301,7 @@ void wi_model_write(struct dl_jw *w, const char *key, const struct wi_jobmodel *
 	dl_jw_obj(w, "figures");
 	for (int k = 0; k < WI_NM; k++)
 		if (wi_figs_has(&m->figs, k))
-			dl_jw_f64(w, wi_metric_names[k], m->figs.v[k], 9);
+			dl_jw_f64(w, wi_metrics[k].name, m->figs.v[k], 9);
 	dl_jw_end(w);
 	dl_jw_arr(w, "epochs");
 	for (unsigned e = 0; e < m->nep; e++) {
@@ -348,7 +348,7 @@ int wi_model_read(const char *path, const char *prefix, struct wi_jobmodel *m)
 	m->t_end = (uint64_t)num(&j, "%st_end_ns", prefix);
 	m->wait_all_s = num(&j, "%swait_all_s", prefix);
 	for (int k = 0; k < WI_NM; k++)
-		wi_figs_set(&m->figs, k, num(&j, "%sfigures.%s", prefix, wi_metric_names[k]));
+		wi_figs_set(&m->figs, k, num(&j, "%sfigures.%s", prefix, wi_metrics[k].name));
 	for (unsigned e = 0; e < WI_MAX_EPOCHS && !isnan(num(&j, "%sepochs.%u.wall_s", prefix, e));
 	     e++) {
 		m->ep[e].wall = num(&j, "%sepochs.%u.wall_s", prefix, e);

@@ -71,7 +71,22 @@ void wi_key_label(const char *key, char *buf, size_t len);
  * over the run (sweep) or the replay (predict); only under an emulated cache
  * (lru, minio), whose hits the mount counts. */
 enum wi_metric { WI_M_RUN, WI_M_AU, WI_M_WAIT, WI_M_SPS, WI_M_MBPS, WI_M_HITB, WI_M_HITR, WI_NM };
-extern const char *const wi_metric_names[WI_NM];
+/* How a metric is shown, checked as a --target, and taken over several
+ * copies of a job. */
+enum wi_metric_form {
+	WI_MF_SECONDS, /* "1.23 s"; over copies the slowest */
+	WI_MF_SHARE,   /* a fraction, "45.6%", a target in either form; over copies the mean */
+	WI_MF_RATE,    /* "123.4"; over copies the sum */
+};
+/* The metric table (dlio_whatif_args.c): a row per metric, in the order
+ * of the JSON figures and the tables' columns. */
+struct wi_metric_row {
+	const char *name; /* JSON key and --target name */
+	const char *head; /* column head */
+	const char *says; /* before the figure in search's answer ("AU "), or "" */
+	enum wi_metric_form form;
+};
+extern const struct wi_metric_row wi_metrics[WI_NM];
 int wi_metric_find(const char *name);
 
 struct wi_target {

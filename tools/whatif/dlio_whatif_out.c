@@ -45,9 +45,9 @@ void wi_fmt_metric(int m, double v, char *buf, size_t len)
 {
 	if (isnan(v))
 		snprintf(buf, len, "-");
-	else if (m == WI_M_AU || m == WI_M_WAIT || m == WI_M_HITB || m == WI_M_HITR)
+	else if (wi_metrics[m].form == WI_MF_SHARE)
 		snprintf(buf, len, "%.1f%%", v * 100);
-	else if (m == WI_M_RUN)
+	else if (wi_metrics[m].form == WI_MF_SECONDS)
 		snprintf(buf, len, "%.2f s", v);
 	else
 		snprintf(buf, len, "%.1f", v);
@@ -58,7 +58,7 @@ void wi_json_figs(struct dl_jw *w, const char *key, const struct wi_figs *f)
 	dl_jw_obj(w, key);
 	for (int m = 0; m < WI_NM; m++)
 		if (wi_figs_has(f, m))
-			dl_jw_f64(w, wi_metric_names[m], f->v[m], 6);
+			dl_jw_f64(w, wi_metrics[m].name, f->v[m], 6);
 	dl_jw_end(w);
 }
 
@@ -98,7 +98,7 @@ void wi_json_stats(struct dl_jw *w, const char *key, const struct wi_stat st[WI_
 	for (int m = 0; m < WI_NM; m++) {
 		if (!st[m].n)
 			continue;
-		dl_jw_obj(w, wi_metric_names[m]);
+		dl_jw_obj(w, wi_metrics[m].name);
 		dl_jw_f64(w, "mean", st[m].mean, 6);
 		dl_jw_f64(w, "min", st[m].min, 6);
 		dl_jw_f64(w, "max", st[m].max, 6);
@@ -136,7 +136,7 @@ void wi_json_target(struct dl_jw *w, const struct wi_target *t)
 {
 	dl_jw_obj(w, "target");
 	dl_jw_str(w, "text", t->text);
-	dl_jw_str(w, "metric", wi_metric_names[t->metric]);
+	dl_jw_str(w, "metric", wi_metrics[t->metric].name);
 	dl_jw_str(w, "op", t->ge ? ">=" : "<=");
 	dl_jw_f64(w, "value", t->value, 6);
 	dl_jw_end(w);

@@ -369,8 +369,6 @@ static void print_row(const struct popts *o, const struct prow *row, const struc
 static void print_table(const struct popts *o, const struct recorded *r, struct prow *rows,
 			size_t nrows)
 {
-	static const char *const head[WI_NM] = {"run time", "AU",    "data wait",   "samples/s",
-						"MB/s",	    "hit B", "hit requests"};
 	struct wi_figs meas[WI_MAX_COPIES], mt = {0};
 	double slowest = 0;
 	unsigned seen = 0;
@@ -396,7 +394,7 @@ static void print_table(const struct popts *o, const struct recorded *r, struct 
 	printf("%-8s %-10s", "clients", "");
 	for (int m = 0; m < WI_NM; m++)
 		if (seen >> m & 1)
-			printf(" %-11s", head[m]);
+			printf(" %-11s", wi_metrics[m].head);
 	printf("\n");
 	for (size_t i = 0; i < nrows; i++) {
 		print_row(o, &rows[i], &rows[i].total, "predicted", seen);

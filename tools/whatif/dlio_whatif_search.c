@@ -178,9 +178,7 @@ static void answer_line(const struct ctx *c, const struct search *s, char *buf, 
 	const struct wi_axis *ax = &c->o->grid.ax[s->var];
 	int hib = wi_key_higher_is_better(ax->key);
 	char key[WI_KEY], v[64], m1[32], m2[32], bv[64];
-	const char *name = c->metric == WI_M_AU	    ? "AU "
-			   : c->metric == WI_M_WAIT ? "data wait "
-						    : "";
+	const char *name = wi_metrics[c->metric].says;
 	const struct probe *g = s->found >= 0 ? &s->p[s->found] : &s->p[0];
 
 	wi_key_label(ax->key, key, sizeof(key));
@@ -241,7 +239,7 @@ static int write_json(const char *path, const struct ctx *c, const struct search
 	dl_jw_init(&w, f, 3);
 	dl_jw_obj(&w, NULL);
 	wi_json_head(&w, "search", c->e, c->o->repeat, c->o->warmup);
-	dl_jw_str(&w, "metric", wi_metric_names[c->metric]);
+	dl_jw_str(&w, "metric", wi_metrics[c->metric].name);
 	wi_json_target(&w, &c->o->target);
 	dl_jw_f64(&w, "resolution", c->o->resolution, 6);
 	dl_jw_arr(&w, "keys");
@@ -307,7 +305,7 @@ static int report(struct ctx *c, struct search *ss, size_t n)
 	if ((c->o->json || c->o->plot) && write_json(c->o->json ? c->o->json : json, c, ss, n))
 		return 1;
 	if (c->o->plot &&
-	    wi_plot(c->o->json ? c->o->json : json, c->o->plot, wi_metric_names[c->metric]))
+	    wi_plot(c->o->json ? c->o->json : json, c->o->plot, wi_metrics[c->metric].name))
 		return 1;
 	return rc;
 }

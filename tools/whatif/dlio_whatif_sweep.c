@@ -95,8 +95,6 @@ static void cell(int m, const struct wi_stat *s, char *buf, size_t len)
 static void print_table(const struct wi_opts *o, const struct wi_env *e, struct wi_run *runs,
 			const struct wi_stat (*st)[WI_NM], size_t np)
 {
-	static const char *const head[WI_NM] = {"run time",  "AU",   "data wait",   "samples/s",
-						"MB/s",	     "hit B", "hit requests"};
 	unsigned seen = metrics_seen(st, np), nr = o->warmup + o->repeat;
 	struct wi_kv kv[WI_MAX_AXES];
 	int metric = wi_opts_metric(o, e);
@@ -111,7 +109,7 @@ static void print_table(const struct wi_opts *o, const struct wi_env *e, struct 
 		printf("%-18s ", o->grid.ax[a].key);
 	for (int m = 0; m < WI_NM; m++)
 		if (seen >> m & 1)
-			printf("%-17s ", head[m]);
+			printf("%-17s ", wi_metrics[m].head);
 	if (o->have_target)
 		printf("%s", o->target.text);
 	printf("\n");
@@ -168,7 +166,7 @@ static int write_json(const char *path, const struct wi_opts *o, const struct wi
 	dl_jw_init(&w, f, 3);
 	dl_jw_obj(&w, NULL);
 	wi_json_head(&w, "sweep", e, o->repeat, o->warmup);
-	dl_jw_str(&w, "metric", wi_metric_names[wi_opts_metric(o, e)]);
+	dl_jw_str(&w, "metric", wi_metrics[wi_opts_metric(o, e)].name);
 	if (o->have_target) {
 		wi_json_target(&w, &o->target);
 	}
@@ -273,7 +271,7 @@ int wi_sweep(int argc, char **argv)
 					     (const struct wi_stat(*)[WI_NM])st, np))
 		rc = 1;
 	else if (o.plot &&
-		 wi_plot(o.json ? o.json : json, o.plot, wi_metric_names[wi_opts_metric(&o, &e)]))
+		 wi_plot(o.json ? o.json : json, o.plot, wi_metrics[wi_opts_metric(&o, &e)].name))
 		rc = 1;
 out:
 	free(runs);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,76 +37,21 @@ static int ctl_check(const char *mnt, enum dl_ctl_file f)
 	return 0;
 }
 
-/* Write a whole command to a control file and commit it. On refusal the
- * reason (the daemon's words) is printed after `who`. */
-static int command(const char *mnt, enum dl_ctl_file f, const char *text, size_t len,
-		   const char *who)
-{
-	char why[4400];
-	int ret = dl_ctl_command(mnt, f, text, len, why, sizeof(why));
-
-	if (ret)
-		fprintf(stderr, "%s: %s\n", who, why);
-	return ret;
-}
-
-/* ---- stats.json flattened: "classes.read.ops" -> "12" ---- */
-struct flat {
-	char **key, **val;
-	size_t n, cap;
-};
-
-static int flat_add(void *arg, const char *key, const char *val, int is_string)
-{
-	struct flat *f = arg;
-
-	(void)is_string;
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? 2 * f->cap : 256;
-		char **k = realloc(f->key, cap * sizeof(*k)), **v;
-
-		if (!k)
-			return -ENOMEM;
-		f->key = k;
-		v = realloc(f->val, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		f->val = v;
-		f->cap = cap;
-	}
-	f->key[f->n] = strdup(key);
-	f->val[f->n] = strdup(val);
-	if (!f->key[f->n] || !f->val[f->n])
-		return -ENOMEM;
-	f->n++;
-	return 0;
-}
-
-static void flat_free(struct flat *f)
-{
-	for (size_t i = 0; i < f->n; i++) {
-		free(f->key[i]);
-		free(f->val[i]);
-	}
-	free(f->key);
-	free(f->val);
-}
-
-static const char *flat_get(const struct flat *f, const char *fmt, ...)
+/* ---- stats.json as dotted paths (dliofs/json.h): "classes.read.ops" -> "12" ---- */
+static const char *flat_get(const struct dl_jdoc *f, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static const char *flat_get(const struct flat *f, const char *fmt, ...)
+static const char *flat_get(const struct dl_jdoc *f, const char *fmt, ...)
 {
+	const struct dl_jval *v;
 	char key[256];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(key, sizeof(key), fmt, ap);
 	va_end(ap);
-	for (size_t i = 0; i < f->n; i++)
-		if (!strcmp(f->key[i], key))
-			return f->val[i];
-	return NULL;
+	v = dl_jdoc_get(f, key);
+	return v ? v->text : NULL;
 }
 
 static double num(const char *v) { return v ? strtod(v, NULL) : 0; }
@@ -134,12 +80,12 @@ static void short_name(const char *name, char *out, size_t len)
 }
 
 /* Backing directories and sinks, a row each (stats.json's `backing`). */
-static void print_backing(const struct flat *f, FILE *o)
+static void print_backing(const struct dl_jdoc *f, FILE *o)
 {
 	int header = 0;
 
 	for (size_t i = 0; i < f->n; i++) {
-		const char *k = f->key[i], *dot;
+		const char *k = f->v[i].path, *dot;
 		char at[128];
 		size_t n;
 
@@ -153,12 +99,12 @@ static void print_backing(const struct flat *f, FILE *o)
 		if (!header++)
 			fprintf(o, "\n%-24s %-9s %9s %10s %9s %10s %s\n", "backing", "kind", "reads",
 				"read MB", "writes", "write MB", "(sinks: discarded, read back)");
-		fprintf(o, "%-24.24s %-9s %9.0f %10.1f %9.0f %10.1f", at, f->val[i],
+		fprintf(o, "%-24.24s %-9s %9.0f %10.1f %9.0f %10.1f", at, f->v[i].text,
 			num(flat_get(f, "backing.%s.reads", at)),
 			num(flat_get(f, "backing.%s.read_bytes", at)) / 1e6,
 			num(flat_get(f, "backing.%s.writes", at)),
 			num(flat_get(f, "backing.%s.write_bytes", at)) / 1e6);
-		if (!strcmp(f->val[i], "sink"))
+		if (!strcmp(f->v[i].text, "sink"))
 			fprintf(o, " %.1f MB discarded, %.1f MB read back",
 				num(flat_get(f, "backing.%s.discarded_bytes", at)) / 1e6,
 				num(flat_get(f, "backing.%s.read_back_bytes", at)) / 1e6);
@@ -168,7 +114,7 @@ static void print_backing(const struct flat *f, FILE *o)
 
 /* The compact view: per class, per job, the cache, backing directories and
  * the trace. */
-static void print_table(const struct flat *f, FILE *o)
+static void print_table(const struct dl_jdoc *f, FILE *o)
 {
 	static const char *const cls[] = {"read", "write", "meta"};
 	const char *prof = flat_get(f, "profile");
@@ -243,9 +189,9 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int all, i
 	if (ctl_check(mnt, DL_CTL_STATS))
 		return 1;
 	if (reset)
-		return command(mnt, DL_CTL_STATS, "reset\n", 6, "dliofs stat --reset") ? 1 : 0;
+		return dl_ctl_send(mnt, DL_CTL_STATS, "reset\n", 6, "dliofs stat --reset") ? 1 : 0;
 	for (;;) {
-		struct flat f = {0};
+		struct dl_jdoc f = {0};
 
 		ret = dl_ctl_read(mnt, DL_CTL_STATS, &buf, &len);
 		if (ret) {
@@ -258,19 +204,19 @@ int dl_cli_stat(const char *mnt, int watch, double interval, int raw, int all, i
 		if (raw) {
 			fwrite(buf, 1, len, stdout);
 		} else {
-			if (dl_json_flatten(buf, len, flat_add, &f)) {
+			if (dl_jdoc_parse(buf, len, DL_JDOC_NULLS, &f)) {
 				fprintf(stderr, "dliofs stat: malformed stats.json\n");
-				flat_free(&f);
+				dl_jdoc_free(&f);
 				free(buf);
 				return 1;
 			}
 			if (all)
 				for (size_t i = 0; i < f.n; i++)
-					printf("%-48s %s\n", f.key[i], f.val[i]);
+					printf("%-48s %s\n", f.v[i].path, f.v[i].text);
 			else
 				print_table(&f, stdout);
 		}
-		flat_free(&f);
+		dl_jdoc_free(&f);
 		free(buf);
 		fflush(stdout);
 		if (!watch)
@@ -333,7 +279,7 @@ int dl_cli_set(const char *mnt, int npairs, char **pairs)
 		return 1;
 	for (int i = 0; i < npairs; i++)
 		off += (size_t)sprintf(text + off, "%s\n", pairs[i]);
-	ret = command(mnt, DL_CTL_PACER, text, off, "dliofs set");
+	ret = dl_ctl_send(mnt, DL_CTL_PACER, text, off, "dliofs set");
 	free(text);
 	if (ret)
 		return 1;
@@ -349,37 +295,28 @@ int dl_cli_set(const char *mnt, int npairs, char **pairs)
 
 int dl_cli_cache(const char *mnt, const char *cmd, const char *arg)
 {
-	char text[4200];
 	size_t mlen = strlen(mnt);
-	int n;
 
 	if (ctl_check(mnt, DL_CTL_CACHE))
 		return 1;
-	if (!strcmp(cmd, "drop")) {
-		n = snprintf(text, sizeof(text), "drop\n");
-	} else if (!strcmp(cmd, "warm") && arg) {
-		/* Accept a path under the mountpoint or one relative to its root. */
-		if (!strncmp(arg, mnt, mlen) && (arg[mlen] == '/' || !arg[mlen]))
-			arg += mlen;
-		while (*arg == '/')
-			arg++;
-		if (strchr(arg, '\n')) {
-			fprintf(stderr, "dliofs cache warm: a path with a newline\n");
-			return 2;
-		}
-		n = snprintf(text, sizeof(text), "warm %s\n", arg);
-	} else {
+	if (!strcmp(cmd, "drop"))
+		return dl_ctl_cache_drop(mnt, "dliofs cache drop") ? 1 : 0;
+	if (strcmp(cmd, "warm") || !arg) {
 		fprintf(stderr, "usage: dliofs cache drop MOUNT | dliofs cache warm MOUNT PATH\n");
 		return 2;
 	}
-	if (n < 0 || (size_t)n >= sizeof(text)) {
+	/* Accept a path under the mountpoint or one relative to its root. */
+	if (!strncmp(arg, mnt, mlen) && (arg[mlen] == '/' || !arg[mlen]))
+		arg += mlen;
+	if (strchr(arg, '\n')) {
+		fprintf(stderr, "dliofs cache warm: a path with a newline\n");
+		return 2;
+	}
+	if (strlen(arg) > PATH_MAX) {
 		fprintf(stderr, "dliofs cache %s: path too long\n", cmd);
 		return 2;
 	}
-	return command(mnt, DL_CTL_CACHE, text, (size_t)n,
-		       cmd[0] == 'd' ? "dliofs cache drop" : "dliofs cache warm")
-		   ? 1
-		   : 0;
+	return dl_ctl_cache_warm(mnt, arg, "dliofs cache warm") ? 1 : 0;
 }
 
 int dl_cli_trace(const char *mnt, const char *cmd, const char *file, const char *ops)
@@ -412,8 +349,8 @@ int dl_cli_trace(const char *mnt, const char *cmd, const char *file, const char 
 		fprintf(stderr, "dliofs trace: path too long\n");
 		return 2;
 	}
-	if (command(mnt, DL_CTL_TRACE, text, (size_t)n,
-		    !strcmp(cmd, "stop") ? "dliofs trace stop" : "dliofs trace start"))
+	if (dl_ctl_send(mnt, DL_CTL_TRACE, text, (size_t)n, "%s",
+			!strcmp(cmd, "stop") ? "dliofs trace stop" : "dliofs trace start"))
 		return 1;
 	if (!strcmp(cmd, "stop")) {
 		/* Say what the file holds when records were lost. */

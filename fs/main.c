@@ -11,8 +11,8 @@
 #include "dliofs/format.h"
 #include "dliofs/units.h"
 #include "cli.h"
-#include "profile_i.h"
 #include "fs_i.h"
+#include "profile.h"
 #include "s3.h"
 
 /* Beyond this many files per split, `check` samples sizes instead of summing all. */

@@ -717,6 +717,42 @@ static int set_nphases(struct dl_pacer_cfg *cfg, unsigned n)
 	return 0;
 }
 
+int dl_pacer_key_kind(const char *key, enum dl_pacer_kind *kind)
+{
+	struct target t;
+	char err[8];
+	int ret = resolve(key, &t, err, sizeof(err));
+
+	if (ret)
+		return ret;
+	switch (t.o->type) {
+	case T_RATE:
+		*kind = DL_PACER_K_RATE;
+		break;
+	case T_TIME:
+	case T_LAT:
+		*kind = DL_PACER_K_TIME;
+		break;
+	case T_SIZE:
+		*kind = DL_PACER_K_SIZE;
+		break;
+	case T_COUNT:
+	case T_QD:
+		*kind = DL_PACER_K_COUNT;
+		break;
+	case T_LATSIZE: /* a point is a latency, the whole table is not a number */
+		*kind = t.sub ? DL_PACER_K_TIME : DL_PACER_K_OTHER;
+		break;
+	case T_CONC: /* a point (SIZE.K) is a rate */
+		*kind = t.sub && strchr(t.sub, '.') ? DL_PACER_K_RATE : DL_PACER_K_OTHER;
+		break;
+	default:
+		*kind = DL_PACER_K_OTHER;
+		break;
+	}
+	return 0;
+}
+
 int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *value, char *err,
 		     size_t errlen)
 {

@@ -7,11 +7,18 @@
 #   pacer/    on util: the storage model
 #   trace/    on util: the request trace
 #   config/   on formats, pacer, trace, util: YAML to the model
-#   fs/ tools/ bench/ tests/: on anything
+#   ctl/      on util, formats (a name): the control client of a mount
+#   tools/common/  what every tool shares: on the libraries and ctl
+#   tools/<tool>/  one tool: its own folder, tools/common, ctl and the
+#             libraries; never another tool's folder or fs/, and its
+#             meson.build compiles no source outside its folder
+#   fs/ bench/ tests/: on anything (fs/ sees a tool through its public
+#             header only: tools/profile/profile.h, tools/s3/s3.h)
 #
 # A lower layer that includes a higher layer's header (public in
-# include/dliofs/ or private in its folder) fails this check, naming the
-# file, the line and the header.
+# include/dliofs/ or private in its folder), or a tool that includes
+# another tool's header or compiles its source, fails this check, naming
+# the file, the line and the header.
 #
 #   bash scripts/check-layers.sh [ROOT]     check ROOT (default: the repo)
 #   bash scripts/check-layers.sh --self-test
@@ -27,8 +34,9 @@ declare -A OWNER=(
   [pacer.h]=pacer
   [trace.h]=trace
   [config.h]=config
-  [ctl_client.h]=fs
+  [ctl_client.h]=ctl
 )
+LIBS="util formats pacer trace config"
 # What each layer may use (itself included).
 declare -A MAY=(
   [util]="util"
@@ -36,39 +44,91 @@ declare -A MAY=(
   [pacer]="util pacer"
   [trace]="util trace"
   [config]="util formats pacer trace config"
+  [ctl]="util formats ctl"
 )
 
+# Every quoted include under the folders named, one grep for all of them:
+# "FILE:LINE:HEADER" lines, sorted.
+includes() {
+  grep -rn --include='*.[ch]' '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$@" 2>/dev/null |
+    sed 's/^\([^:]*:[0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/' | sort
+}
+
 check() {
-  local root=$1 bad=0 layer file line hdr owner base
+  local root=$1 bad=0 layer file line hdr owner base dir rest
   # Every public header must have an owner: a new one is placed on purpose.
   for file in "$root"/include/dliofs/*.h; do
-    base=$(basename "$file")
+    base=${file##*/}
     if [ -z "${OWNER[$base]:-}" ]; then
       echo "check-layers: include/dliofs/$base belongs to no layer (add it to scripts/check-layers.sh)"
       bad=1
     fi
   done
-  while IFS= read -r file; do
+  while IFS= read -r rest; do
+    file=${rest%%:*}; rest=${rest#*:}; line=${rest%%:*}; hdr=${rest#*:}
+    dir=${file%/*}
     case "$file" in
-      "$root"/include/dliofs/*) layer=${OWNER[$(basename "$file")]:-} ;;
-      *) layer=$(basename "$(dirname "$file")") ;;
+      "$root"/include/dliofs/*) layer=${OWNER[${file##*/}]:-} ;;
+      *) layer=${dir##*/} ;;
     esac
     [ -n "$layer" ] && [ -n "${MAY[$layer]:-}" ] || continue
-    while IFS=: read -r line hdr; do
-      hdr=${hdr#*\"}
-      hdr=${hdr%\"*}
+    case "$hdr" in
+      dliofs/*) owner=${OWNER[${hdr#dliofs/}]:-unknown} ;;
+      */*) owner=${hdr%/*}; owner=${owner##*/} ;;
+      *) [ -e "$dir/$hdr" ] && owner=$layer || owner=unknown ;;
+    esac
+    if [[ " ${MAY[$layer]} " != *" $owner "* ]]; then
+      echo "check-layers: ${file#"$root"/}:$line: $layer/ includes \"$hdr\" ($owner)"
+      bad=1
+    fi
+  done < <(includes "$root"/util "$root"/formats "$root"/pacer "$root"/trace "$root"/config \
+             "$root"/ctl "$root"/include/dliofs)
+  return $bad
+}
+
+# The tools' wing: tools/<tool>/ may include its own headers, tools/common's,
+# ctl's and the libraries'; tools/common/ the libraries' and ctl's.
+check_tools() {
+  local root=$1 bad=0 dir tool file line hdr owner base may rest
+  for dir in "$root"/tools/*/; do
+    dir=${dir%/}
+    tool=${dir##*/}
+    may="$LIBS ctl"
+    [ "$tool" = common ] || may="$may common"
+    while IFS= read -r rest; do
+      file=${rest%%:*}; rest=${rest#*:}; line=${rest%%:*}; hdr=${rest#*:}
       case "$hdr" in
         dliofs/*) owner=${OWNER[${hdr#dliofs/}]:-unknown} ;;
-        */*) owner=$(basename "$(dirname "$hdr")") ;;
-        *) [ -e "$(dirname "$file")/$hdr" ] && owner=$layer || owner=unknown ;;
+        */*) owner="a path outside the folder" ;;
+        *) if [ -e "${file%/*}/$hdr" ]; then owner=self
+           elif [ -e "$root/tools/common/$hdr" ]; then owner=common
+           else
+             owner=unknown
+             for base in "$root"/tools/*/"$hdr" "$root"/fs/"$hdr"; do
+               [ -e "$base" ] && { owner=${base#"$root"/}; owner=${owner%/*}; break; }
+             done
+           fi ;;
       esac
-      if [[ " ${MAY[$layer]} " != *" $owner "* ]]; then
-        echo "check-layers: ${file#"$root"/}:$line: $layer/ includes \"$hdr\" ($owner)"
+      if [ "$owner" != self ] && [[ " $may " != *" $owner "* ]]; then
+        echo "check-layers: ${file#"$root"/}:$line: tools/$tool/ includes \"$hdr\" ($owner)"
         bad=1
       fi
-    done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" | sed 's/:.*#[[:space:]]*include[[:space:]]*/:/')
-  done < <(find "$root"/util "$root"/formats "$root"/pacer "$root"/trace "$root"/config \
-             "$root"/include/dliofs -name '*.[ch]' 2>/dev/null | sort)
+    done < <(includes "$dir")
+    # A source of another folder compiled in (what dlio-whatif once did).
+    if [ -f "$dir/meson.build" ]; then
+      while IFS=: read -r line hdr; do
+        echo "check-layers: tools/$tool/meson.build:$line: compiles a source outside tools/$tool/: $hdr"
+        bad=1
+      done < <(grep -n "'\.\./[^']*\.c'" "$dir/meson.build" | sed "s/^\([0-9]*\):.*\('\.\.\/[^']*\.c'\).*/\1:\2/")
+    fi
+  done
+  return $bad
+}
+
+check_all() {
+  local bad=0
+  check "$1" || bad=1
+  check_tools "$1" || bad=1
   return $bad
 }
 
@@ -76,22 +136,40 @@ if [ "${1:-}" = "--self-test" ]; then
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  cp -r "$root"/util "$root"/formats "$root"/pacer "$root"/trace "$root"/config "$tmp"/
+  cp -r "$root"/util "$root"/formats "$root"/pacer "$root"/trace "$root"/config "$root"/ctl \
+    "$root"/tools "$tmp"/
+  mkdir -p "$tmp"/fs && cp "$root"/fs/*.h "$tmp"/fs/
   mkdir -p "$tmp"/include && cp -r "$root"/include/dliofs "$tmp"/include/
-  check "$tmp" >/dev/null || { echo "check-layers: the tree itself fails"; exit 1; }
-  printf '#include "dliofs/config.h"\n' >>"$tmp"/formats/registry.c
-  out=$(check "$tmp") && { echo "check-layers: a planted violation passed"; exit 1; }
-  case "$out" in
-    *"formats/registry.c:"*'formats/ includes "dliofs/config.h" (config)'*) ;;
-    *) echo "check-layers: the planted violation was not named: $out"; exit 1 ;;
-  esac
-  echo "check-layers: self-test passed (a planted violation is caught and named)"
+  check_all "$tmp" >/dev/null || { echo "check-layers: the tree itself fails"; exit 1; }
+  # Each plant alone: the check must fail and name it.
+  plant() { # FILE LINE EXPECTED
+    cp "$tmp/$1" "$tmp/$1.orig"
+    printf '%s\n' "$2" >>"$tmp/$1"
+    out=$(check_all "$tmp") && { echo "check-layers: a planted violation passed: $1: $2"; exit 1; }
+    case "$out" in
+      *$3*) ;;
+      *) echo "check-layers: the planted violation was not named ($3): $out"; exit 1 ;;
+    esac
+    mv "$tmp/$1.orig" "$tmp/$1"
+  }
+  plant formats/registry.c '#include "dliofs/config.h"' \
+    'formats/registry.c:'*'formats/ includes "dliofs/config.h" (config)'
+  plant tools/gen/dlio_gen.c '#include "drive_i.h"' \
+    'tools/gen/dlio_gen.c:'*'tools/gen/ includes "drive_i.h" (tools/drive)'
+  plant tools/whatif/dlio_whatif.c '#include "stall/stall_i.h"' \
+    'tools/whatif/ includes "stall/stall_i.h" (a path outside the folder)'
+  plant tools/common/tool_path.c '#include "fs_i.h"' \
+    'tools/common/ includes "fs_i.h" (fs)'
+  plant tools/whatif/meson.build "  'sources': files('../stall/records.c')," \
+    "tools/whatif/meson.build:"*"compiles a source outside tools/whatif/: '../stall/records.c'"
+  check_all "$tmp" >/dev/null || { echo "check-layers: the tree fails after the plants were undone"; exit 1; }
+  echo "check-layers: self-test passed (each planted violation is caught and named: a layer reaching up, a tool including another tool's header, a path or fs/, a tool compiling another folder's source)"
   exit 0
 fi
 
 root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
-if check "$root"; then
-  echo "check-layers: util < formats, pacer, trace < config: no layer includes a higher one"
+if check_all "$root"; then
+  echo "check-layers: util < formats, pacer, trace < config; ctl; tools/<tool> on tools/common, ctl and the libraries: no layer includes a higher one, no tool another tool"
 else
   exit 1
 fi

@@ -69,7 +69,7 @@ datasets:
     sample_size: 2500
 """
 
-# Documented in tools/drive_report.c.
+# Documented in tools/drive/drive_report.c.
 TOP_KEYS = {"tool", "version", "config", "epochs", "summary", "au_threshold", "au_mean", "au_min",
             "pass", "ranks", "per_rank", "run_wall_s", "setup_bytes", "checkpoints", "notes", "cuda"}
 CONFIG_KEYS = {"config_file", "dir", "dataset", "format", "files", "eval_files",
@@ -400,7 +400,7 @@ class DriveTest(unittest.TestCase):
             self.assertTrue(0.002 <= per < 0.006, per)  # mean 3 ms; slack for a loaded CI
 
     def test_json_keys(self):
-        """Keys as tools/drive_report.c documents them; alone, one rank whose
+        """Keys as tools/drive/drive_report.c documents them; alone, one rank whose
         figures are the job's."""
         r = self.run_json("--dataset", "npz", "--epochs", "2", "--batch-size", "4",
                           "--eval-every", "1", "--computation-time", "1ms")

@@ -698,7 +698,7 @@ class Plot(TraceTest):
         import importlib.util
         src = os.environ.get("DLIOFS_SRC", os.path.join(os.path.dirname(__file__), ".."))
         spec = importlib.util.spec_from_file_location(
-            "dlio_trace_plot", os.path.join(src, "tools", "dlio_trace_plot.py"))
+            "dlio_trace_plot", os.path.join(src, "tools", "trace", "dlio_trace_plot.py"))
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         return mod

@@ -269,7 +269,7 @@ class CacheAndKinds(Base):
         # The plot: the policy axis has its three values, drawn.
         with open(png, "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
-        s = subprocess.run([PY, os.path.join(dltest.SRC, "tools", "dlio_whatif_plot.py"), js,
+        s = subprocess.run([PY, os.path.join(dltest.SRC, "tools", "whatif", "dlio_whatif_plot.py"), js,
                             os.path.join(self.tmp, "c2.png"), "--summary", "--metric",
                             "cache_hit_bytes"], capture_output=True, text=True)
         self.assertEqual(s.returncode, 0, s.stderr)

@@ -53,7 +53,7 @@ measured by the assertions above):
    end, then the member from offset 0 again. dliofs reports a 1 MiB
    st_blksize, so an npz smaller than 1 MiB is read twice per open and a
    larger one has its first MiB read twice (on ext4, 4 KiB: a few KiB
-   more). --read-amplification dlio reproduces it (tools/drive_pyio.c).
+   more). --read-amplification dlio reproduces it (tools/drive/drive_pyio.c).
 2. DLIO's tensorflow loader rebuilds a tf.data pipeline every epoch that
    would run for all epochs (repeat + take(steps * epochs)) and abandons it
    after one epoch's steps: its prefetch has by then opened the next files
@@ -514,7 +514,7 @@ class DriveVsDlio(unittest.TestCase):
 
 
 class NumpyModel(unittest.TestCase):
-    """tools/drive_pyio.c against numpy itself, without FUSE or DLIO: on a
+    """tools/drive/drive_pyio.c against numpy itself, without FUSE or DLIO: on a
     local file system (st_blksize 4 KiB here, so the buffer is smaller than
     the files and every branch of the model runs), the venv's python doing
     np.load(path)['x'] and dlio-drive --read-amplification dlio make the

@@ -962,6 +962,47 @@ static void test_options(void)
 
 /* ---- live changes ---- */
 
+/* Each key's kind comes from the options table (dlio-whatif's axes read it),
+ * not from the key's last word: refill is a time, transfer a rate, a
+ * latency_by_size point a time, a bandwidth_by_concurrency point a rate. */
+static void test_key_kinds(void)
+{
+	static const struct {
+		const char *key;
+		enum dl_pacer_kind kind;
+	} k[] = {
+	    {"read.bandwidth", DL_PACER_K_RATE},
+	    {"read.transfer", DL_PACER_K_RATE},
+	    {"cache.hit_bandwidth", DL_PACER_K_RATE},
+	    {"read.bandwidth_by_concurrency.1MiB.4", DL_PACER_K_RATE},
+	    {"read.latency", DL_PACER_K_TIME},
+	    {"meta.cached_latency", DL_PACER_K_TIME},
+	    {"read.refill", DL_PACER_K_TIME},
+	    {"phases.0.duration", DL_PACER_K_TIME},
+	    {"share.window", DL_PACER_K_TIME},
+	    {"read.latency_by_size.4KiB", DL_PACER_K_TIME},
+	    {"read.burst", DL_PACER_K_SIZE},
+	    {"cache.size", DL_PACER_K_SIZE},
+	    {"blksize", DL_PACER_K_SIZE},
+	    {"read.iops", DL_PACER_K_COUNT},
+	    {"read.queue_depth", DL_PACER_K_COUNT},
+	    {"read.lanes", DL_PACER_K_COUNT},
+	    {"share.jobs.0.weight", DL_PACER_K_COUNT},
+	    {"cache.policy", DL_PACER_K_OTHER},
+	    {"enabled", DL_PACER_K_OTHER},
+	    {"read.noise", DL_PACER_K_OTHER},
+	    {"read.latency_by_size", DL_PACER_K_OTHER},
+	};
+	enum dl_pacer_kind got;
+
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		got = DL_PACER_K_OTHER + 1;
+		CHECK(dl_pacer_key_kind(k[i].key, &got) == 0 && got == k[i].kind,
+		      "key kind: %s is %d, got %d", k[i].key, (int)k[i].kind, (int)got);
+	}
+	CHECK(dl_pacer_key_kind("read.bandwith", &got) == -EINVAL, "key kind: unknown key refused");
+}
+
 static void test_live_set(void)
 {
 	const char *kv[] = {"read.bandwidth=100MB/s", NULL};
@@ -1336,6 +1377,7 @@ int main(void)
 	test_classes();
 	test_determinism();
 	test_live_set();
+	test_key_kinds();
 	test_bounds_and_retime();
 	test_stats();
 	test_threads();

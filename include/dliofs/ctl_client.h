@@ -1,5 +1,6 @@
-/* The client side of a mount's control directory (fs/ctl_client.c), shared
- * by `dliofs stat | set | cache | trace` and dlio-stall: where the control
+/* The client side of a mount's control directory (ctl/, a layer of its
+ * own), shared by `dliofs stat | set | cache | trace`, dlio-stall and
+ * dlio-whatif: where the control
  * files are, reading one, and writing a command as one transaction. The
  * daemon's side is fs/control.h.
  *
@@ -43,12 +44,25 @@ int dl_ctl_command(const char *mnt, enum dl_ctl_file f, const char *text, size_t
 		   size_t whylen);
 
 /* An S3 endpoint's control socket (`dliofs s3 serve --control SOCKET`,
- * fs/ctl_sock.c): dl_ctl_read and dl_ctl_command take its path in place of
+ * ctl/ctl_sock.c): dl_ctl_read and dl_ctl_command take its path in place of
  * a mountpoint and talk to it instead. */
 int dl_ctl_sock_is(const char *target);
 int dl_ctl_sock_read(const char *sock, enum dl_ctl_file f, char **text, size_t *len, char *why,
 		     size_t whylen);
 int dl_ctl_sock_command(const char *sock, enum dl_ctl_file f, const char *text, size_t len,
 			char *why, size_t whylen);
+
+/* dl_ctl_command, and on failure one line on stderr: the caller's words
+ * (fmt, ...), ": " and why ("dlio-stall: cache drop on /mnt failed:
+ * refused, nothing applied: ..."). 0 or the negative errno. */
+int dl_ctl_send(const char *mnt, enum dl_ctl_file f, const char *text, size_t len,
+		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The cache commands, said the same way: empty the emulated cache and
+ * invalidate the kernel's pages of served files; warm the emulated cache
+ * with rel (a path inside the mount, from its root; "" the whole mount). */
+int dl_ctl_cache_drop(const char *mnt, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int dl_ctl_cache_warm(const char *mnt, const char *rel, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif

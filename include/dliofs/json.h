@@ -1,7 +1,8 @@
 /* JSON: one writer for every report the project prints (stats.json, the
  * tools' --json), and one reader that flattens a document into (dotted
  * path, value) pairs for the tools that difference the daemon's counters
- * (util/json.c, util/jsonflat.c). */
+ * (util/json.c, util/jsonflat.c), and a whole document as those pairs
+ * (util/jsondoc.c). */
 #ifndef DLIOFS_JSON_H
 #define DLIOFS_JSON_H
 
@@ -56,5 +57,36 @@ int dl_jw_finish(struct dl_jw *w);
 int dl_json_flatten(const char *text, size_t len,
 		    int (*fn)(void *arg, const char *path, const char *value, int is_string),
 		    void *arg);
+
+/* A whole document as (dotted path, value) pairs, in document order
+ * (util/jsondoc.c): the reader of the daemon's stats.json and the tools'
+ * reports. */
+struct dl_jval {
+	char *path;
+	char *text;  /* the value as written; strings decoded */
+	double num;  /* numbers; booleans 0 or 1; 0 for strings and nulls */
+	char *str;   /* text for strings, NULL otherwise */
+	int is_null; /* only with DL_JDOC_NULLS */
+};
+
+struct dl_jdoc {
+	struct dl_jval *v;
+	size_t n, cap;
+};
+
+/* Keep nulls (left out by default). */
+#define DL_JDOC_NULLS 1u
+/* A truncated or malformed document: keep the values read before the
+ * error (0 when there are any). */
+#define DL_JDOC_PARTIAL 2u
+
+/* 0, -EINVAL (malformed, nesting too deep) or -ENOMEM; out is empty on
+ * error. */
+int dl_jdoc_parse(const char *text, size_t len, unsigned flags, struct dl_jdoc *out);
+void dl_jdoc_free(struct dl_jdoc *j);
+/* The value at path, or NULL. */
+const struct dl_jval *dl_jdoc_get(const struct dl_jdoc *j, const char *path);
+/* The number at path, or dflt when missing or not a number. */
+double dl_jdoc_num(const struct dl_jdoc *j, const char *path, double dflt);
 
 #endif

@@ -186,6 +186,13 @@ struct dl_pacer_cfg {
 void dl_pacer_cfg_init(struct dl_pacer_cfg *cfg);
 int dl_pacer_cfg_set(struct dl_pacer_cfg *cfg, const char *key, const char *value, char *err,
 		     size_t errlen);
+/* What a key of dl_pacer_cfg_set takes, for tools that vary one (dlio-whatif's
+ * axes): a rate, a time (a latency's plain value too; a table point of
+ * latency_by_size), a size, a count (queue depths, weights), or anything
+ * else (policies, names, booleans, factors, counts of phases or rules).
+ * 0, or -EINVAL for an unknown key. */
+enum dl_pacer_kind { DL_PACER_K_RATE, DL_PACER_K_TIME, DL_PACER_K_SIZE, DL_PACER_K_COUNT, DL_PACER_K_OTHER };
+int dl_pacer_key_kind(const char *key, enum dl_pacer_kind *kind);
 /* Validate cross-key rules (e.g. lognormal p99 >= median); message in err. */
 int dl_pacer_cfg_check(const struct dl_pacer_cfg *cfg, char *err, size_t errlen);
 int dl_pacer_cfg_copy(struct dl_pacer_cfg *dst, const struct dl_pacer_cfg *src);

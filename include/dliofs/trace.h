@@ -158,4 +158,43 @@ int dl_trace_stop(struct dl_trace *t);
 uint64_t dl_trace_dropped(const struct dl_trace *t);
 uint64_t dl_trace_written(const struct dl_trace *t);
 
+/* ---- reading a trace file (trace/load.c): the layer reads what it writes ---- */
+struct dl_trace_file_name {
+	uint64_t id;
+	const char *name; /* NUL-terminated, in dl_trace_file.name_buf */
+};
+
+struct dl_trace_file {
+	const char *path;
+	struct dl_trace_header h;
+	int has_footer; /* 0: the trace was not closed (daemon killed) */
+	struct dl_trace_footer f;
+	uint64_t nrecs;
+	struct dl_trace_rec *recs;	  /* sorted by start time */
+	struct dl_trace_file_name *names; /* sorted by id */
+	size_t nnames;
+	char *name_buf;
+};
+
+/* Load and check path: 0, or a negative errno (-EINVAL: not a sound trace)
+ * with why saying what was wrong in a few words; t is empty on failure. */
+int dl_trace_load(const char *path, struct dl_trace_file *t, char *why, size_t whylen);
+/* The same for a trace already in memory; name stands for the path and
+ * must outlive t. */
+int dl_trace_load_mem(const char *name, const void *buf, size_t len, struct dl_trace_file *t,
+		      char *why, size_t whylen);
+/* What a loaded trace lacks, to say once (no footer: no names, no drop
+ * count), or NULL. */
+const char *dl_trace_file_warning(const struct dl_trace_file *t);
+void dl_trace_file_free(struct dl_trace_file *t);
+/* Name of a file id, or NULL when the name table lacks it. */
+const char *dl_trace_name_find(const struct dl_trace_file *t, uint64_t id);
+/* Name of a file id, or "#ID" (written into tmp) when it has none. */
+const char *dl_trace_name_of(const struct dl_trace_file *t, uint64_t id, char *tmp, size_t len);
+/* Seconds since the trace started (negative for requests that arrived
+ * before tracing began and were replied to after). */
+double dl_trace_rel_s(const struct dl_trace_file *t, uint64_t mono_ns);
+/* End of the trace: the footer's, or the last reply when there is none. */
+uint64_t dl_trace_end_ns(const struct dl_trace_file *t);
+
 #endif

@@ -1,6 +1,6 @@
 /* The endpoint's control files on a local socket (`dliofs s3 serve ...
  * --control PATH`): `dliofs stat | set | cache | trace PATH` then work as
- * they do on a mount (fs/ctl_sock.c is their side). A Unix socket rather
+ * they do on a mount (ctl/ctl_sock.c is their side). A Unix socket rather
  * than the S3 port: it is reachable only from this machine, and only by
  * whoever may open it (it is made owner-only), as a mount's control files
  * are; the S3 port may be open to a network and its clients must not

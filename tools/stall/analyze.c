@@ -320,18 +320,18 @@ static double io_delta(const struct st_io *io, const char *path)
 {
 	if (!io->have_after)
 		return 0;
-	return st_json_num(&io->after, path, 0) -
-	       (io->have_before ? st_json_num(&io->before, path, 0) : 0);
+	return dl_jdoc_num(&io->after, path, 0) -
+	       (io->have_before ? dl_jdoc_num(&io->before, path, 0) : 0);
 }
 
 /* Sum of read latencies over the run, from the statistics' count x mean. */
 static double io_lat_sum(const struct st_io *io)
 {
-	double a = st_json_num(&io->after, "classes.read.latency_us.mean", 0) *
-		   st_json_num(&io->after, "classes.read.latency_us.count", 0);
+	double a = dl_jdoc_num(&io->after, "classes.read.latency_us.mean", 0) *
+		   dl_jdoc_num(&io->after, "classes.read.latency_us.count", 0);
 	double b = io->have_before
-		       ? st_json_num(&io->before, "classes.read.latency_us.mean", 0) *
-			     st_json_num(&io->before, "classes.read.latency_us.count", 0)
+		       ? dl_jdoc_num(&io->before, "classes.read.latency_us.mean", 0) *
+			     dl_jdoc_num(&io->before, "classes.read.latency_us.count", 0)
 		       : 0;
 
 	return a > b ? (a - b) / 1e6 : 0;

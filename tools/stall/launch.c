@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../tool_stop_i.h"
+#include "tool_stop_i.h"
 #include "dliofs/clock.h"
 #include "stall_i.h"
 

@@ -22,7 +22,7 @@ int st_mount_is_dliofs(const char *mnt)
 	return dl_ctl_is_mount(mnt);
 }
 
-int st_mount_stats(const char *mnt, struct st_json *out)
+int st_mount_stats(const char *mnt, struct dl_jdoc *out)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -31,7 +31,7 @@ int st_mount_stats(const char *mnt, struct st_json *out)
 	memset(out, 0, sizeof(*out));
 	ret = dl_ctl_read(mnt, DL_CTL_STATS, &text, &len);
 	if (!ret)
-		ret = st_json_parse(text, len, out);
+		ret = dl_jdoc_parse(text, len, DL_JDOC_PARTIAL, out);
 	free(text);
 	return ret;
 }
@@ -73,16 +73,6 @@ void st_mount_pacer_desc(const char *mnt, char *buf, size_t len)
 	free(text);
 }
 
-int st_mount_command(const char *mnt, enum dl_ctl_file f, const char *text, const char *what)
-{
-	char why[4400];
-	int ret = dl_ctl_command(mnt, f, text, strlen(text), why, sizeof(why));
-
-	if (ret)
-		fprintf(stderr, "dlio-stall: %s on %s failed: %s\n", what, mnt, why);
-	return ret;
-}
-
 /* Path of data relative to the mount root ("" for the root itself). */
 static int rel_path(const char *mnt, const char *data, char *buf, size_t len)
 {
@@ -120,15 +110,15 @@ static int drop_one(const char *path, const struct stat *st, int type, struct FT
 
 int st_mount_drop(const char *mnt, const char *data)
 {
-	int ret = st_mount_command(mnt, DL_CTL_CACHE, "drop\n", "cache drop");
-	const struct st_jv *pol = NULL;
-	struct st_json j;
+	int ret = dl_ctl_cache_drop(mnt, "dlio-stall: cache drop on %s failed", mnt);
+	const struct dl_jval *pol = NULL;
+	struct dl_jdoc j;
 	int kernel = 1;
 
 	if (st_mount_stats(mnt, &j) == 0) {
-		pol = st_json_get(&j, "cache.policy");
+		pol = dl_jdoc_get(&j, "cache.policy");
 		kernel = !pol || !pol->str || !strcmp(pol->str, "kernel");
-		st_json_free(&j);
+		dl_jdoc_free(&j);
 	}
 	/* Under the "kernel" policy the kernel's page cache is the cache: drop
 	 * it file by file (fadvise needs no privilege, unlike vm.drop_caches).
@@ -140,7 +130,7 @@ int st_mount_drop(const char *mnt, const char *data)
 
 int st_mount_warm(const char *mnt, const char *data)
 {
-	char rel[PATH_MAX], cmd[PATH_MAX + 16];
+	char rel[PATH_MAX];
 	int ret = rel_path(mnt, data, rel, sizeof(rel));
 
 	if (ret) {
@@ -148,21 +138,20 @@ int st_mount_warm(const char *mnt, const char *data)
 			data ? data : mnt, strerror(-ret));
 		return ret;
 	}
-	snprintf(cmd, sizeof(cmd), "warm /%s\n", rel);
-	return st_mount_command(mnt, DL_CTL_CACHE, cmd, "cache warm");
+	return dl_ctl_cache_warm(mnt, rel, "dlio-stall: cache warm on %s failed", mnt);
 }
 
 void st_io_free(struct st_io *io)
 {
-	st_json_free(&io->before);
-	st_json_free(&io->after);
+	dl_jdoc_free(&io->before);
+	dl_jdoc_free(&io->after);
 	free(io->samples);
 	memset(io, 0, sizeof(*io));
 }
 
 int st_io_sample(const char *mnt, struct st_io *io, int64_t now)
 {
-	struct st_json j;
+	struct dl_jdoc j;
 	int ret = st_mount_stats(mnt, &j);
 
 	if (ret)
@@ -171,7 +160,7 @@ int st_io_sample(const char *mnt, struct st_io *io, int64_t now)
 		size_t cap = io->capsamples ? io->capsamples * 2 : 256;
 		struct st_io_sample *ns = realloc(io->samples, cap * sizeof(*ns));
 		if (!ns) {
-			st_json_free(&j);
+			dl_jdoc_free(&j);
 			return -ENOMEM;
 		}
 		io->samples = ns;
@@ -179,9 +168,9 @@ int st_io_sample(const char *mnt, struct st_io *io, int64_t now)
 	}
 	io->samples[io->nsamples++] = (struct st_io_sample){
 	    .t = now,
-	    .bytes = st_json_num(&j, "classes.read.bytes", 0),
-	    .ops = st_json_num(&j, "classes.read.ops", 0),
+	    .bytes = dl_jdoc_num(&j, "classes.read.bytes", 0),
+	    .ops = dl_jdoc_num(&j, "classes.read.ops", 0),
 	};
-	st_json_free(&j);
+	dl_jdoc_free(&j);
 	return 0;
 }

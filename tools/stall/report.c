@@ -50,13 +50,13 @@ static double io_delta(const struct st_io *io, const char *path)
 {
 	if (!io->have_after)
 		return 0;
-	return st_json_num(&io->after, path, 0) -
-	       (io->have_before ? st_json_num(&io->before, path, 0) : 0);
+	return dl_jdoc_num(&io->after, path, 0) -
+	       (io->have_before ? dl_jdoc_num(&io->before, path, 0) : 0);
 }
 
 /* The daemon names a histogram after its unit (latency_us, latency_ns...):
  * take whichever is there. Returns the path prefix and its scale to seconds. */
-static const char *lat_prefix(const struct st_json *j, double *scale)
+static const char *lat_prefix(const struct dl_jdoc *j, double *scale)
 {
 	static const struct {
 		const char *prefix;
@@ -71,7 +71,7 @@ static const char *lat_prefix(const struct st_json *j, double *scale)
 
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		snprintf(p, sizeof(p), "%s.p50", units[i].prefix);
-		if (st_json_get(j, p)) {
+		if (dl_jdoc_get(j, p)) {
 			*scale = units[i].scale;
 			return units[i].prefix;
 		}
@@ -80,7 +80,7 @@ static const char *lat_prefix(const struct st_json *j, double *scale)
 }
 
 /* Seconds, or -1 when the stats have no such percentile. */
-static double io_lat(const struct st_json *j, const char *q)
+static double io_lat(const struct dl_jdoc *j, const char *q)
 {
 	double scale;
 	const char *pre = lat_prefix(j, &scale);
@@ -89,7 +89,7 @@ static double io_lat(const struct st_json *j, const char *q)
 	if (!pre)
 		return -1;
 	snprintf(p, sizeof(p), "%s.%s", pre, q);
-	return st_json_num(j, p, -1 / scale) * scale;
+	return dl_jdoc_num(j, p, -1 / scale) * scale;
 }
 
 /* Latency percentiles are cumulative since the mount (or a stats reset):
@@ -103,7 +103,7 @@ static int io_lat_own(const struct st_io *io)
 	if (!io->have_before || !(pre = lat_prefix(&io->before, &scale)))
 		return 1;
 	snprintf(p, sizeof(p), "%s.count", pre);
-	return st_json_num(&io->before, p, 0) == 0;
+	return dl_jdoc_num(&io->before, p, 0) == 0;
 }
 
 /* One sentence on why there is no GPU timeline, or "" when there is one. */
@@ -141,7 +141,7 @@ static void report_io(FILE *f, const struct st_report_ctx *c, const struct st_ru
 	const struct st_io *io = &r->io;
 	double ops, bytes, secs, hits, misses, hb, mb;
 	char b1[32], b2[32], b3[32], b4[32];
-	const struct st_jv *pol, *prof;
+	const struct dl_jval *pol, *prof;
 
 	if (!c->mount)
 		return;
@@ -170,12 +170,12 @@ static void report_io(FILE *f, const struct st_report_ctx *c, const struct st_ru
 	misses = io_delta(io, "classes.read.cache.misses");
 	hb = io_delta(io, "classes.read.cache.hit_bytes");
 	mb = io_delta(io, "classes.read.cache.miss_bytes");
-	pol = st_json_get(&io->after, "cache.policy");
-	prof = st_json_get(&io->after, "profile");
+	pol = dl_jdoc_get(&io->after, "cache.policy");
+	prof = dl_jdoc_get(&io->after, "profile");
 	fprintf(f,
 		"  storage model       pacer %s%s%s%s%s%s, cache %s: %.0f hits / %.0f misses (%s "
 		"hit, %s miss)\n",
-		st_json_num(&io->after, "enabled", 1) ? "on" : "off",
+		dl_jdoc_num(&io->after, "enabled", 1) ? "on" : "off",
 		io->pacer[0] ? " (read: " : "", io->pacer, io->pacer[0] ? ")" : "",
 		prof && prof->str && *prof->str ? ", profile " : "",
 		prof && prof->str && *prof->str ? prof->str : "", pol && pol->str ? pol->str : "?",
@@ -296,7 +296,7 @@ static void json_io_after(struct dl_jw *w, const struct st_io *io)
 {
 	dl_jw_obj(w, "after");
 	for (size_t i = 0; i < io->after.n; i++) {
-		const struct st_jv *v = &io->after.v[i];
+		const struct dl_jval *v = &io->after.v[i];
 
 		if (!v->str && !strncmp(v->path, "classes.", 8))
 			jnum(w, v->path, v->num);
@@ -304,11 +304,11 @@ static void json_io_after(struct dl_jw *w, const struct st_io *io)
 	dl_jw_end(w);
 	dl_jw_obj(w, "delta");
 	for (size_t i = 0; io->have_before && i < io->after.n; i++) {
-		const struct st_jv *v = &io->after.v[i], *b;
+		const struct dl_jval *v = &io->after.v[i], *b;
 
 		if (v->str)
 			continue;
-		b = st_json_get(&io->before, v->path);
+		b = dl_jdoc_get(&io->before, v->path);
 		if (b && !b->str && b->num != v->num)
 			jnum(w, v->path, v->num - b->num);
 	}

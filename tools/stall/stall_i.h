@@ -9,25 +9,7 @@
 #include <sys/types.h>
 
 #include "dliofs/ctl_client.h"
-
-/* ---- json.c: a document as "a.b.0.c" -> value pairs (numbers, booleans
- * as 0/1, strings; nulls left out), read with dl_json_flatten. ---- */
-struct st_jv {
-	char *path;
-	double num;
-	char *str; /* NULL for numbers and booleans */
-};
-
-struct st_json {
-	struct st_jv *v;
-	size_t n, cap;
-};
-
-int st_json_parse(const char *text, size_t len, struct st_json *out);
-void st_json_free(struct st_json *j);
-const struct st_jv *st_json_get(const struct st_json *j, const char *path);
-/* Number at path, or dflt when missing or not a number. */
-double st_json_num(const struct st_json *j, const char *path, double dflt);
+#include "dliofs/json.h"
 
 /* ---- records.c: what the hook and the CUPTI library wrote ---- */
 struct st_step {
@@ -126,10 +108,7 @@ void st_gpu_summary_free(struct st_gpu_summary *gs);
 size_t st_ival_merge(struct st_ival *v, size_t n);
 
 /* ---- mount.c: the control files stats.json, pacer, cache ---- */
-int st_mount_stats(const char *mnt, struct st_json *out); /* -ENOENT: no stats file */
-/* A command as one transaction; on failure says so on stderr
- * ("dlio-stall: WHAT on MNT failed: WHY", with the daemon's reason). */
-int st_mount_command(const char *mnt, enum dl_ctl_file f, const char *text, const char *what);
+int st_mount_stats(const char *mnt, struct dl_jdoc *out); /* -ENOENT: no stats file */
 /* Emulated cache drop plus the kernel page cache of every file under data
  * (failures are said on stderr, as the commands' are). */
 int st_mount_drop(const char *mnt, const char *data);
@@ -147,7 +126,7 @@ struct st_io_sample {
 struct st_io {
 	int have_before, have_after;
 	char pacer[256]; /* the read model in force, from .dliofs/pacer; "" unknown */
-	struct st_json before, after;
+	struct dl_jdoc before, after;
 	struct st_io_sample *samples;
 	size_t nsamples, capsamples;
 };

@@ -105,6 +105,7 @@ struct pacer_run {
 	uint64_t file, lo, fetched, window, due, last;
 	uint32_t job;
 	int live;
+	int done; /* its reader read to the end of the file: the pass is over */
 };
 struct pacer_runs {
 	struct pacer_run run[PACER_RUN_SLOTS];

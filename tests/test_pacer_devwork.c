@@ -508,6 +508,36 @@ static void test_fuse_pieces(void)
 	dl_pacer_free(p);
 }
 
+/* With no client cache (cache.policy none) a stream's pages serve its own
+ * pass only: a whole-file reader that reads a 110 kB file again at once
+ * pays its IOs again (every epoch pays), while PIL's re-read of a JPEG's
+ * start within its pass stays free (test_pil_pattern). */
+static void test_pass_over_pays_again(void)
+{
+	const char *const kv[] = {"read.iops=1000000", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	uint64_t t = T0;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	for (int pass = 0; pass < 2; pass++)
+		for (uint64_t off = 0; off < 110000; off += 8 * KiB, t += 10 * US)
+			rd_sized(p, 61, off, off + 8 * KiB > 110000 ? 110000 - off : 8 * KiB,
+				 DL_PREQ_BUFFERED, t, 110000);
+	CHECK(stat_num(p, "read", "device_ops") == 4,
+	      "a 110 kB file read twice in 8 KiB calls: 2 IOs a pass, device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	/* Not to its end: going back stays in the pass. */
+	rd_sized(p, 62, 0, 8 * KiB, DL_PREQ_BUFFERED, t, 110000);
+	rd_sized(p, 62, 8 * KiB, 8 * KiB, DL_PREQ_BUFFERED, t + 10 * US, 110000);
+	rd_sized(p, 62, 0, 16 * KiB, DL_PREQ_BUFFERED, t + 20 * US, 110000);
+	CHECK(stat_num(p, "read", "device_ops") == 5,
+	      "a re-read of a file's start within its pass: no IO, device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	dl_pacer_free(p);
+}
+
 /* Pieces merged keep passing an IO throttle one by one: 4 pieces under a
  * continuous bucket of 1000 IO/s, 1 deep, leave it 1 ms apart. */
 static void test_pieces_throttled(void)
@@ -554,5 +584,6 @@ int main(void)
 	test_blksize_live();
 	test_fuse_pieces();
 	test_pieces_throttled();
+	test_pass_over_pays_again();
 	return tap_done("pacer_devwork");
 }

@@ -394,6 +394,15 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 		k->jobs[js].nodev++;
 		k->jobs[js].last_ns = now_ns;
 		pthread_mutex_unlock(&k->lock);
+		/* A close (its flush and release) ends the job's read stream
+		 * of the file: pages kept while it was open are not a cache. */
+		if (r->cls == DL_OP_META && r->file_id) {
+			struct pacer_class *rk = &p->cls[DL_OP_READ];
+
+			pthread_mutex_lock(&rk->lock);
+			pacer_ra_close(&rk->runs, r->file_id, r->job);
+			pthread_mutex_unlock(&rk->lock);
+		}
 		res->due_ns = now_ns;
 		return 0;
 	}

@@ -105,7 +105,6 @@ struct pacer_run {
 	uint64_t file, lo, fetched, window, due, last;
 	uint32_t job;
 	int live;
-	int done; /* its reader read to the end of the file: the pass is over */
 };
 struct pacer_runs {
 	struct pacer_run run[PACER_RUN_SLOTS];
@@ -117,6 +116,9 @@ struct pacer_runs {
  * to pacer_ra_done. */
 int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t size, uint64_t off,
 		  uint64_t len, uint64_t now, uint64_t *fetch, uint64_t *after);
+/* job closed file: its stream is over (the next open reads from the
+ * device again). */
+void pacer_ra_close(struct pacer_runs *t, uint64_t file, uint32_t job);
 void pacer_ra_done(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t due);
 void pacer_runs_clear(struct pacer_runs *t);
 

@@ -187,15 +187,16 @@ static struct pacer_merge *merge_find(struct pacer_dev *d, const struct pacer_io
 		struct pacer_merge *m = &d->merge[i];
 
 		if (m->live && m->file == io->file && m->job == io->job && m->end == io->off &&
-		    t < m->due && m->bytes + len <= PACER_MERGE_MAX)
+		    t < m->due && t <= m->arrived + PACER_MERGE_GAP_NS &&
+		    m->bytes + len <= PACER_MERGE_MAX)
 			return m;
 	}
 	return NULL;
 }
 
 /* A new run for io, in the slot used longest ago. */
-static void merge_start(struct pacer_dev *d, const struct pacer_io *io, uint64_t len, uint64_t due,
-			unsigned lane)
+static void merge_start(struct pacer_dev *d, const struct pacer_io *io, uint64_t t, uint64_t len,
+			uint64_t due, unsigned lane)
 {
 	struct pacer_merge *m = &d->merge[0];
 
@@ -212,14 +213,14 @@ static void merge_start(struct pacer_dev *d, const struct pacer_io *io, uint64_t
 			m = x;
 	}
 	*m = (struct pacer_merge){.file = io->file, .job = io->job, .end = io->off + len,
-				  .due = due, .bytes = len, .used = ++d->merge_clock,
-				  .lane = lane, .live = 1};
+				  .due = due, .arrived = t, .bytes = len,
+				  .used = ++d->merge_clock, .lane = lane, .live = 1};
 }
 
 /* io's bytes after its run's, on the run's channel and data path, from s
  * (when the throttle let them through). */
 static uint64_t merge_serve(struct pacer_dev *d, const struct pacer_rates *rt,
-			    struct pacer_merge *m, uint64_t s, uint64_t len)
+			    struct pacer_merge *m, uint64_t t, uint64_t s, uint64_t len)
 {
 	uint64_t from = s > m->due ? s : m->due, due;
 	double x = (double)from + (double)len * 1e9 / (double)rt->transfer;
@@ -236,6 +237,7 @@ static uint64_t merge_serve(struct pacer_dev *d, const struct pacer_rates *rt,
 	if (rt->lanes && m->lane < DL_PACER_MAX_LANES && d->lane_free[m->lane] == m->due)
 		d->lane_free[m->lane] = due;
 	m->due = due;
+	m->arrived = t;
 	m->end += len;
 	m->bytes += len;
 	m->used = ++d->merge_clock;
@@ -300,7 +302,7 @@ uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt
 	if (run) {
 		*merged = 1;
 		*start = s;
-		return merge_serve(d, rt, run, s, len);
+		return merge_serve(d, rt, run, t, s, len);
 	}
 	s = pacer_slot_wait(d, rt->queue_depth, s, held);
 	/* The fixed cost on the channel, then the bytes on the data path
@@ -333,7 +335,7 @@ uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt
 		pacer_heap_down(d->slots, d->nslots, 0);
 	}
 	if (len)
-		merge_start(d, io, len, due, lane);
+		merge_start(d, io, t, len, due, lane);
 	*start = s;
 	return due;
 }

@@ -150,8 +150,13 @@ struct pacer_bucket {
  * them. */
 #define PACER_MERGE_STREAMS 8
 #define PACER_MERGE_MAX (4ULL << 20) /* a run's bytes at most (max_sectors_kb here) */
+/* A piece arrives at most this long after the run's last one: the kernel
+ * sends one read's pieces together, while the next read comes after the
+ * reply, which the mount may send before its due time (--fuse-overhead and
+ * the copy): that read is a request of its own, as on a device. */
+#define PACER_MERGE_GAP_NS 50000ULL
 struct pacer_merge {
-	uint64_t file, end, due, bytes, used;
+	uint64_t file, end, due, bytes, used, arrived;
 	uint32_t job;
 	unsigned lane;
 	int live;
@@ -207,8 +212,9 @@ uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, u
 			    unsigned *held);
 /* The same for a read io (its file, offset and job; io->file 0: no merging)
  * that may go on a run of its stream: one that starts where a request of
- * its stream still in flight ends (the next piece of one application
- * read) joins that request on the device: it passes the throttle as its
+ * its stream still in flight ends, within PACER_MERGE_GAP_NS of the run's
+ * last piece (the next piece of one application read), joins that request
+ * on the device: it passes the throttle as its
  * own (blk-throttle counts bios), then moves its bytes after the run's on
  * the run's channel and data path without a fixed cost of its own, up to
  * PACER_MERGE_MAX bytes a run. *merged: whether it did. */

@@ -473,6 +473,24 @@ static void test_fuse_pieces(void)
 	CHECK(ok, "a reader with one 1 MiB read in flight pays the fixed cost each time");
 	CHECK(stat_num(p, "read", "device_ops") == 5, "device_ops %g",
 	      stat_num(p, "read", "device_ops"));
+	/* The mount sends a reply before its due time (--fuse-overhead and
+	 * the copy): the next read arrives while the one before is still
+	 * due, long after its pieces came, and is a request of its own. */
+	t += MS;
+	ok = 1;
+	for (int i = 0; i < 4; i++) {
+		r.off = (uint64_t)(8 + i) * mib;
+		dl_pacer_submit(p, &r, t, &res[i]);
+		/* (it waits for the one channel, then its own service) */
+		ok &= res[i].service_ns == fixed + mib;
+		t = res[i].due_ns - 100 * US;
+	}
+	CHECK(ok, "a read arriving 100 us before the one before is due pays its fixed cost");
+	CHECK(stat_num(p, "read", "device_ops") == 9 && stat_num(p, "read", "merged_ops") == 3,
+	      "device_ops %g, merged_ops %g", stat_num(p, "read", "device_ops"),
+	      stat_num(p, "read", "merged_ops"));
+	for (int i = 0; i < 4; i++)
+		dl_pacer_complete(p, &r, &res[i], res[i].due_ns);
 	dl_pacer_free(p);
 
 	/* 8 MiB at once: two runs of 4 MiB. Two files interleaved: each its

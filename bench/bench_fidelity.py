@@ -21,7 +21,11 @@ each job runs on the real device (kernel caches dropped before each run,
 fio and dlio-drive with O_DIRECT) and on a fresh mount of a synthetic
 dataset of the same file sizes with `pacer: {profile: that.yaml}`:
   fio seq 1MiB QD1 / QD8, fio rand 4KiB QD1 / QD8 (QD8 = 8 fio jobs of
-      psync, each with one read in flight): MB/s, IOPS, p50, p99
+      psync, each with one read in flight; each job goes through all the
+      raw files, from a file of its own on, so that nothing is read again
+      at once: a VM host's cache would serve it): MB/s, IOPS, p50, p99
+  (the profiled mounts take --fuse-overhead of this machine's FUSE round
+      trip, measured first on a --no-pacer mount; --fuse-overhead sets it)
   dlio-drive: 40 npz files of 8 MB, batch 4, 0.2 s compute, 2 reader
       threads: MB/s and AU
   an unmodified PyTorch ImageFolder DataLoader (ToTensor, batch 32,
@@ -32,7 +36,8 @@ dataset of the same file sizes with `pacer: {profile: that.yaml}`:
   the knee: the least read_bps for AU >= 90% of the dlio-drive job,
       bisection on the real throttle against `dlio-whatif search
       --vary read.bandwidth` on the profiled mount (5% resolution)
-real and emulated alternate, --runs times (the knee --knee-runs times).
+real and emulated alternate, --runs times; the knee is searched --knee-runs times
+each side (3 by default, 0 with --quick), and its spread printed.
 
 Table: median [min..max] of each side, emulated / real, and the goals:
 throughput, IOPS and items/s within 10%, p50/p99 within 20%, AU within 10%,
@@ -43,7 +48,7 @@ or what-if ratio is outside [LO, HI] (the CI test's loose bounds).
 Usage: bench/bench_fidelity.py [--shapes bytes,iops,both,low,disk,sshfs]
   [--runs 3] [--knee-runs N] [--quick] [--json FILE] [--build DIR]
   [--dir DIR] [--profile-time T] [--runtime S] [--jobs LIST] [--whatif LIST]
-  [--check LO,HI] [--keep]
+  [--check LO,HI] [--keep] [--fuse-overhead TIME|default]
 --quick (CI): shape `ci` (50 MB/s + 1000 IO/s), jobs fio-seq-qd1, loader (600 JPEGs) and the
 what-if points 100, 200, 400 MB/s; profile 12 s; fio 3 s."""
 import argparse
@@ -238,11 +243,12 @@ class Device:
 
 
 class Mount:
-    def __init__(self, build, cfg, mnt, settings=()):
+    def __init__(self, build, cfg, mnt, settings=(), opts=()):
         self.build, self.cfg, self.mnt, self.settings = build, cfg, mnt, list(settings)
+        self.opts = list(opts)
 
     def __enter__(self):
-        sh([os.path.join(self.build, "dliofs"), "mount", self.mnt, self.cfg])
+        sh([os.path.join(self.build, "dliofs"), "mount", self.mnt, self.cfg] + self.opts)
         if self.settings:
             try:
                 sh([os.path.join(self.build, "dliofs"), "set", self.mnt] + self.settings)
@@ -272,13 +278,22 @@ def datasets(quick):
 
 
 def fio(wrap, root, rw, bs, jobs, runtime):
-    """fio, psync, O_DIRECT, `jobs` jobs each on its own file."""
+    """fio, psync, O_DIRECT, `jobs` jobs, each with one read in flight, each
+    going through all the raw files (sequentially one after another, or at
+    random), from a file of its own: no job reads again within its run what
+    it or another job read a moment before (a cache below this VM, its
+    host's, served such re-reads at ~1 GB/s where fresh data came at
+    ~0.6 GB/s: it is not the device)."""
     files = sorted(os.listdir(os.path.join(root, "raw", "train")))
-    args = ["fio", "--name=fid", "--directory=" + os.path.join(root, "raw", "train"),
+    args = ["fio", "--directory=" + os.path.join(root, "raw", "train"),
             "--rw=" + rw, "--bs=" + bs, "--direct=1", "--iomem_align=4096",
-            "--ioengine=psync", "--numjobs=%d" % jobs, "--group_reporting", "--time_based",
+            "--ioengine=psync", "--group_reporting", "--time_based",
             "--runtime=%d" % runtime, "--ramp_time=1", "--randrepeat=0",
-            "--output-format=json", "--filename_format=" + files[0].replace("_0_", "_$jobnum_")]
+            "--file_service_type=" + ("random" if rw == "randread" else "sequential"),
+            "--output-format=json"]
+    for j in range(jobs):
+        k = j % len(files)
+        args += ["--name=fid%d" % j, "--filename=" + ":".join(files[k:] + files[:k])]
     j = json.loads(sh(wrap(args)))["jobs"][0]["read"]
     pct = j["clat_ns"]["percentile"]
     return {"MB/s": j["bw_bytes"] / 1e6, "IOPS": j["iops"], "p50": pct["50.000000"] / 1e3,
@@ -308,6 +323,24 @@ def job_fn(name, args, build, script):
         "drive": lambda w, c, r: drive(build, w, c, r),
         "loader": lambda w, c, r: loader(script, w, r),
     }[name]
+
+
+def fuse_floor(build, top, mnt, quick, runtime):
+    """This machine's FUSE round trip: the p50 of 4 KiB reads at QD1 on a
+    mount without a storage model (--no-pacer: every reply at once), the
+    median of 3 runs, in us. A profiled mount is started with
+    --fuse-overhead of it: a reply is sent that much before its due time,
+    so the job sees the device's time, not the device's plus FUSE's (the
+    profile measured the device through the kernel's own path, which the
+    mount's round trip replaces)."""
+    cfg = os.path.join(top, "floor.yaml")
+    with open(cfg, "w") as f:
+        f.write(datasets(quick))
+    p50 = []
+    with Mount(build, cfg, mnt, opts=["--no-pacer"]):
+        for _ in range(3):
+            p50.append(fio(lambda c: c, mnt, "randread", "4k", 1, runtime)["p50"])
+    return statistics.median(p50)
 
 
 def knee_real(build, dev, cfg, lo, hi, res):
@@ -395,7 +428,7 @@ def bench_shape(args, build, shape, top, script, mnt):
                 drop_caches()
                 r = fn(dev.wrap, gen, dev.root)
                 drop_caches()
-                with Mount(build, cfg, mnt):
+                with Mount(build, cfg, mnt, opts=args.mount_opts):
                     e = fn(lambda c: c, cfg, mnt)
                 record(res, shape, run_i, job, r, e)
             for bw in args.whatif:
@@ -406,7 +439,8 @@ def bench_shape(args, build, shape, top, script, mnt):
                 finally:
                     dev.set_bps(dev.shape["bps"])
                 drop_caches()
-                with Mount(build, cfg, mnt, ["read.bandwidth=%dMB/s" % (bw / 1e6)]):
+                with Mount(build, cfg, mnt, ["read.bandwidth=%dMB/s" % (bw / 1e6)],
+                           opts=args.mount_opts):
                     e = drive(build, lambda c: c, cfg, mnt)
                 job = "what-if %d MB/s" % (bw / 1e6)
                 record(res, shape, run_i, job, r, e)
@@ -421,9 +455,25 @@ def bench_shape(args, build, shape, top, script, mnt):
             res.setdefault(("knee AU>=90%", "knee"), ([], []))
             res[("knee AU>=90%", "knee")][0].append(kr / 1e6 if kr else None)
             res[("knee AU>=90%", "knee")][1].append(ke / 1e6 if ke else None)
+        if args.knee_runs:
+            print("[%s] knee over %d searches each side: real %s | emulated %s"
+                  % (shape, args.knee_runs,
+                     knee_spread(res[("knee AU>=90%", "knee")][0]),
+                     knee_spread(res[("knee AU>=90%", "knee")][1])), flush=True)
     finally:
         dev.close()
     return res
+
+
+def knee_spread(v):
+    """The knees one side found: each, and their spread ((max - min) /
+    median), or which searches found none."""
+    found = [x for x in v if x is not None]
+    each = " ".join("%.0f" % x if x is not None else "none" for x in v)
+    if len(found) < len(v) or not found:
+        return "%s MB/s (%d of %d searches found none)" % (each, len(v) - len(found), len(v))
+    return "%s MB/s, median %.0f, spread %.0f%%" % (each, statistics.median(found),
+                                                   spread(found) * 100)
 
 
 def fmt(v, metric):
@@ -518,6 +568,9 @@ def main():
     ap.add_argument("--runtime", type=int, default=None, help="seconds per fio run")
     ap.add_argument("--jobs", default=None)
     ap.add_argument("--whatif", default=None, help="MB/s values, e.g. 100,200,400")
+    ap.add_argument("--fuse-overhead", default=None, help="the profiled mounts' "
+                    "--fuse-overhead (default: this machine's FUSE round trip, measured; "
+                    "`default`: the mount's own default)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--check", default=None, help="LO,HI")
     ap.add_argument("--json")
@@ -531,7 +584,9 @@ def main():
     args.whatif = [float(x) * 1e6 for x in
                    (args.whatif if args.whatif is not None else ("100,200,400" if q else ""))
                    .split(",") if x]
-    args.knee_runs = args.knee_runs if args.knee_runs is not None else (0 if q else 1)
+    # Three searches a side: one knee is one noisy bisection, and the
+    # goal compares the emulated spread with the real one.
+    args.knee_runs = args.knee_runs if args.knee_runs is not None else (0 if q else 3)
     args.knee_lo, args.knee_hi = (float(x) * 1e6 for x in args.knee_range.split(","))
     args.profile_time = args.profile_time or ("12s" if q else "30s")
     args.runtime = args.runtime or (3 if q else 4)
@@ -554,14 +609,22 @@ def main():
     script = os.path.join(top, "loader.py")
     with open(script, "w") as f:
         f.write(LOADER)
-    print("fio QD8 = 8 jobs (psync, O_DIRECT), each one read in flight on its own file; "
-          "%d runs of %d s; profile --time %s; knee %d run(s) in %s MB/s at 5%%"
+    print("fio QD8 = 8 jobs (psync, O_DIRECT), each one read in flight, each through all the "
+          "raw files from its own on; %d runs of %d s; profile --time %s; knee %d run(s) in %s MB/s at 5%%"
           % (args.runs, args.runtime, args.profile_time, args.knee_runs, args.knee_range),
           flush=True)
     allres = {}
     args.cgroups = []
     t0 = time.time()
     try:
+        args.mount_opts = []
+        if args.fuse_overhead is None:
+            floor = fuse_floor(build, top, mnt, args.quick, args.runtime)
+            print("FUSE round trip (4 KiB QD1 p50 on a --no-pacer mount): %.1f us: profiled "
+                  "mounts take --fuse-overhead %dus" % (floor, round(floor)), flush=True)
+            args.fuse_overhead = "%dus" % round(floor)
+        if args.fuse_overhead != "default":
+            args.mount_opts = ["--fuse-overhead", args.fuse_overhead]
         for s in args.shapes:
             d = os.path.join(top, s)
             os.makedirs(d)

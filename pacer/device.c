@@ -176,20 +176,103 @@ uint64_t pacer_stall(uint64_t stall_every, uint64_t stall_ns, uint64_t key, uint
 	return (uint64_t)(-(double)stall_ns * log(1.0 - u) + 0.5);
 }
 
+/* The run io goes on: a live one of its stream ending where it starts,
+ * still in flight at t, with room for len more bytes; NULL: none. */
+static struct pacer_merge *merge_find(struct pacer_dev *d, const struct pacer_io *io, uint64_t t,
+				      uint64_t len)
+{
+	if (!io || !io->file)
+		return NULL;
+	for (unsigned i = 0; i < PACER_MERGE_STREAMS; i++) {
+		struct pacer_merge *m = &d->merge[i];
+
+		if (m->live && m->file == io->file && m->job == io->job && m->end == io->off &&
+		    t < m->due && t <= m->arrived + PACER_MERGE_GAP_NS &&
+		    m->bytes + len <= PACER_MERGE_MAX)
+			return m;
+	}
+	return NULL;
+}
+
+/* A new run for io, in the slot used longest ago. */
+static void merge_start(struct pacer_dev *d, const struct pacer_io *io, uint64_t t, uint64_t len,
+			uint64_t due, unsigned lane)
+{
+	struct pacer_merge *m = &d->merge[0];
+
+	if (!io || !io->file)
+		return;
+	for (unsigned i = 0; i < PACER_MERGE_STREAMS; i++) {
+		struct pacer_merge *x = &d->merge[i];
+
+		if (x->live && x->file == io->file && x->job == io->job) {
+			m = x;
+			break;
+		}
+		if (!x->live || x->used < m->used)
+			m = x;
+	}
+	*m = (struct pacer_merge){.file = io->file, .job = io->job, .end = io->off + len,
+				  .due = due, .arrived = t, .bytes = len,
+				  .used = ++d->merge_clock, .lane = lane, .live = 1};
+}
+
+/* io's bytes after its run's, on the run's channel and data path, from s
+ * (when the throttle let them through). */
+static uint64_t merge_serve(struct pacer_dev *d, const struct pacer_rates *rt,
+			    struct pacer_merge *m, uint64_t t, uint64_t s, uint64_t len)
+{
+	uint64_t from = s > m->due ? s : m->due, due;
+	double x = (double)from + (double)len * 1e9 / (double)rt->transfer;
+
+	due = x >= 1.8e19 ? UINT64_MAX : (uint64_t)(x + 0.5);
+	/* The run holds its channel until its last byte. */
+	if (rt->queue_depth && d->nslots)
+		for (uint32_t i = 0; i < d->nslots; i++)
+			if (d->slots[i] == m->due) {
+				d->slots[i] = due;
+				pacer_heap_down(d->slots, d->nslots, i);
+				break;
+			}
+	if (rt->lanes && m->lane < DL_PACER_MAX_LANES && d->lane_free[m->lane] == m->due)
+		d->lane_free[m->lane] = due;
+	m->due = due;
+	m->arrived = t;
+	m->end += len;
+	m->bytes += len;
+	m->used = ++d->merge_clock;
+	return due;
+}
+
 uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
 			    uint64_t lat, double z, uint64_t stall, uint64_t len, uint64_t *start,
 			    unsigned *held)
 {
+	int merged;
+
+	return pacer_device_model_io(d, rt, t, lat, z, stall, len, NULL, start, held, &merged);
+}
+
+uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
+			       uint64_t lat, double z, uint64_t stall, uint64_t len,
+			       const struct pacer_io *io, uint64_t *start, unsigned *held,
+			       int *merged)
+{
 	uint64_t s = t, w, bdepth = 0, idepth = 0, due;
+	struct pacer_merge *run;
+	unsigned lane = 0;
 	double svc;
 
 	*held = 0;
+	*merged = 0;
 	if (d->restart) {
 		/* A new throttle setting starts with its allowance. */
 		d->restart = 0;
 		d->bytes.primed = 0;
 		d->ios.primed = 0;
+		memset(d->merge, 0, sizeof(d->merge));
 	}
+	run = len ? merge_find(d, io, t, len) : NULL;
 	if (d->thr_last > s)
 		s = d->thr_last;
 	if (rt->bandwidth && len) {
@@ -213,6 +296,14 @@ uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, u
 	if (idepth)
 		pacer_bucket_take(&d->ios, rt->iops, idepth, rt->refill_ns, 1, s);
 	d->thr_last = s;
+	/* Held by the throttle until its run is done: a request of its own. */
+	if (run && s >= run->due)
+		run = NULL;
+	if (run) {
+		*merged = 1;
+		*start = s;
+		return merge_serve(d, rt, run, t, s, len);
+	}
 	s = pacer_slot_wait(d, rt->queue_depth, s, held);
 	/* The fixed cost on the channel, then the bytes on the data path
 	 * that frees first (all of them at once without a lane limit). */
@@ -237,11 +328,14 @@ uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, u
 		due = x >= 1.8e19 ? UINT64_MAX : (uint64_t)(x + 0.5);
 		if (nl)
 			d->lane_free[l] = due;
+		lane = l;
 	}
 	if (rt->queue_depth && d->nslots) {
 		d->slots[0] = due;
 		pacer_heap_down(d->slots, d->nslots, 0);
 	}
+	if (len)
+		merge_start(d, io, t, len, due, lane);
 	*start = s;
 	return due;
 }

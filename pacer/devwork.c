@@ -21,9 +21,12 @@
  *   8 KiB calls costs a 110 kB file two IOs, 32 KiB then the rest, and PIL's
  *   header pass then second pass over a JPEG three, as on ext4). A stream
  *   keeps only the last PACER_RUN_KEEP bytes it fetched, and is forgotten
- *   PACER_RUN_WINDOW_NS after its last read (its pages stand
- *   for a page cache that keeps a file while it is read, not across
- *   epochs), and is a job's own: another job reading the same file pays
+ *   PACER_RUN_WINDOW_NS after its last read or when its job closes the
+ *   file (its pages stand for the pages a kernel keeps while a file is
+ *   open and read, which serve PIL's second pass over a JPEG; not a cache
+ *   of data across opens or epochs: with no client cache, a file opened
+ *   and read again pays its IOs again, as on a device whose page cache is
+ *   far smaller than the data set), and is a job's own: another job reading the same file pays
  *   its own IOs, as the cache policy says no cache is shared; the table
  *   holds the most recent PACER_RUN_SLOTS streams.
  * - the inode cache: once a file's inode is read, its stat, open and lookup
@@ -161,6 +164,13 @@ void pacer_ra_done(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t d
 				t->run[i].due = due;
 			return;
 		}
+}
+
+void pacer_ra_close(struct pacer_runs *t, uint64_t file, uint32_t job)
+{
+	for (unsigned i = 0; i < PACER_RUN_SLOTS; i++)
+		if (t->run[i].live && t->run[i].file == file && t->run[i].job == job)
+			t->run[i].live = 0;
 }
 
 void pacer_runs_clear(struct pacer_runs *t) { memset(t, 0, sizeof(*t)); }

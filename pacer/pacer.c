@@ -291,13 +291,15 @@ static void count_cache(struct pacer_cls_stats *st, struct pacer_job_cls *jc, ui
  * the device model when the class has one, else the plain model. */
 static uint64_t serve(struct pacer_class *k, const struct dl_dev_model *m, struct pacer_dev *d,
 		      const struct pacer_rates *rt, uint64_t i, uint64_t t, uint64_t lat,
-		      uint64_t len, uint64_t *start, unsigned *held)
+		      uint64_t len, const struct pacer_io *io, uint64_t *start, unsigned *held,
+		      int *merged)
 {
+	*merged = 0;
 	if (!rt->transfer)
 		return pacer_device(d, rt, t, lat, len, start, held);
-	return pacer_device_model(d, rt, t, lat, pacer_noise(m->noise_ppm, k->noise_key, i),
-				  pacer_stall(m->stall_every, m->stall_ns, k->stall_key, i), len,
-				  start, held);
+	return pacer_device_model_io(d, rt, t, lat, pacer_noise(m->noise_ppm, k->noise_key, i),
+				     pacer_stall(m->stall_every, m->stall_ns, k->stall_key, i), len,
+				     io, start, held, merged);
 }
 
 /* The miss bytes of request r (class lock held): from the client's inode
@@ -317,6 +319,13 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 	struct pacer_rates rt;
 	struct pacer_dev *d;
 	unsigned held;
+	int merged;
+	/* An unbuffered read served whole by the device may go on its
+	 * stream's run (device.c: FUSE's pieces of one read). */
+	struct pacer_io io = {
+	    .file = r->cls == DL_OP_READ && !buffered && miss == r->len ? r->file_id : 0,
+	    .off = r->off,
+	    .job = r->job};
 
 	*busy = 0;
 	if (r->cls == DL_OP_META && m->cached_latency.kind != DL_LAT_NONE &&
@@ -339,14 +348,18 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 	*busy = 1;
 	if (m->conc.n && k->busy > 1)
 		lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
-	due = serve(k, m, d, &rt, i, now, lat, miss, start, &held);
+	due = serve(k, m, d, &rt, i, now, lat, miss, &io, start, &held, &merged);
 	pacer_share_account(&k->jobs[js], held);
 	if (buffered)
 		pacer_ra_done(&k->runs, r->file_id, r->job, due);
 	/* Its first part came with the window before. */
 	if (due < after)
 		due = after;
-	k->st.dev_ops++;
+	/* A piece that went on its run is no IO of its own. */
+	if (merged)
+		k->st.merged++;
+	else
+		k->st.dev_ops++;
 	return due;
 }
 
@@ -381,6 +394,15 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 		k->jobs[js].nodev++;
 		k->jobs[js].last_ns = now_ns;
 		pthread_mutex_unlock(&k->lock);
+		/* A close (its flush and release) ends the job's read stream
+		 * of the file: pages kept while it was open are not a cache. */
+		if (r->cls == DL_OP_META && r->file_id) {
+			struct pacer_class *rk = &p->cls[DL_OP_READ];
+
+			pthread_mutex_lock(&rk->lock);
+			pacer_ra_close(&rk->runs, r->file_id, r->job);
+			pthread_mutex_unlock(&rk->lock);
+		}
 		res->due_ns = now_ns;
 		return 0;
 	}
@@ -493,8 +515,10 @@ int dl_pacer_retime(struct dl_pacer *p, const struct dl_pacer_req *r,
 		/* Its latency runs from its arrival, not from the change. */
 		ready = sat_add(arrival, lat);
 		d = device_for(p, k, m, res->slot, now_ns, res->miss_bytes, 0, &rt);
+		int merged;
+
 		due = serve(k, m, d, &rt, k->draws - 1, now_ns, ready > now_ns ? ready - now_ns : 0,
-			    res->miss_bytes, &start, &held);
+			    res->miss_bytes, NULL, &start, &held, &merged);
 	}
 	if (due < res->due_ns) {
 		if (due < arrival)

@@ -116,6 +116,9 @@ struct pacer_runs {
  * to pacer_ra_done. */
 int pacer_ra_read(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t size, uint64_t off,
 		  uint64_t len, uint64_t now, uint64_t *fetch, uint64_t *after);
+/* job closed file: its stream is over (the next open reads from the
+ * device again). */
+void pacer_ra_close(struct pacer_runs *t, uint64_t file, uint32_t job);
 void pacer_ra_done(struct pacer_runs *t, uint64_t file, uint32_t job, uint64_t due);
 void pacer_runs_clear(struct pacer_runs *t);
 
@@ -141,6 +144,30 @@ struct pacer_bucket {
 
 /* Queue slots, IOPS spacing and the token bucket of one device: the class's
  * own (fcfs), or one job's share of it (fair). Under the class lock. */
+/* A run of back-to-back contiguous reads of one stream (device.c): the
+ * pieces the FUSE module cuts one application read into (1 MiB each), in
+ * flight together, are one request to a device, as a block layer merges
+ * them. */
+#define PACER_MERGE_STREAMS 8
+#define PACER_MERGE_MAX (4ULL << 20) /* a run's bytes at most (max_sectors_kb here) */
+/* A piece arrives at most this long after the run's last one: the kernel
+ * sends one read's pieces together, while the next read comes after the
+ * reply, which the mount may send before its due time (--fuse-overhead and
+ * the copy): that read is a request of its own, as on a device. */
+#define PACER_MERGE_GAP_NS 50000ULL
+struct pacer_merge {
+	uint64_t file, end, due, bytes, used, arrived;
+	uint32_t job;
+	unsigned lane;
+	int live;
+};
+
+/* Which request a device model sees (for merging): 0 file: none. */
+struct pacer_io {
+	uint64_t file, off;
+	uint32_t job;
+};
+
 struct pacer_dev {
 	uint64_t *slots; /* min-heap of due times, nslots <= slots_cap */
 	uint32_t nslots, slots_cap;
@@ -152,6 +179,8 @@ struct pacer_dev {
 	struct pacer_bucket bytes, ios;
 	uint64_t thr_last;
 	uint64_t lane_free[DL_PACER_MAX_LANES]; /* when each data path is free */
+	struct pacer_merge merge[PACER_MERGE_STREAMS];
+	uint64_t merge_clock; /* orders merge[] by use */
 };
 
 /* The limits a request meets (0: unlimited). */
@@ -181,6 +210,18 @@ uint64_t pacer_slot_wait(struct pacer_dev *d, uint32_t depth, uint64_t s, unsign
 uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
 			    uint64_t lat, double z, uint64_t stall, uint64_t len, uint64_t *start,
 			    unsigned *held);
+/* The same for a read io (its file, offset and job; io->file 0: no merging)
+ * that may go on a run of its stream: one that starts where a request of
+ * its stream still in flight ends, within PACER_MERGE_GAP_NS of the run's
+ * last piece (the next piece of one application read), joins that request
+ * on the device: it passes the throttle as its
+ * own (blk-throttle counts bios), then moves its bytes after the run's on
+ * the run's channel and data path without a fixed cost of its own, up to
+ * PACER_MERGE_MAX bytes a run. *merged: whether it did. */
+uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
+			       uint64_t lat, double z, uint64_t stall, uint64_t len,
+			       const struct pacer_io *io, uint64_t *start, unsigned *held,
+			       int *merged);
 /* The stall of draw i: 0, or with probability 1 / stall_every an
  * exponential time of mean stall_ns (interference on a shared device). */
 uint64_t pacer_stall(uint64_t stall_every, uint64_t stall_ns, uint64_t key, uint64_t i);
@@ -200,7 +241,8 @@ struct pacer_cls_stats {
 	uint64_t ops, bytes;
 	uint64_t nodev;					  /* answered without the device */
 	uint64_t dev_ops;	/* IOs the device did: ops less those merged into a run */
-	uint64_t merged;	/* reads inside what readahead fetched (no IO of their own) */
+	uint64_t merged;	/* reads with no IO of their own: inside what readahead
+				 * fetched, or the next piece of a run (device.c) */
 	uint64_t cached;	/* metadata ops answered from the inode cache */
 	uint64_t in_flight, in_flight_max;
 	uint64_t completed, early;			  /* early: replied before due */

@@ -423,6 +423,180 @@ static void test_blksize_live(void)
 	dl_pacer_free(p);
 }
 
+/* An application read of 4 MiB reaches the mount as 1 MiB pieces (FUSE's
+ * largest request, max_pages 256), sent together: one request to a device,
+ * as a block layer merges them (this VM's disk takes 4 MiB requests,
+ * max_sectors_kb 4096), so the fixed cost is paid once, not four times;
+ * each piece still passes the throttle (blk-throttle counts bios). A
+ * reader with one request in flight pays it every time; a run stops at
+ * 4 MiB; two streams interleaved each keep their run. */
+static void test_fuse_pieces(void)
+{
+	const char *const kv[] = {"read.transfer=1GB/s", "read.latency=100us",
+				  "read.queue_depth=1", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_req r = {.cls = DL_OP_READ, .file_id = 7, .len = 1 << 20};
+	struct dl_pacer_result res[8];
+	const uint64_t mib = 1 << 20, fixed = 100 * US;
+	uint64_t t;
+	int ok = 1;
+
+	CHECK(p != NULL, "a device model pacer");
+	if (!p)
+		return;
+	for (int i = 0; i < 4; i++) {
+		r.off = (uint64_t)i * mib;
+		dl_pacer_submit(p, &r, T0 + (uint64_t)i * 2 * US, &res[i]);
+	}
+	CHECK(res[3].due_ns == T0 + fixed + 4 * mib,
+	      "4 pieces of one read in flight: one fixed cost, then 4 MiB at 1 GB/s: %.3f ms "
+	      "(4 fixed costs: %.3f)", (double)(res[3].due_ns - T0) / 1e6,
+	      (double)(4 * (fixed + mib)) / 1e6);
+	for (int i = 1; i < 4; i++)
+		ok &= res[i].due_ns == res[i - 1].due_ns + mib;
+	CHECK(ok, "each piece is due when its bytes have moved after the one before");
+	CHECK(stat_num(p, "read", "device_ops") == 1 && stat_num(p, "read", "merged_ops") == 3,
+	      "one IO, 3 pieces merged: device_ops %g, merged_ops %g",
+	      stat_num(p, "read", "device_ops"), stat_num(p, "read", "merged_ops"));
+	for (int i = 0; i < 4; i++)
+		dl_pacer_complete(p, &r, &res[i], res[i].due_ns);
+	/* One request in flight at a time: each its own IO. */
+	t = res[3].due_ns + MS;
+	ok = 1;
+	for (int i = 4; i < 8; i++) {
+		r.off = (uint64_t)i * mib;
+		dl_pacer_submit(p, &r, t, &res[i]);
+		ok &= res[i].due_ns - t == fixed + mib;
+		dl_pacer_complete(p, &r, &res[i], res[i].due_ns);
+		t = res[i].due_ns;
+	}
+	CHECK(ok, "a reader with one 1 MiB read in flight pays the fixed cost each time");
+	CHECK(stat_num(p, "read", "device_ops") == 5, "device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	/* The mount sends a reply before its due time (--fuse-overhead and
+	 * the copy): the next read arrives while the one before is still
+	 * due, long after its pieces came, and is a request of its own. */
+	t += MS;
+	ok = 1;
+	for (int i = 0; i < 4; i++) {
+		r.off = (uint64_t)(8 + i) * mib;
+		dl_pacer_submit(p, &r, t, &res[i]);
+		/* (it waits for the one channel, then its own service) */
+		ok &= res[i].service_ns == fixed + mib;
+		t = res[i].due_ns - 100 * US;
+	}
+	CHECK(ok, "a read arriving 100 us before the one before is due pays its fixed cost");
+	CHECK(stat_num(p, "read", "device_ops") == 9 && stat_num(p, "read", "merged_ops") == 3,
+	      "device_ops %g, merged_ops %g", stat_num(p, "read", "device_ops"),
+	      stat_num(p, "read", "merged_ops"));
+	for (int i = 0; i < 4; i++)
+		dl_pacer_complete(p, &r, &res[i], res[i].due_ns);
+	dl_pacer_free(p);
+
+	/* 8 MiB at once: two runs of 4 MiB. Two files interleaved: each its
+	 * own run. */
+	p = test_pacer(kv, T0, 1);
+	CHECK(p != NULL, "a device model pacer");
+	if (!p)
+		return;
+	for (int i = 0; i < 8; i++) {
+		r.off = (uint64_t)i * mib;
+		dl_pacer_submit(p, &r, T0, &res[i]);
+	}
+	CHECK(res[7].due_ns == T0 + 2 * fixed + 8 * mib && stat_num(p, "read", "device_ops") == 2,
+	      "8 MiB in flight: two runs of 4 MiB, two fixed costs: %.3f ms, device_ops %g",
+	      (double)(res[7].due_ns - T0) / 1e6, stat_num(p, "read", "device_ops"));
+	for (int i = 0; i < 8; i++)
+		dl_pacer_complete(p, &r, &res[i], res[i].due_ns);
+	dl_pacer_free(p);
+	p = test_pacer(kv, T0, 1);
+	CHECK(p != NULL, "a device model pacer");
+	if (!p)
+		return;
+	for (int i = 0; i < 4; i++) {
+		r.file_id = 10 + (uint64_t)(i % 2);
+		r.off = (uint64_t)(i / 2) * mib;
+		dl_pacer_submit(p, &r, T0, &res[i]);
+	}
+	CHECK(stat_num(p, "read", "device_ops") == 2 && stat_num(p, "read", "merged_ops") == 2,
+	      "two files' pieces interleaved: one run each: device_ops %g, merged_ops %g",
+	      stat_num(p, "read", "device_ops"), stat_num(p, "read", "merged_ops"));
+	for (int i = 0; i < 4; i++)
+		dl_pacer_complete(p, &r, &res[i], res[i].due_ns);
+	dl_pacer_free(p);
+}
+
+/* With no client cache (cache.policy none) a stream's pages serve the open
+ * file only: a whole-file reader that closes a 110 kB file and reads it
+ * again at once pays its IOs again (every epoch pays); without the close,
+ * a second pass (PIL's over a JPEG whose header pass read it to its end)
+ * is free, as in a kernel's page cache. */
+static void test_close_ends_stream(void)
+{
+	const char *const kv[] = {"read.iops=1000000", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_req close = {.cls = DL_OP_META, .file_id = 61, .flags = DL_PREQ_NODEV};
+	struct dl_pacer_result res;
+	uint64_t t = T0;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	for (int pass = 0; pass < 3; pass++) {
+		for (uint64_t off = 0; off < 110000; off += 8 * KiB, t += 10 * US)
+			rd_sized(p, 61, off, off + 8 * KiB > 110000 ? 110000 - off : 8 * KiB,
+				 DL_PREQ_BUFFERED, t, 110000);
+		if (pass == 1) {
+			dl_pacer_submit(p, &close, t, &res);
+			dl_pacer_complete(p, &close, &res, res.due_ns);
+		}
+	}
+	CHECK(stat_num(p, "read", "device_ops") == 4,
+	      "a 110 kB file read twice, closed, read again: 2 IOs, none, 2 (device_ops %g)",
+	      stat_num(p, "read", "device_ops"));
+	/* Another job's close, or another file's, ends nothing of this one. */
+	close.job = 9;
+	dl_pacer_submit(p, &close, t, &res);
+	close.job = 0;
+	close.file_id = 62;
+	dl_pacer_submit(p, &close, t, &res);
+	rd_sized(p, 61, 0, 8 * KiB, DL_PREQ_BUFFERED, t + 10 * US, 110000);
+	CHECK(stat_num(p, "read", "device_ops") == 4, "others' closes: device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	dl_pacer_free(p);
+}
+
+/* Pieces merged keep passing an IO throttle one by one: 4 pieces under a
+ * continuous bucket of 1000 IO/s, 1 deep, leave it 1 ms apart. */
+static void test_pieces_throttled(void)
+{
+	const char *const kv[] = {"read.transfer=1GB/s", "read.latency=100us",
+				  "read.queue_depth=1", "read.iops=1000", "read.iops_burst=1",
+				  NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_req r = {.cls = DL_OP_READ, .file_id = 7, .len = 64 * KiB};
+	struct dl_pacer_result res[4];
+	int ok = 1;
+
+	CHECK(p != NULL, "a device model pacer");
+	if (!p)
+		return;
+	for (int i = 0; i < 4; i++) {
+		r.off = (uint64_t)i * 64 * KiB;
+		dl_pacer_submit(p, &r, T0, &res[i]);
+		ok &= res[i].queue_ns == (uint64_t)i * MS;
+	}
+	CHECK(ok, "each piece waits for its own IO token: %.3f %.3f %.3f ms",
+	      (double)res[1].queue_ns / 1e6, (double)res[2].queue_ns / 1e6,
+	      (double)res[3].queue_ns / 1e6);
+	/* 1 ms apart, each done long before the next: no run goes on. */
+	CHECK(stat_num(p, "read", "device_ops") == 4, "device_ops %g",
+	      stat_num(p, "read", "device_ops"));
+	for (int i = 0; i < 4; i++)
+		dl_pacer_complete(p, &r, &res[i], res[i].due_ns);
+	dl_pacer_free(p);
+}
+
 int main(void)
 {
 	test_eof();
@@ -436,5 +610,8 @@ int main(void)
 	test_inode_cache();
 	test_cached_latency_keys();
 	test_blksize_live();
+	test_fuse_pieces();
+	test_pieces_throttled();
+	test_close_ends_stream();
 	return tap_done("pacer_devwork");
 }

@@ -112,7 +112,9 @@ class Profile(unittest.TestCase):
         reqs = re.findall(r"^    - \{op: (\w+), .*\}$", text, re.M)
         self.assertGreaterEqual(len(reqs), 6 + 4, text)
         for ln in re.findall(r"^    - \{op: .*\}$", text, re.M):
-            if "error:" in ln:
+            # A failed point, or one a cache served (faster than the
+            # device can be), has no model figures.
+            if "error:" in ln or "left_out: too_fast" in ln:
                 continue
             self.assertRegex(ln, r"time: [\d.]+s, requests: \d+, MBps: [\d.]+, ")
             self.assertRegex(ln, r", model: \{MBps: [\d.]+, iops: \d+, p50: [\d.]+[mu]?s, "
@@ -184,6 +186,41 @@ class Profile(unittest.TestCase):
         r = profile("--check", bad)
         self.assertEqual(r.returncode, 1)
         self.assertIn("no measured point", r.stderr)
+
+    def test_check_leaves_out_a_cache_point(self):
+        # A point the profile marked as a cache's (one client faster than
+        # more clients got) is said and not counted by --check.
+        with open(self.out) as f:
+            text = f.read()
+        lines = re.findall(r"^    - \{op: read, size: 1MiB, clients: 1, .*$", text, re.M)
+        self.assertEqual(len(lines), 1, text)
+        cut = re.sub(r", model: \{.*\}\}$", "}", lines[0]).replace("}", ", left_out: too_fast}")
+        edited = os.path.join(os.path.dirname(self.out), "edited.yaml")
+        with open(edited, "w") as f:
+            f.write(text.replace(lines[0], cut))
+        self.addCleanup(os.unlink, edited)
+        a, b = profile("--check", self.out), profile("--check", edited)
+        self.assertEqual(b.returncode, 0, b.stderr)
+        self.assertRegex(b.stdout, r"read  1MiB +1 +\| +[\d.]+ MB/s: left out \(faster than the "
+                                   r"device: a cache's\)")
+        n = [int(re.search(r"of (\d+) points within the goals", r.stdout).group(1)) for r in (a, b)]
+        self.assertEqual(n[1], n[0] - 1, b.stdout)
+
+    def test_points_read_on(self):
+        # Each sequential point starts where the one before stopped, and a
+        # point that read bytes read before in the run says so: the first
+        # one never (nothing was read before it), and once the points have
+        # read the 64 MiB probe twice over, some point must.
+        with open(self.out) as f:
+            text = f.read()
+        self.assertIn("each point on from where the one before stopped", text)
+        seq = re.findall(r"^    - \{op: read, size: (\w+), clients: (\d+), pattern: sequential, "
+                         r"time: ([\d.]+)s, requests: \d+, MBps: ([\d.]+),(.*)$", text, re.M)
+        self.assertGreaterEqual(len(seq), 4, text)
+        self.assertNotIn("reread: earlier", seq[0][4], seq[0])
+        read = sum(float(t) * float(mb) for _, _, t, mb, _ in seq)
+        if read > 2 * 67.1:
+            self.assertTrue(any("reread: " in x[4] for x in seq), (read, seq))
 
     def test_whatif_changes_one_part(self):
         # read.bandwidth on a fitted device is its byte bucket: the

@@ -508,6 +508,10 @@ static int measure(struct prof_result *r, const struct prof_set *s, int write, u
 	struct plan_row rows[16];
 	unsigned n = plan(write, o->max_clients, rows);
 	char what[160], size[32];
+	/* Where the next sequential point starts, and what the points so far
+	 * went through: each point reads on from where the one before
+	 * stopped, so that nothing is read twice until the set is used up. */
+	uint64_t cursor = 0, used = 0;
 
 	for (unsigned i = 0; i < n && !stop_flag && r->npt < PROF_MAX_POINTS; i++) {
 		struct prof_point *p = &r->pt[r->npt++];
@@ -518,11 +522,19 @@ static int measure(struct prof_result *r, const struct prof_set *s, int write, u
 		p->threads = rows[i].threads;
 		p->pat = rows[i].pat;
 		p->time_ns = share / n > 50000000ULL ? share / n : 50000000ULL;
+		p->start = cursor;
 		prof_size_name(p->size, size, sizeof(size));
 		snprintf(what, sizeof(what), "%s %s x%u %s ...", write ? "write" : "read", size,
 			 p->threads, p->pat == PROF_RANDOM ? "random" : "sequential");
 		progress(o, t0, what, 0);
 		prof_run(s, p, &stop_flag);
+		if (p->pat == PROF_SEQ) {
+			uint64_t span = p->advance * (p->threads ? p->threads : 1);
+
+			p->stale = used + span > s->total;
+			used += span;
+			cursor = (cursor + p->advance) % s->total;
+		}
 		if (p->ops)
 			snprintf(what, sizeof(what), "%s %s x%u %s: %.1f MB/s, %.0f IOPS",
 				 write ? "write" : "read", size, p->threads,

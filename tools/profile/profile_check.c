@@ -122,6 +122,12 @@ int prof_check(const char *path, FILE *o)
 			continue;
 		if (parse_point(ln, &q))
 			continue;
+		if (strstr(ln, "left_out: too_fast")) {
+			fprintf(o, "  %-5s %-7s %-7u | %9.1f MB/s: left out (faster than the device: "
+				   "a cache's)\n",
+				q.write ? "write" : "read", q.size_s, q.clients, q.mb_s);
+			continue;
+		}
 		memset(&s, 0, sizeof(s));
 		s.size = q.size;
 		s.clients = q.clients;

@@ -48,8 +48,17 @@ struct prof_point {
 	unsigned threads;
 	enum prof_pattern pat;
 	uint64_t time_ns;
+	/* Where in the set (its bytes end to end) the sequential regions
+	 * start: measure() moves it on past what the points before read, so
+	 * that no point reads what one just read (a cache below this machine,
+	 * a VM host's, would serve it; this machine's is bypassed). */
+	uint64_t start;
 	/* results */
 	uint64_t ops, bytes, elapsed_ns;
+	uint64_t advance; /* sequential: the most one client went through its region */
+	int wrapped;	  /* sequential: a client came round to what it had read */
+	int stale;	  /* it read bytes an earlier point had read (measure()) */
+	int too_fast;	  /* faster than the device can be: left out of the fit */
 	uint64_t *lat; /* per-request latencies (ns), sorted; owned */
 	size_t nlat;
 	int err; /* errno of the first failed request, 0: none */

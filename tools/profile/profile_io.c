@@ -40,7 +40,11 @@ struct worker {
 	uint64_t ops, bytes, last_done;
 	uint64_t all_ops, all_bytes, all_done; /* warm-up included */
 	int err;
-	uint64_t lo, hi, pos; /* sequential: this thread's region of the set */
+	/* sequential: this thread's region of the set, in positions that
+	 * go on past its end (a position's byte is at pos % total). */
+	uint64_t lo, hi, pos;
+	uint64_t advance; /* how far pos went, its wraps included */
+	int wrapped;
 	unsigned depth;	      /* AIO: requests kept in flight (one region each) */
 };
 
@@ -82,12 +86,17 @@ static int next_req(struct worker *w, unsigned *fi, uint64_t *off)
 	}
 	for (int tries = 0; tries < 2 * (int)s->n + 2; tries++) {
 		unsigned i;
-		uint64_t in;
+		uint64_t in, at, end;
 
-		if (w->pos + size > w->hi)
+		if (w->pos + size > w->hi) {
+			/* Round again: what it reads now it has read. */
+			w->advance += w->pos - w->lo;
 			w->pos = w->lo;
-		i = file_at(s, w->pos);
-		in = w->pos - s->prefix[i];
+			w->wrapped = 1;
+		}
+		at = w->pos % s->total;
+		i = file_at(s, at);
+		in = at - s->prefix[i];
 		if (in + size <= s->f[i].size) {
 			*fi = i;
 			*off = in;
@@ -95,7 +104,8 @@ static int next_req(struct worker *w, unsigned *fi, uint64_t *off)
 			return 0;
 		}
 		/* The rest of this file is too short: on to the next one. */
-		w->pos = i + 1 < s->n ? s->prefix[i + 1] : w->lo;
+		end = i + 1 < s->n ? s->prefix[i + 1] : s->total;
+		w->pos += end - at;
 	}
 	return -1;
 }
@@ -120,6 +130,7 @@ struct slot {
 	struct iocb cb;
 	uint64_t t;	      /* submitted */
 	uint64_t lo, hi, pos; /* its sequential region */
+	uint64_t advance;
 	void *buf;
 };
 
@@ -131,9 +142,11 @@ static int aio_next(struct worker *w, struct slot *sl)
 	w->lo = sl->lo;
 	w->hi = sl->hi;
 	w->pos = sl->pos;
+	w->advance = sl->advance;
 	if (next_req(w, &fi, &off))
 		return -EFBIG;
 	sl->pos = w->pos;
+	sl->advance = w->advance;
 	memset(&sl->cb, 0, sizeof(sl->cb));
 	sl->cb.aio_data = (uint64_t)(uintptr_t)sl;
 	sl->cb.aio_lio_opcode = w->pt->write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
@@ -210,8 +223,8 @@ static void *work_aio(void *arg)
 	}
 	for (unsigned i = 0; i < w->depth; i++) {
 		sl[i].buf = (char *)w->buf + (size_t)i * w->pt->size;
-		sl[i].lo = region >= w->pt->size ? i * region : 0;
-		sl[i].hi = region >= w->pt->size ? sl[i].lo + region : w->s->total;
+		sl[i].lo = w->pt->start + (region >= w->pt->size ? i * region : 0);
+		sl[i].hi = sl[i].lo + (region >= w->pt->size ? region : w->s->total);
 		sl[i].pos = sl[i].lo;
 	}
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -226,6 +239,12 @@ static void *work_aio(void *arg)
 	}
 	aio_loop(ctx, w, inflight);
 	syscall(SYS_io_destroy, ctx);
+	/* The point's figures: its slot that went furthest. */
+	for (unsigned i = 0; i < w->depth; i++) {
+		uint64_t a = sl[i].advance + (sl[i].pos - sl[i].lo);
+
+		w->advance = a > w->advance ? a : w->advance;
+	}
 	free(sl);
 	return NULL;
 }
@@ -303,6 +322,14 @@ static int gather(struct prof_point *pt, struct worker *w, unsigned n, uint64_t 
 			pt->err = w[i].err;
 	}
 	pt->elapsed_ns = done > t_warm ? done - t_warm : 0;
+	pt->advance = 0;
+	pt->wrapped = 0;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t a = w[i].depth > 1 ? w[i].advance : w[i].advance + (w[i].pos - w[i].lo);
+
+		pt->advance = a > pt->advance ? a : pt->advance;
+		pt->wrapped |= w[i].wrapped;
+	}
 	/* Slow requests and a short time: no request started after the
 	 * warm-up, so the figures include it. */
 	if (!pt->ops && all_ops) {
@@ -357,9 +384,11 @@ int prof_run(const struct prof_set *s, struct prof_point *pt, prof_stop_t *stop)
 		w[i].depth = depth;
 		w[i].lat = malloc(w[i].cap * sizeof(*w[i].lat));
 		w[i].lo = (uint64_t)i * region / ALIGN * ALIGN;
-		w[i].hi = region >= pt->size ? w[i].lo + region : s->total;
 		if (region < pt->size)
 			w[i].lo = 0;
+		w[i].hi = w[i].lo + (region >= pt->size ? region : s->total);
+		w[i].lo += pt->start;
+		w[i].hi += pt->start;
 		w[i].pos = w[i].lo;
 		if (!w[i].lat || posix_memalign(&w[i].buf, ALIGN, pt->size * depth))
 			goto join;

@@ -217,7 +217,8 @@ static void write_measured(FILE *f, const struct prof_result *r)
 		r->read_only_files ? "source: the files already in the directory (read-only)"
 				   : "source: a probe file written here and removed");
 	fprintf(f, "  pattern: \"below 64KiB at random 4KiB-aligned offsets; from 64KiB on "
-		   "sequential, each client in a region of its own\"\n");
+		   "sequential, each client in a region of its own, each point on from where "
+		   "the one before stopped\"\n");
 	if (r->writes_dsync)
 		fprintf(f, "  writes: \"O_DSYNC (no O_DIRECT): each write reaches the storage\"\n");
 	fprintf(f, "  requests:\n");
@@ -234,6 +235,10 @@ static void write_measured(FILE *f, const struct prof_result *r)
 			p->pat == PROF_RANDOM ? "random" : "sequential", (double)p->time_ns / 1e9,
 			(unsigned long long)p->ops, prof_rate(p) / 1e6, prof_iops(p), a, b,
 			p->err ? ", error: " : "", p->err ? strerror(p->err) : "");
+		if (p->wrapped || p->stale)
+			fprintf(f, ", reread: %s", p->wrapped ? "within" : "earlier");
+		if (p->too_fast)
+			fprintf(f, ", left_out: too_fast");
 		if (r->have_model[i]) {
 			const struct dl_fit_point *q = &r->model[i];
 
@@ -424,8 +429,22 @@ void prof_summary(const struct prof_result *r, FILE *o)
 			prof_iops(p), a, b, (unsigned long long)p->ops);
 		if (r->have_model[i])
 			fprintf(o, " %11.1f %8s %8s", r->model[i].mb_s, c, d);
-		fprintf(o, "%s%s\n", p->err ? "  " : "", p->err ? strerror(p->err) : "");
+		fprintf(o, "%s%s%s%s\n", p->err ? "  " : "", p->err ? strerror(p->err) : "",
+			p->too_fast ? "  (cache?)" : "", p->wrapped || p->stale ? "  (re-read)" : "");
 	}
+	for (unsigned i = 0; i < r->npt; i++)
+		if (r->pt[i].too_fast) {
+			fprintf(o, "  (cache?): one client faster than more clients got: served by a "
+				   "cache below this machine (a VM host's), left out of the fit\n");
+			break;
+		}
+	for (unsigned i = 0; i < r->npt; i++)
+		if (r->pt[i].wrapped || r->pt[i].stale) {
+			fprintf(o, "  (re-read): read bytes read before in this run (the data is "
+				   "smaller than what was read): a cache below this machine may have "
+				   "served them; more data, or a shorter --time, avoids it\n");
+			break;
+		}
 	prof_summary_fit(r, o);
 	if (!r->have_meta)
 		return;

@@ -12,6 +12,7 @@
 
 #include "backing.h"
 #include "clients.h"
+#include "cluster.h"
 #include "control.h"
 #include "log_i.h"
 #include "fs_i.h"
@@ -201,6 +202,11 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 		goto out;
 	}
 	mounted = 1;
+	/* One storage system with the other nodes from the first request on. */
+	if (o->cluster && (ret = dl_cluster_start(o->cluster, fs.pacer))) {
+		notify(ready_fd, "cannot start the cluster's exchange\n");
+		goto out;
+	}
 	notify(ready_fd, "ok");
 	ready_fd = -1;
 	if (launcher && redirect_stdio(o->log_path)) {
@@ -227,6 +233,8 @@ out:
 		fuse_session_destroy(se);
 	}
 	fuse_opt_free_args(&args);
+	/* Leave the cluster before the pacer it samples goes. */
+	dl_cluster_stop(o->cluster);
 	fs_fini(&fs);
 	return ret;
 }

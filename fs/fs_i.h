@@ -22,6 +22,7 @@ struct dl_clients;
 struct dl_served;
 struct dl_handle;
 struct dl_ctl_worker;
+struct dl_cluster;
 
 /* Everything the daemon mutates lives here (no other global state). */
 struct dl_fs {
@@ -195,6 +196,7 @@ struct dl_mount_opts {
 	uint64_t readahead;	/* bytes of kernel readahead (cache mode); 0 = kernel default */
 	int no_pacer;		/* no storage model and no statistics (the unshaped baseline) */
 	uint64_t fuse_overhead_ns; /* see struct dl_fs */
+	struct dl_cluster *cluster; /* a node of a cluster of mounts (cluster.h), or NULL */
 };
 int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o);
 int dl_fs_umount(const char *mountpoint);

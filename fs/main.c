@@ -12,6 +12,7 @@
 #include "dliofs/units.h"
 #include "cli.h"
 #include "profile_i.h"
+#include "cluster.h"
 #include "fs_i.h"
 #include "s3.h"
 
@@ -291,22 +292,70 @@ static int mount_args(int argc, char **argv, struct mount_args *a)
 	return 0;
 }
 
+/* A node of a cluster of mounts: join it (MPI) and name the mountpoint
+ * with its rank (*mp, malloc'd). 0, or the exit status (said on stderr). */
+static int cluster_join(const struct dl_config *cfg, struct mount_args *a, char **mp)
+{
+	char buf[PATH_MAX];
+
+	if (!cfg->cluster.enabled) {
+		fprintf(stderr, "dliofs mount: %s: {rank} in MOUNTPOINT is a cluster node's rank: "
+				"%s has no cluster: section\n",
+			a->pos[0], a->pos[1]);
+		return 2;
+	}
+	if (!a->o.foreground) {
+		/* mpirun waits for its ranks: a daemon in the background
+		 * would be a process it does not know. */
+		fprintf(stderr, "dliofs mount: cluster: run each node in the foreground "
+				"(mpirun -np N dliofs mount -f MOUNTPOINT CONFIG)\n");
+		return 2;
+	}
+	if (a->o.no_pacer) {
+		fprintf(stderr, "dliofs mount: cluster: the nodes share a storage model: "
+				"--no-pacer has none\n");
+		return 2;
+	}
+	if (dl_cluster_init(NULL, NULL, &cfg->cluster, &a->o.cluster))
+		return 1;
+	if (dl_cluster_expand(a->o.cluster, a->pos[0], buf, sizeof(buf)) ||
+	    !(*mp = strdup(buf))) {
+		fprintf(stderr, "dliofs mount: %s: too long with the rank\n", a->pos[0]);
+		dl_cluster_abort(a->o.cluster, 1);
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_mount(int argc, char **argv)
 {
 	struct mount_args a = {0};
 	struct dl_config *cfg = NULL;
-	char mnt[PATH_MAX];
+	char mnt[PATH_MAX], *mp = NULL;
 	int ret = mount_args(argc, argv, &a);
 
 	if (ret)
 		return ret < 0 ? 0 : ret;
-	if (!realpath(a.pos[0], mnt)) {
-		fprintf(stderr, "dliofs mount: %s: %s\n", a.pos[0], strerror(errno));
-		return 1;
-	}
 	ret = dl_config_load(a.pos[1], stderr, &cfg);
 	if (ret)
 		return 2;
+	if (cfg->cluster.enabled || strstr(a.pos[0], "{rank}")) {
+		ret = cluster_join(cfg, &a, &mp);
+		if (ret) {
+			dl_config_free(cfg);
+			return ret;
+		}
+	}
+	if (!realpath(mp ? mp : a.pos[0], mnt)) {
+		fprintf(stderr, "dliofs mount: %s: %s\n", mp ? mp : a.pos[0], strerror(errno));
+		free(mp);
+		dl_config_free(cfg);
+		/* The other nodes would wait for this one in every exchange. */
+		if (a.o.cluster)
+			dl_cluster_abort(a.o.cluster, 1);
+		return 1;
+	}
+	free(mp);
 	a.o.mountpoint = mnt;
 	if (!a.readahead_set)
 		a.o.readahead = DL_DEFAULT_READAHEAD;
@@ -314,6 +363,15 @@ static int cmd_mount(int argc, char **argv)
 		a.o.fuse_overhead_ns = DL_DEFAULT_FUSE_OVERHEAD_NS;
 	ret = dl_fs_mount(cfg, &a.o);
 	dl_config_free(cfg);
+	if (a.o.cluster) {
+		if (!dl_cluster_started(a.o.cluster)) {
+			fprintf(stderr, "dliofs mount: node %d of the cluster did not mount: ending "
+					"the cluster\n",
+				dl_cluster_rank(a.o.cluster));
+			dl_cluster_abort(a.o.cluster, 1);
+		}
+		dl_cluster_fini(a.o.cluster);
+	}
 	return ret ? 1 : 0;
 }
 

@@ -108,6 +108,7 @@ void dl_cluster_node_make(const struct dl_cluster_sample *old, const struct dl_c
 
 	memset(out, 0, sizeof(*out));
 	out->rank = rank;
+	out->policy = cur->policy;
 	for (int c = 0; c < DL_OP__COUNT; c++)
 		want_of(&old->cls[c], &mid->cls[c], &cur->cls[c], span, cur->bandwidth[c],
 			cur->iops[c], cur->queue_depth[c], &out->w[c]);

@@ -131,6 +131,8 @@ int dl_pacer_cluster_sample(struct dl_pacer *p, uint64_t now_ns, struct dl_clust
 		const struct dl_dev_model *m;
 
 		pthread_mutex_lock(&k->lock);
+		if (c == 0)
+			s->policy = p->cfg.share.policy;
 		m = pacer_model_at(p, c, now_ns);
 		s->bandwidth[c] = p->cfg.enabled ? m->bandwidth : 0;
 		s->iops[c] = p->cfg.enabled ? m->iops : 0;

@@ -327,6 +327,7 @@ struct dl_cluster_job_count {
 /* What dl_pacer_cluster_sample reads off a node's pacer at now_ns. */
 struct dl_cluster_sample {
 	uint64_t now_ns;
+	enum dl_share_policy policy;
 	struct dl_cluster_count cls[DL_OP__COUNT];
 	/* the cluster's limits now (every node runs the same model) */
 	uint64_t bandwidth[DL_OP__COUNT], iops[DL_OP__COUNT];
@@ -353,7 +354,8 @@ struct dl_cluster_job {
 /* One node's record in the exchange: plain bytes, the same layout on every
  * node (one build of dliofs on one architecture). */
 struct dl_cluster_node {
-	uint32_t rank, leaving, njobs, pad;
+	uint32_t rank, leaving, njobs;
+	uint32_t policy;	/* its share.policy (the lowest rank's is the cluster's) */
 	struct dl_cluster_want w[DL_OP__COUNT];
 	struct dl_cluster_job job[DL_CLUSTER_JOBS];
 };

@@ -137,6 +137,8 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 
 	ret = fs_init(&fs, cfg, o->no_pacer);
 	fs.fuse_overhead_ns = o->fuse_overhead_ns;
+	if (o->cluster)
+		fs.cluster_node = (uint32_t)dl_cluster_rank(o->cluster) + 1;
 	fs.launcher = launcher;
 	fs.self = getpid();
 	if (ret) {

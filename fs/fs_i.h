@@ -49,6 +49,7 @@ struct dl_fs {
 	pid_t self;			/* the daemon (its own lookups of the mount are ours) */
 	int io_direct;			/* io: direct: never the page cache */
 	uint64_t fuse_overhead_ns;	/* the kernel's part of a request's round trip */
+	uint32_t cluster_node;		/* in a cluster of mounts: rank + 1 (traces carry it) */
 	/* What handing a data reply to the kernel costs per byte (picoseconds,
 	 * a running average of large replies measured in reply.c): a delayed
 	 * reply is sent that much earlier too, so that a 1 MiB read is not

@@ -294,9 +294,9 @@ static int mount_args(int argc, char **argv, struct mount_args *a)
 
 /* A node of a cluster of mounts: join it (MPI) and name the mountpoint
  * with its rank (*mp, malloc'd). 0, or the exit status (said on stderr). */
-static int cluster_join(const struct dl_config *cfg, struct mount_args *a, char **mp)
+static int cluster_join(struct dl_config *cfg, struct mount_args *a, char **mp)
 {
-	char buf[PATH_MAX];
+	char buf[PATH_MAX], tf[sizeof(cfg->trace.file)];
 
 	if (!cfg->cluster.enabled) {
 		fprintf(stderr, "dliofs mount: %s: {rank} in MOUNTPOINT is a cluster node's rank: "
@@ -323,6 +323,15 @@ static int cluster_join(const struct dl_config *cfg, struct mount_args *a, char 
 		fprintf(stderr, "dliofs mount: %s: too long with the rank\n", a->pos[0]);
 		dl_cluster_abort(a->o.cluster, 1);
 		return 1;
+	}
+	/* Each node its own trace: trace.file may name it by rank too. */
+	if (cfg->trace.enabled) {
+		if (dl_cluster_expand(a->o.cluster, cfg->trace.file, tf, sizeof(tf))) {
+			fprintf(stderr, "dliofs mount: trace.file: too long with the rank\n");
+			dl_cluster_abort(a->o.cluster, 1);
+			return 1;
+		}
+		memcpy(cfg->trace.file, tf, sizeof(tf));
 	}
 	return 0;
 }

@@ -10,10 +10,10 @@
  * Each round (every cluster.period, on a clock of its own):
  *   1. sample the pacer's counts and make this node's record from the
  *      samples a window and half a window ago (pacer/cluster.c);
- *   2. MPI_Iallgather the records, then wait for it with MPI_Test and short
- *      sleeps: a blocking collective would spin a core for the slowest
- *      node (Open MPI polls), and the daemons share the machine with the
- *      readers they serve;
+ *   2. MPI_Iallgather the records, then wait for it with MPI_Test and
+ *      sleeps growing from 50 us to 1 ms: a blocking collective would spin
+ *      a core for the slowest node (Open MPI polls), and the daemons share
+ *      the machine with the readers they serve;
  *   3. every node runs the same allocation on the same table and installs
  *      its own share; the table is kept for stats.json.
  * A node leaving (unmounted) says so in its record; after that round every
@@ -160,6 +160,7 @@ static void nap(uint64_t ns)
 static int gather(struct dl_cluster *cl, const struct dl_cluster_node *mine, int n)
 {
 	MPI_Request req;
+	uint64_t wait = 50000;
 	int done = 0;
 
 	if (MPI_Iallgather(mine, (int)sizeof(*mine), MPI_BYTE, cl->all, (int)sizeof(*mine),
@@ -168,8 +169,13 @@ static int gather(struct dl_cluster *cl, const struct dl_cluster_node *mine, int
 	while (!done) {
 		if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
 			return -EIO;
-		if (!done)
-			nap(100000);
+		/* Short naps while the others are due, longer ones while one
+		 * lags (up to a millisecond): a few percent of a core at most. */
+		if (!done) {
+			nap(wait);
+			if (wait < 1000000)
+				wait *= 2;
+		}
 	}
 	(void)n;
 	return 0;

@@ -9,8 +9,9 @@
  *   - nothing, when it had no request in the device over the window;
  *   - all it can get (INFINITY) when at least half of its requests were
  *     held back by its own share of that limit, or when it has just become
- *     busy (nothing over the window's first half), or when its requests in
- *     the device have not finished within the window;
+ *     busy (for less than half a window, after a window without a
+ *     request), or when its requests in the device have not finished
+ *     within the window;
  *   - else 1.1 x what it used (queue slots: the most it had at once).
  * The records of all nodes are gathered on every node, and every node runs
  * dl_cluster_allocate on the same table, so all agree on every share
@@ -53,8 +54,8 @@ static uint64_t sub(uint64_t a, uint64_t b)
 
 /* What one node or job wants of class limits over [old, cur]. */
 static void want_of(const struct dl_cluster_count *o, const struct dl_cluster_count *m,
-		    const struct dl_cluster_count *c, uint64_t span, uint64_t bw, uint64_t iops,
-		    uint32_t qd, struct dl_cluster_want *w)
+		    const struct dl_cluster_count *c, uint64_t now, uint64_t span, uint64_t bw,
+		    uint64_t iops, uint32_t qd, struct dl_cluster_want *w)
 {
 	uint64_t ops = sub(c->ops, o->ops), bytes = sub(c->bytes, o->bytes);
 	uint64_t hbw = sub(c->held_bw, o->held_bw), hio = sub(c->held_iops, o->held_iops);
@@ -70,10 +71,11 @@ static void want_of(const struct dl_cluster_count *o, const struct dl_cluster_co
 	w->peak = peak > 1 ? peak : 1;
 	w->used_bps = (double)bytes * 1e9 / (double)span;
 	w->used_iops = (double)ops * 1e9 / (double)span;
-	/* Nothing over the window's first half: it has just started and what
-	 * it needs is unknown. Requests in the device and none finished: each
-	 * is longer than the window. */
-	young = (m->ops == o->ops && !o->outstanding && !m->outstanding) || !ops;
+	/* Busy for less than half a window (after a window without a
+	 * request): it has just started and what it needs is unknown; a node
+	 * reading now and then stays known. Requests in the device and none
+	 * counted: each is longer than the window. */
+	young = (c->active_since && c->active_since + span / 2 > now) || !ops;
 	if (bw)
 		w->bw = young || 2 * hbw >= ops ? INFINITY : w->used_bps * HEADROOM / (double)bw;
 	if (iops)
@@ -110,7 +112,7 @@ void dl_cluster_node_make(const struct dl_cluster_sample *old, const struct dl_c
 	out->rank = rank;
 	out->policy = cur->policy;
 	for (int c = 0; c < DL_OP__COUNT; c++)
-		want_of(&old->cls[c], &mid->cls[c], &cur->cls[c], span, cur->bandwidth[c],
+		want_of(&old->cls[c], &mid->cls[c], &cur->cls[c], cur->now_ns, span, cur->bandwidth[c],
 			cur->iops[c], cur->queue_depth[c], &out->w[c]);
 	for (unsigned j = 0; j < cur->njobs && j < DL_CLUSTER_SAMPLE_JOBS; j++) {
 		const struct dl_cluster_job_count *jc = &cur->job[j];
@@ -125,7 +127,8 @@ void dl_cluster_node_make(const struct dl_cluster_sample *old, const struct dl_c
 		memcpy(e.name, jc->name, sizeof(e.name));
 		e.name[sizeof(e.name) - 1] = '\0';
 		for (int c = 0; c < DL_OP__COUNT; c++) {
-			want_of(jo ? &jo->c[c] : &zero, jm ? &jm->c[c] : &zero, &jc->c[c], span,
+			want_of(jo ? &jo->c[c] : &zero, jm ? &jm->c[c] : &zero, &jc->c[c], cur->now_ns,
+				span,
 				cur->bandwidth[c], cur->iops[c], cur->queue_depth[c], &e.w[c]);
 			any |= e.w[c].peak > 0;
 		}

@@ -64,8 +64,14 @@ const struct dl_dev_model *pacer_cluster_model(const struct pacer_class *k,
 	return tmp;
 }
 
-static void count(struct dl_cluster_count *c, uint64_t len, unsigned held)
+static void count(struct dl_cluster_count *c, uint64_t len, unsigned held, uint64_t now,
+		  uint64_t window)
 {
+	/* Busy anew after a window without a request: what it needs is not
+	 * known yet (cluster.c's "just started"). */
+	if (!c->last_ns || c->last_ns + window < now)
+		c->active_since = now;
+	c->last_ns = now;
 	c->ops++;
 	c->bytes += len;
 	c->held_bw += !!(held & PACER_HELD_BW);
@@ -74,12 +80,14 @@ static void count(struct dl_cluster_count *c, uint64_t len, unsigned held)
 }
 
 void pacer_cluster_count(struct pacer_class *k, struct pacer_job_cls *jc, uint64_t len,
-			 unsigned held)
+			 unsigned held, uint64_t now)
 {
-	count(&k->clc, len, held);
+	uint64_t window = k->cl_window_ns ? k->cl_window_ns : CL_WINDOW_NS;
+
+	count(&k->clc, len, held, now, window);
 	if (k->busy > k->clc.peak)
 		k->clc.peak = k->busy;
-	count(&jc->clc, len, held);
+	count(&jc->clc, len, held, now, window);
 	if (jc->outstanding > jc->clc.peak)
 		jc->clc.peak = jc->outstanding;
 }

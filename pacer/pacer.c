@@ -349,7 +349,7 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 		lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
 	due = serve(k, m, d, &rt, i, now, lat, miss, start, &held);
 	pacer_share_account(&k->jobs[js], held);
-	pacer_cluster_count(k, &k->jobs[js], miss, held);
+	pacer_cluster_count(k, &k->jobs[js], miss, held, now);
 	if (buffered)
 		pacer_ra_done(&k->runs, r->file_id, r->job, due);
 	/* Its first part came with the window before. */

@@ -351,7 +351,7 @@ const struct dl_dev_model *pacer_cluster_model(const struct pacer_class *k,
 					       struct dl_dev_model *tmp);
 /* Count a request that went to the device (class lock held). */
 void pacer_cluster_count(struct pacer_class *k, struct pacer_job_cls *jc, uint64_t len,
-			 unsigned held);
+			 unsigned held, uint64_t now);
 struct dl_jw;
 void pacer_cluster_stats(struct dl_pacer *p, struct dl_jw *w);
 void pacer_cluster_free(struct pacer_cluster *cl);

@@ -164,7 +164,8 @@ static void test_node_make(void)
 	/* 10 MB over 100 ms, never held: 100 MB/s x 1.1 ... of a 100 MB/s
 	 * budget is 1.1; at 1 MB: 0.11. */
 	s[1].cls[DL_OP_READ] = (struct dl_cluster_count){.ops = 5, .bytes = 500000, .peak = 1};
-	s[2].cls[DL_OP_READ] = (struct dl_cluster_count){.ops = 10, .bytes = 1000000, .peak = 1};
+	s[2].cls[DL_OP_READ] = (struct dl_cluster_count){
+		.ops = 10, .bytes = 1000000, .peak = 1, .active_since = T0 - SEC, .last_ns = T0};
 	dl_cluster_node_make(&s[0], &s[1], &s[2], 0, &n);
 	CHECK(rel(n.w[DL_OP_READ].bw, 0.11) < 1e-9, "1.1 x used: %g", n.w[DL_OP_READ].bw);
 	CHECK(rel(n.w[DL_OP_READ].used_bps, 1e7) < 1e-9, "used 10 MB/s: %g",
@@ -173,10 +174,13 @@ static void test_node_make(void)
 	dl_cluster_node_make(&s[0], &s[1], &s[2], 0, &n);
 	CHECK(isinf(n.w[DL_OP_READ].bw), "held back in half of its requests: unbounded");
 	s[2].cls[DL_OP_READ].held_bw = 0;
-	s[1].cls[DL_OP_READ] = (struct dl_cluster_count){0};
-	s[2].cls[DL_OP_READ].ops = 5;
+	s[2].cls[DL_OP_READ].active_since = s[2].now_ns - 20 * MS;
 	dl_cluster_node_make(&s[0], &s[1], &s[2], 0, &n);
-	CHECK(isinf(n.w[DL_OP_READ].bw), "nothing in the window's first half: young, unbounded");
+	CHECK(isinf(n.w[DL_OP_READ].bw), "busy for less than half the window: young, unbounded");
+	s[2].cls[DL_OP_READ].active_since = s[2].now_ns - 60 * MS;
+	dl_cluster_node_make(&s[0], &s[1], &s[2], 0, &n);
+	CHECK(rel(n.w[DL_OP_READ].bw, 0.11) < 1e-9, "busy for 60 of 100 ms: known: %g",
+	      n.w[DL_OP_READ].bw);
 	/* Jobs travel with it, the busiest first. */
 	s[2].njobs = 2;
 	s[2].job[0] = (struct dl_cluster_job_count){.key = 11, .weight = 1, .name = "light"};

@@ -21,6 +21,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -154,10 +155,18 @@ class Cluster(unittest.TestCase):
                        "dliofs has no MPI: %s" % getattr(self, "check_err", ""))
         self.assertIsNotNone(self.proc, "the cluster is not running")
 
-    def clients(self, jobs, streams=2):
+    def clients(self, jobs, streams=2, probe=None):
         """Run (mode, root, first) clients from one common start for SECS;
-        the rate of each (bytes/s)."""
+        the rate of each (bytes/s). With probe (a mountpoint), its
+        stats.json halfway through is kept in self.mid."""
         start = time.time() + 1.5
+        self.mid = None
+        if probe:
+            def snap():
+                self.mid = self.stats(probe)
+            t = threading.Timer(start + SECS / 2 - time.time(), snap)
+            t.start()
+            self.addCleanup(t.cancel)
         procs = [subprocess.Popen([sys.executable, "-c", CLIENT, mode, root, str(first),
                                    repr(start), str(SECS), str(streams)],
                                   stdout=subprocess.PIPE, text=True)
@@ -203,20 +212,24 @@ class Cluster(unittest.TestCase):
         time.sleep(0.3)
         # Twice the streams of each of the four readers: one node alone
         # has to keep the device as busy as four did, on a loaded machine.
-        rate = self.clients([("r", os.path.join(self.mnts[1], "d", "train"), 0)], 4)[0]
+        rate = self.clients([("r", os.path.join(self.mnts[1], "d", "train"), 0)], 4,
+                            probe=self.mnts[0])[0]
         print("1 reader alone: %.2f MB/s" % (rate / 1e6))
+        # The table (on another node) halfway: node 1 has all of the read
+        # bandwidth, the others none.
+        table = {n["node"]: n for n in self.mid["cluster"]["table"]}
+        self.assertEqual(len(table), NODES)
+        self.assertGreater(table[1]["read"]["share_bandwidth"], 0.99, table[1])
         self.assertLess(abs(rate / BUDGET - 1), 0.05, "%.2f MB/s" % (rate / 1e6))
-        # The table says who had the bandwidth: node 1, all of it.
-        st = self.stats(self.mnts[0])["cluster"]["table"]
-        self.assertEqual(len(st), NODES)
 
     def test_3_checkpoint_gets_the_whole_write_bandwidth(self):
         time.sleep(0.3)
-        rate = self.clients([("w", os.path.join(self.mnts[3], "ckpt", "rank3.ckpt"), 0)])[0]
+        rate = self.clients([("w", os.path.join(self.mnts[3], "ckpt", "rank3.ckpt"), 0)],
+                            probe=self.mnts[3])[0]
         print("checkpoint from node 3: %.2f MB/s" % (rate / 1e6))
+        table = {n["node"]: n for n in self.mid["cluster"]["table"]}
+        self.assertGreater(table[3]["write"]["share_bandwidth"], 0.99, table[3])
         self.assertLess(abs(rate / BUDGET - 1), 0.05, "%.2f MB/s" % (rate / 1e6))
-        node3 = [n for n in self.stats(self.mnts[3])["cluster"]["table"] if n["node"] == 3]
-        self.assertEqual(len(node3), 1)
 
 
 class Refusals(unittest.TestCase):

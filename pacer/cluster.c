@@ -8,11 +8,12 @@
  * each limit, as share.c's jobs on one node do:
  *   - nothing, when it had no request in the device over the window;
  *   - all it can get (INFINITY) when at least half of its requests were
- *     held back by its own share of that limit, or when it has just become
- *     busy (for less than half a window, after a window without a
- *     request), or when its requests in the device have not finished
- *     within the window;
+ *     held back by its own share of that limit: for bandwidth, queued in
+ *     its bucket behind its own earlier requests (a request that waits only
+ *     for its own bytes after idle time is not held back);
  *   - else 1.1 x what it used (queue slots: the most it had at once).
+ * A node that becomes busy goes at its fair fraction until the next
+ * exchange counts it (see the overshoot below).
  * The records of all nodes are gathered on every node, and every node runs
  * dl_cluster_allocate on the same table, so all agree on every share
  * without one deciding for the others. The fractions of each limit add up
@@ -54,14 +55,13 @@ static uint64_t sub(uint64_t a, uint64_t b)
 
 /* What one node or job wants of class limits over [old, cur]. */
 static void want_of(const struct dl_cluster_count *o, const struct dl_cluster_count *m,
-		    const struct dl_cluster_count *c, uint64_t now, uint64_t span, uint64_t bw,
-		    uint64_t iops, uint32_t qd, struct dl_cluster_want *w)
+		    const struct dl_cluster_count *c, uint64_t span, uint64_t bw, uint64_t iops,
+		    uint32_t qd, struct dl_cluster_want *w)
 {
 	uint64_t ops = sub(c->ops, o->ops), bytes = sub(c->bytes, o->bytes);
 	uint64_t hbw = sub(c->held_bw, o->held_bw), hio = sub(c->held_iops, o->held_iops);
 	uint64_t hq = sub(c->held_q, o->held_q);
 	double peak = c->peak > m->peak ? c->peak : m->peak;
-	int young;
 
 	memset(w, 0, sizeof(*w));
 	if (!ops && !c->outstanding)
@@ -71,17 +71,17 @@ static void want_of(const struct dl_cluster_count *o, const struct dl_cluster_co
 	w->peak = peak > 1 ? peak : 1;
 	w->used_bps = (double)bytes * 1e9 / (double)span;
 	w->used_iops = (double)ops * 1e9 / (double)span;
-	/* Busy for less than half a window (after a window without a
-	 * request): it has just started and what it needs is unknown; a node
-	 * reading now and then stays known. Requests in the device and none
-	 * counted: each is longer than the window. */
-	young = (c->active_since && c->active_since + span / 2 > now) || !ops;
+	/* No "newcomer" rule as share.c has for jobs: a node idle when its
+	 * share was computed goes at its fair fraction until the next exchange
+	 * counts it (cluster_pacer.c), and by then its requests queue behind
+	 * each other if it is busy. A node reading now and then, whose reads
+	 * are a window apart, would otherwise look new at each. */
 	if (bw)
-		w->bw = young || 2 * hbw >= ops ? INFINITY : w->used_bps * HEADROOM / (double)bw;
+		w->bw = ops && 2 * hbw >= ops ? INFINITY : w->used_bps * HEADROOM / (double)bw;
 	if (iops)
-		w->iops = young || 2 * hio >= ops ? INFINITY : w->used_iops * HEADROOM / (double)iops;
+		w->iops = ops && 2 * hio >= ops ? INFINITY : w->used_iops * HEADROOM / (double)iops;
 	if (qd)
-		w->q = young || 2 * hq >= ops ? INFINITY : w->peak / (double)qd;
+		w->q = ops && 2 * hq >= ops ? INFINITY : w->peak / (double)qd;
 }
 
 static const struct dl_cluster_job_count *find_job(const struct dl_cluster_sample *s, uint64_t key)
@@ -112,7 +112,7 @@ void dl_cluster_node_make(const struct dl_cluster_sample *old, const struct dl_c
 	out->rank = rank;
 	out->policy = cur->policy;
 	for (int c = 0; c < DL_OP__COUNT; c++)
-		want_of(&old->cls[c], &mid->cls[c], &cur->cls[c], cur->now_ns, span, cur->bandwidth[c],
+		want_of(&old->cls[c], &mid->cls[c], &cur->cls[c], span, cur->bandwidth[c],
 			cur->iops[c], cur->queue_depth[c], &out->w[c]);
 	for (unsigned j = 0; j < cur->njobs && j < DL_CLUSTER_SAMPLE_JOBS; j++) {
 		const struct dl_cluster_job_count *jc = &cur->job[j];
@@ -127,8 +127,7 @@ void dl_cluster_node_make(const struct dl_cluster_sample *old, const struct dl_c
 		memcpy(e.name, jc->name, sizeof(e.name));
 		e.name[sizeof(e.name) - 1] = '\0';
 		for (int c = 0; c < DL_OP__COUNT; c++) {
-			want_of(jo ? &jo->c[c] : &zero, jm ? &jm->c[c] : &zero, &jc->c[c], cur->now_ns,
-				span,
+			want_of(jo ? &jo->c[c] : &zero, jm ? &jm->c[c] : &zero, &jc->c[c], span,
 				cur->bandwidth[c], cur->iops[c], cur->queue_depth[c], &e.w[c]);
 			any |= e.w[c].peak > 0;
 		}

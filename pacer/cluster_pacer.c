@@ -54,9 +54,14 @@ const struct dl_dev_model *pacer_cluster_model(const struct pacer_class *k,
 	tmp->iops = scale(m->iops, fi);
 	tmp->queue_depth = (uint32_t)scale(m->queue_depth, fq);
 	/* Its part of the burst too: the nodes' buckets together hold the
-	 * cluster's one, not N of them (at least a page, so a small request
-	 * is not held back for want of a whole burst). */
+	 * cluster's one, not N of them; but at least this request, so that a
+	 * node reading now and then, under its share, gets each read at once
+	 * (as from a device not busy for it) and is not slowed into a smaller
+	 * share by its own history. A node that becomes busy after idle time
+	 * thus moves one request at once: part of the overshoot. */
 	tmp->burst = scale(m->burst ? m->burst : PACER_DEFAULT_BURST, fb);
+	if (tmp->burst < len)
+		tmp->burst = len;
 	if (tmp->burst < 4096)
 		tmp->burst = 4096;
 	if (m->iops_burst)
@@ -64,30 +69,27 @@ const struct dl_dev_model *pacer_cluster_model(const struct pacer_class *k,
 	return tmp;
 }
 
-static void count(struct dl_cluster_count *c, uint64_t len, unsigned held, uint64_t now,
-		  uint64_t window)
+static void count(struct dl_cluster_count *c, uint64_t len, unsigned held, unsigned bw_held)
 {
-	/* Busy anew after a window without a request: what it needs is not
-	 * known yet (cluster.c's "just started"). */
-	if (!c->last_ns || c->last_ns + window < now)
-		c->active_since = now;
-	c->last_ns = now;
 	c->ops++;
 	c->bytes += len;
-	c->held_bw += !!(held & PACER_HELD_BW);
+	c->held_bw += !!(held & bw_held);
 	c->held_iops += !!(held & PACER_HELD_IOPS);
 	c->held_q += !!(held & PACER_HELD_QUEUE);
 }
 
 void pacer_cluster_count(struct pacer_class *k, struct pacer_job_cls *jc, uint64_t len,
-			 unsigned held, uint64_t now)
+			 unsigned held, int model)
 {
-	uint64_t window = k->cl_window_ns ? k->cl_window_ns : CL_WINDOW_NS;
+	/* Held back by its bandwidth share: it queued behind its own earlier
+	 * requests in its bucket (the plain model); the device model's
+	 * throttle says only that it waited. */
+	unsigned bw_held = model ? PACER_HELD_BW : PACER_HELD_BUCKET;
 
-	count(&k->clc, len, held, now, window);
+	count(&k->clc, len, held, bw_held);
 	if (k->busy > k->clc.peak)
 		k->clc.peak = k->busy;
-	count(&jc->clc, len, held, now, window);
+	count(&jc->clc, len, held, bw_held);
 	if (jc->outstanding > jc->clc.peak)
 		jc->clc.peak = jc->outstanding;
 }

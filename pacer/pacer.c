@@ -220,6 +220,10 @@ uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_
 			d->pipe_x = ready - credit;
 			d->pipe_frac = 0;
 		}
+		/* Less than half of its bytes in the bucket when it is ready. */
+		step = div_rem((u128)len * PACER_NS / 2, rt->bandwidth, &rem);
+		if (d->pipe_x + step > ready)
+			*held |= PACER_HELD_BUCKET;
 		step = div_rem((u128)len * PACER_NS + d->pipe_frac, rt->bandwidth, &d->pipe_frac);
 		d->pipe_x = sat_add(d->pipe_x, step);
 		if (d->pipe_x > due) {
@@ -349,7 +353,7 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 		lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
 	due = serve(k, m, d, &rt, i, now, lat, miss, start, &held);
 	pacer_share_account(&k->jobs[js], held);
-	pacer_cluster_count(k, &k->jobs[js], miss, held, now);
+	pacer_cluster_count(k, &k->jobs[js], miss, held, rt.transfer != 0);
 	if (buffered)
 		pacer_ra_done(&k->runs, r->file_id, r->job, due);
 	/* Its first part came with the window before. */

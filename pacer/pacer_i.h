@@ -166,6 +166,12 @@ struct pacer_rates {
 #define PACER_HELD_QUEUE 1u /* waited for a queue slot */
 #define PACER_HELD_IOPS 2u  /* waited for its IOPS spacing */
 #define PACER_HELD_BW 4u    /* waited for bandwidth tokens after its latency */
+/* Its token bucket held less than half of its bytes when it was ready: it
+ * came right behind its device's earlier requests (the plain model). A
+ * request that finds its bucket refilled, after a pause, is not held back
+ * by its share: a node reading now and then is not a node that wants more
+ * (cluster.c). */
+#define PACER_HELD_BUCKET 8u
 
 /* Steps 1, 2 and 4 of the model (pacer.c's header) for a request arriving
  * at t whose latency draw is lat: returns the due time, *start is when it
@@ -351,7 +357,7 @@ const struct dl_dev_model *pacer_cluster_model(const struct pacer_class *k,
 					       struct dl_dev_model *tmp);
 /* Count a request that went to the device (class lock held). */
 void pacer_cluster_count(struct pacer_class *k, struct pacer_job_cls *jc, uint64_t len,
-			 unsigned held, uint64_t now);
+			 unsigned held, int model);
 struct dl_jw;
 void pacer_cluster_stats(struct dl_pacer *p, struct dl_jw *w);
 void pacer_cluster_free(struct pacer_cluster *cl);

@@ -314,8 +314,6 @@ struct dl_cluster_count {
 	uint64_t ops, bytes;			/* requests that went to the device, their bytes */
 	uint64_t held_bw, held_iops, held_q;	/* of those, held back by the node's own limits */
 	uint32_t outstanding, peak;		/* in the device now; most at once since the last sample */
-	uint64_t active_since, last_ns;		/* busy since (after a window with no request); the
-						 * last request (0: none yet) */
 };
 
 #define DL_CLUSTER_SAMPLE_JOBS 65
@@ -340,8 +338,8 @@ struct dl_cluster_sample {
 
 /* What a node (or one job on it) wants of one class's limits, as fractions
  * of the cluster's: INFINITY is all it can get (it was held back by its
- * share in at least half of its requests, or it has just started), 0
- * nothing (idle); otherwise 1.1 x what it used. */
+ * share in at least half of its requests), 0 nothing (idle); otherwise
+ * 1.1 x what it used. */
 struct dl_cluster_want {
 	double bw, iops, q;
 	double used_bps, used_iops;	/* what it moved over the window (the table) */
@@ -384,9 +382,8 @@ struct dl_cluster_grant {
 };
 
 /* A node's record from three samples of its pacer: its demand over
- * [old, cur] (the window), unbounded while it has been busy for less than
- * half of it (after a window without a request); its peak requests in the
- * device over [mid, cur]. Its busiest DL_CLUSTER_JOBS jobs go with it. */
+ * [old, cur] (the window), its peak requests in the device over
+ * [mid, cur]. Its busiest DL_CLUSTER_JOBS jobs go with it. */
 void dl_cluster_node_make(const struct dl_cluster_sample *old, const struct dl_cluster_sample *mid,
 			  const struct dl_cluster_sample *cur, uint32_t rank,
 			  struct dl_cluster_node *out);

@@ -35,6 +35,9 @@
 #include "dliofs/clock.h"
 #include "cluster.h"
 
+/* More requests at once than any device's queue (PACER_MAX_QUEUE_DEPTH). */
+#define PEAK_MAX 1e6
+
 struct dl_cluster {
 	struct dl_cluster_cfg cfg;
 	int rank, size;
@@ -157,7 +160,7 @@ static void nap(uint64_t ns)
 }
 
 /* Gather every node's record into cl->all without spinning: 0 or -EIO. */
-static int gather(struct dl_cluster *cl, const struct dl_cluster_node *mine, int n)
+static int gather(struct dl_cluster *cl, const struct dl_cluster_node *mine)
 {
 	MPI_Request req;
 	uint64_t wait = 50000;
@@ -177,7 +180,6 @@ static int gather(struct dl_cluster *cl, const struct dl_cluster_node *mine, int
 				wait *= 2;
 		}
 	}
-	(void)n;
 	return 0;
 }
 
@@ -198,9 +200,23 @@ static int round_once(struct dl_cluster *cl, uint64_t now)
 	dl_cluster_node_make(old, mid, cur, (uint32_t)cl->rank, &mine);
 	mine.leaving = (uint32_t)leaving;
 	MPI_Comm_size(cl->comm, &n);
-	if (gather(cl, &mine, n))
+	if (gather(cl, &mine))
 		return -1;
 	for (int i = 0; i < n; i++) {
+		struct dl_cluster_node *nd = &cl->all[i];
+
+		/* The peers are this job's own ranks, but their bytes are still
+		 * input: names end, counts and the policy are in range (the
+		 * arithmetic takes a NaN or negative demand for none). */
+		if (nd->njobs > DL_CLUSTER_JOBS)
+			nd->njobs = DL_CLUSTER_JOBS;
+		for (unsigned j = 0; j < DL_CLUSTER_JOBS; j++)
+			nd->job[j].name[DL_CLUSTER_NAME - 1] = '\0';
+		if (nd->policy > DL_SHARE_FAIR)
+			nd->policy = DL_SHARE_FCFS;
+		for (int c = 0; c < DL_OP__COUNT; c++)
+			if (!(nd->w[c].peak >= 0 && nd->w[c].peak <= PEAK_MAX))
+				nd->w[c].peak = 0; /* a weight: finite */
 		anyone |= cl->all[i].leaving != 0;
 		if (!cl->all[i].leaving)
 			cl->live[live++] = cl->all[i];

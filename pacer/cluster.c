@@ -254,7 +254,7 @@ static void alloc_fcfs(const struct dl_cluster_node *nodes, unsigned n, int c,
 /* Fair per job: the jobs' shares of the cluster, then each job's among its
  * nodes (equal weights: a job's ranks are alike). */
 static void alloc_fair(const struct dl_cluster_node *nodes, unsigned n, int c,
-		       struct dl_cluster_grant *g, struct scratch *s, unsigned ne, unsigned nj)
+		       struct dl_cluster_grant *g, struct scratch *s, unsigned nj)
 {
 	unsigned active = 0;
 
@@ -301,7 +301,6 @@ static void alloc_fair(const struct dl_cluster_node *nodes, unsigned n, int c,
 			}
 		}
 	}
-	(void)ne;
 }
 
 int dl_cluster_allocate(const struct dl_cluster_node *nodes, unsigned n, enum dl_share_policy pol,
@@ -340,7 +339,7 @@ int dl_cluster_allocate(const struct dl_cluster_node *nodes, unsigned n, enum dl
 	s.grp[nj] = ne;
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		if (pol == DL_SHARE_FAIR && nj)
-			alloc_fair(nodes, n, c, grants, &s, ne, nj);
+			alloc_fair(nodes, n, c, grants, &s, nj);
 		else
 			alloc_fcfs(nodes, n, c, grants, &s);
 		for (unsigned i = 0; i < n; i++) {

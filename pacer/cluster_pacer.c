@@ -23,6 +23,8 @@ static uint64_t scale(uint64_t v, double f)
 
 	if (!v)
 		return 0; /* no limit stays none */
+	if (!(f > 0))
+		f = 0; /* NaN from a peer's record: none of it */
 	x = (double)v * f;
 	return x < 1 ? 1 : x >= (double)v ? v : (uint64_t)x;
 }

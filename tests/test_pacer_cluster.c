@@ -235,10 +235,6 @@ static void exchange(struct vcluster *v, uint64_t now)
 		abort();
 	for (unsigned i = 0; i < v->n; i++)
 		dl_pacer_cluster_grant(v->p[i], i, nd, g, v->n, r, v->period, v->window);
-	if (getenv("CLDEBUG") && v->n == 2)
-		printf("# r %llu: want %g %g (used %.1f %.1f) grant %.3f %.3f\n", (unsigned long long)r,
-		       nd[0].w[0].bw, nd[1].w[0].bw, nd[0].w[0].used_bps / 1e6, nd[1].w[0].used_bps / 1e6,
-		       g[0].c[0].bw, g[1].c[0].bw);
 	v->rounds++;
 }
 

@@ -9,6 +9,7 @@ node does on a real allocation.
 - 4 readers, one per mount: together within 5% of the budget, even shares;
 - one reader alone: the whole budget (the idle nodes' shares go to it);
 - a checkpoint written from one node: the whole write bandwidth;
+- share.policy fair: a job on 3 nodes and a job on 1 get half each;
 - `dliofs stat` on any node shows the cluster's table; each node's trace
   (trace.file with {rank}) carries its node;
 - a config with {rank} and no cluster: section, and a cluster node in the
@@ -155,7 +156,25 @@ class Cluster(unittest.TestCase):
                        "dliofs has no MPI: %s" % getattr(self, "check_err", ""))
         self.assertIsNotNone(self.proc, "the cluster is not running")
 
-    def clients(self, jobs, streams=2, probe=None):
+    def test_4_fair_per_job_across_the_cluster(self):
+        """share.policy fair, set live on every node: job A on nodes 0-2,
+        job B on node 3 get half each (under fcfs B would get a quarter)."""
+        for m in self.mnts:
+            r = subprocess.run([dltest.DLIOFS, "set", m, "share.policy=fair"],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(lambda: [subprocess.run([dltest.DLIOFS, "set", m, "share.policy=fcfs"],
+                                                capture_output=True) for m in self.mnts])
+        time.sleep(0.3)
+        rates = self.clients([("r", os.path.join(m, "d", "train"), 16 * i)
+                              for i, m in enumerate(self.mnts)],
+                             env=[{"DLIOFS_JOB": "A"}] * 3 + [{"DLIOFS_JOB": "B"}])
+        a, b = sum(rates[:3]), rates[3]
+        print("fair: job A on 3 nodes %.2f MB/s, job B on 1 node %.2f MB/s" % (a / 1e6, b / 1e6))
+        self.assertLess(abs((a + b) / BUDGET - 1), 0.05, "total %.2f MB/s" % ((a + b) / 1e6))
+        self.assertLess(abs(b / a - 1), 0.10, "A %.2f, B %.2f MB/s" % (a / 1e6, b / 1e6))
+
+    def clients(self, jobs, streams=2, probe=None, env=None):
         """Run (mode, root, first) clients from one common start for SECS;
         the rate of each (bytes/s). With probe (a mountpoint), its
         stats.json halfway through is kept in self.mid."""
@@ -169,8 +188,9 @@ class Cluster(unittest.TestCase):
             self.addCleanup(t.cancel)
         procs = [subprocess.Popen([sys.executable, "-c", CLIENT, mode, root, str(first),
                                    repr(start), str(SECS), str(streams)],
-                                  stdout=subprocess.PIPE, text=True)
-                 for mode, root, first in jobs]
+                                  stdout=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, **(env[k] if env else {})))
+                 for k, (mode, root, first) in enumerate(jobs)]
         out = []
         for p in procs:
             o, _ = p.communicate(timeout=60)

@@ -118,7 +118,7 @@ class Cluster(unittest.TestCase):
         cls.log = os.path.join(cls.tmp, "mpirun.log")
         cls.logf = open(cls.log, "w")
         cls.addClassCleanup(cls.logf.close)
-        cmd = [mpirun(), "-np", str(NODES), "--oversubscribe"]
+        cmd = [mpirun(), "-np", str(NODES), "--oversubscribe", "--bind-to", "none"]
         if os.geteuid() == 0:
             cmd.append("--allow-run-as-root")
         cmd += [dltest.DLIOFS, "mount", "-f", os.path.join(cls.tmp, "m{rank}"), cls.config]

@@ -199,6 +199,10 @@ int dl_config_dump(const struct dl_config *cfg, FILE *out)
 			fprintf(out, "all");
 		fprintf(out, "]\n");
 	}
+	if (cfg->cluster.enabled)
+		fprintf(out, "cluster:\n  period: %lluus\n  window: %lluus\n",
+			(unsigned long long)(cfg->cluster.period_ns / 1000),
+			(unsigned long long)(cfg->cluster.window_ns / 1000));
 	if (cfg->s3.access_key[0] || cfg->s3.listen[0])
 		fprintf(out, "s3:\n");
 	if (cfg->s3.listen[0]) {

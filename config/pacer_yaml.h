@@ -19,6 +19,9 @@ void dl_cfg_parse_pacer(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *no
 void dl_cfg_parse_trace(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *node,
 			struct dl_trace_cfg *tc);
 
+/* Apply a `cluster:` node (config/cluster_yaml.c). */
+void dl_cfg_parse_cluster(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *node,
+			  struct dl_cluster_cfg *cc);
 /* Apply an `s3:` node (config/s3_yaml.c); problems are reported through c. */
 void dl_cfg_parse_s3(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *node,
 		     struct dl_s3_cfg *sc);

@@ -10,10 +10,13 @@
 #include "backing_yaml.h"
 #include "pacer_yaml.h"
 
-enum top_key { TK_SEED, TK_IO, TK_DATASETS, TK_PACER, TK_CACHE, TK_BACKING, TK_TRACE, TK_S3, TK__COUNT };
+enum top_key {
+	TK_SEED, TK_IO, TK_DATASETS, TK_PACER, TK_CACHE, TK_BACKING, TK_TRACE, TK_S3, TK_CLUSTER,
+	TK__COUNT
+};
 
 static const char *const top_keys[TK__COUNT] = {
-	"seed", "io", "datasets", "pacer", "cache", "backing", "trace", "s3",
+	"seed", "io", "datasets", "pacer", "cache", "backing", "trace", "s3", "cluster",
 };
 
 /* ---- the dataset mapping ---- */
@@ -444,6 +447,8 @@ int cfg_parse(struct cfg_ctx *c, yaml_document_t *doc, struct dl_config *cfg,
 		dl_cfg_parse_trace(c, doc, vals[TK_TRACE], &cfg->trace);
 	if (vals[TK_S3] && !cfg_too_many(c))
 		dl_cfg_parse_s3(c, doc, vals[TK_S3], &cfg->s3);
+	if (vals[TK_CLUSTER] && !cfg_too_many(c))
+		dl_cfg_parse_cluster(c, doc, vals[TK_CLUSTER], &cfg->cluster);
 	if (vals[TK_SEED])
 		cfg_get_u64(&w, vals[TK_SEED], "seed", &cfg->seed);
 	if (vals[TK_IO]) {

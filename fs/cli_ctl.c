@@ -112,6 +112,49 @@ static void print_backing(const struct dl_jdoc *f, FILE *o)
 	}
 }
 
+/* A cluster of mounts: the table as last exchanged, per node (what it
+ * moved, its share of each class's bandwidth) and its jobs below it. */
+static void print_cluster(const struct flat *f, FILE *o)
+{
+	static const char *const cls[] = {"read", "write", "meta"};
+
+	if (!flat_get(f, "cluster.nodes"))
+		return;
+	fprintf(o, "\ncluster: node %.0f of %.0f, %.0f exchanges every %.0f us\n",
+		num(flat_get(f, "cluster.rank")), num(flat_get(f, "cluster.nodes")),
+		num(flat_get(f, "cluster.exchanges")), num(flat_get(f, "cluster.period_us")));
+	fprintf(o, "%-40s %9s %7s %9s %7s %9s %7s\n", "node / job", "read MB/s", "share",
+		"write MB/s", "share", "meta IOPS", "share");
+	for (int i = 0; flat_get(f, "cluster.table.%d.node", i); i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "node %s", flat_get(f, "cluster.table.%d.node", i));
+		fprintf(o, "%-40s", name);
+		for (int c = 0; c < 3; c++)
+			fprintf(o, " %9.1f %6.1f%%",
+				c == 2 ? num(flat_get(f, "cluster.table.%d.%s.iops", i, cls[c]))
+				       : num(flat_get(f, "cluster.table.%d.%s.MBps", i, cls[c])),
+				100 * num(flat_get(f, c == 2 ? "cluster.table.%d.%s.share_iops"
+							     : "cluster.table.%d.%s.share_bandwidth",
+						   i, cls[c])));
+		fputc('\n', o);
+		for (int j = 0; flat_get(f, "cluster.table.%d.jobs.%d.name", i, j); j++) {
+			char jn[64];
+
+			short_name(flat_get(f, "cluster.table.%d.jobs.%d.name", i, j), jn, sizeof(jn));
+			fprintf(o, "  %-38.38s", jn);
+			for (int c = 0; c < 3; c++)
+				fprintf(o, " %9.1f %7s",
+					c == 2 ? num(flat_get(f, "cluster.table.%d.jobs.%d.%s.iops",
+							      i, j, cls[c]))
+					       : num(flat_get(f, "cluster.table.%d.jobs.%d.%s.MBps",
+							      i, j, cls[c])),
+					"");
+			fputc('\n', o);
+		}
+	}
+}
+
 /* The compact view: per class, per job, the cache, backing directories and
  * the trace. */
 static void print_table(const struct dl_jdoc *f, FILE *o)
@@ -174,6 +217,7 @@ static void print_table(const struct dl_jdoc *f, FILE *o)
 			hit);
 	}
 	print_backing(f, o);
+	print_cluster(f, o);
 	if (flat_get(f, "trace.active"))
 		fprintf(o, "\ntrace   %s, %.0f records, %.0f dropped\n",
 			!strcmp(flat_get(f, "trace.active"), "true") ? "on" : "off",

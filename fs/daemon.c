@@ -12,6 +12,7 @@
 
 #include "backing.h"
 #include "clients.h"
+#include "cluster.h"
 #include "control.h"
 #include "log_i.h"
 #include "fs_i.h"
@@ -138,6 +139,8 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 
 	ret = fs_init(&fs, cfg, o->no_pacer);
 	fs.fuse_overhead_ns = o->fuse_overhead_ns;
+	if (o->cluster)
+		fs.cluster_node = (uint32_t)dl_cluster_rank(o->cluster) + 1;
 	fs.launcher = launcher;
 	fs.self = getpid();
 	if (ret) {
@@ -222,6 +225,11 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 		goto out;
 	}
 	mounted = 1;
+	/* One storage system with the other nodes from the first request on. */
+	if (o->cluster && (ret = dl_cluster_start(o->cluster, fs.pacer))) {
+		notify(ready_fd, "cannot start the cluster's exchange\n");
+		goto out;
+	}
 	notify(ready_fd, "ok");
 	ready_fd = -1;
 	if (launcher && redirect_stdio(o->log_path)) {
@@ -249,6 +257,8 @@ out:
 		fuse_session_destroy(se);
 	}
 	fuse_opt_free_args(&args);
+	/* Leave the cluster before the pacer it samples goes. */
+	dl_cluster_stop(o->cluster);
 	fs_fini(&fs);
 	return ret;
 }

@@ -34,6 +34,7 @@ enum dl_tree {
 	DL_TREE_SINK,		/* sinks under `backing:` */
 	DL_TREE__COUNT
 };
+struct dl_cluster;
 
 /* Everything the daemon mutates lives here (no other global state). */
 struct dl_fs {
@@ -60,6 +61,7 @@ struct dl_fs {
 	pid_t self;			/* the daemon (its own lookups of the mount are ours) */
 	int io_direct;			/* io: direct: never the page cache */
 	uint64_t fuse_overhead_ns;	/* the kernel's part of a request's round trip */
+	uint32_t cluster_node;		/* in a cluster of mounts: rank + 1 (traces carry it) */
 	/* What handing a data reply to the kernel costs per byte (picoseconds,
 	 * a running average of large replies measured in reply.c): a delayed
 	 * reply is sent that much earlier too, so that a 1 MiB read is not
@@ -221,6 +223,7 @@ struct dl_mount_opts {
 	uint64_t readahead;	/* bytes of kernel readahead (cache mode); 0 = kernel default */
 	int no_pacer;		/* no storage model and no statistics (the unshaped baseline) */
 	uint64_t fuse_overhead_ns; /* see struct dl_fs */
+	struct dl_cluster *cluster; /* a node of a cluster of mounts (cluster.h), or NULL */
 };
 int dl_fs_mount(struct dl_config *cfg, const struct dl_mount_opts *o);
 int dl_fs_umount(const char *mountpoint);

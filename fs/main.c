@@ -11,6 +11,7 @@
 #include "dliofs/format.h"
 #include "dliofs/units.h"
 #include "cli.h"
+#include "cluster.h"
 #include "fs_i.h"
 #include "profile.h"
 #include "s3.h"
@@ -48,7 +49,9 @@ static void usage(FILE *o)
 		"        --no-pacer serves without storage model or statistics, --fuse-overhead\n"
 		"        is the kernel's share of a request that delayed replies are sent\n"
 		"        early by (default 8us), so jobs see the configured latency.\n"
-		"        SIGINT/SIGTERM unmount cleanly.\n"
+		"        SIGINT/SIGTERM unmount cleanly. With cluster: in CONFIG, the daemons\n"
+		"        of one `mpirun -np N dliofs mount -f MOUNTPOINT CONFIG` are one storage\n"
+		"        system ({rank} in MOUNTPOINT and trace.file: the node's rank).\n"
 		"umount  unmount MOUNTPOINT (the daemon then exits)\n"
 		"check   validate CONFIG.yaml and print every dataset: files, sizes, total bytes\n"
 		"formats the formats served, their own keys and read plans (--config: a config\n"
@@ -291,22 +294,79 @@ static int mount_args(int argc, char **argv, struct mount_args *a)
 	return 0;
 }
 
+/* A node of a cluster of mounts: join it (MPI) and name the mountpoint
+ * with its rank (*mp, malloc'd). 0, or the exit status (said on stderr). */
+static int cluster_join(struct dl_config *cfg, struct mount_args *a, char **mp)
+{
+	char buf[PATH_MAX], tf[sizeof(cfg->trace.file)];
+
+	if (!cfg->cluster.enabled) {
+		fprintf(stderr, "dliofs mount: %s: {rank} in MOUNTPOINT is a cluster node's rank: "
+				"%s has no cluster: section\n",
+			a->pos[0], a->pos[1]);
+		return 2;
+	}
+	if (!a->o.foreground) {
+		/* mpirun waits for its ranks: a daemon in the background
+		 * would be a process it does not know. */
+		fprintf(stderr, "dliofs mount: cluster: run each node in the foreground "
+				"(mpirun -np N dliofs mount -f MOUNTPOINT CONFIG)\n");
+		return 2;
+	}
+	if (a->o.no_pacer) {
+		fprintf(stderr, "dliofs mount: cluster: the nodes share a storage model: "
+				"--no-pacer has none\n");
+		return 2;
+	}
+	if (dl_cluster_init(NULL, NULL, &cfg->cluster, &a->o.cluster))
+		return 1;
+	if (dl_cluster_expand(a->o.cluster, a->pos[0], buf, sizeof(buf)) ||
+	    !(*mp = strdup(buf))) {
+		fprintf(stderr, "dliofs mount: %s: too long with the rank\n", a->pos[0]);
+		dl_cluster_abort(a->o.cluster, 1);
+		return 1;
+	}
+	/* Each node its own trace: trace.file may name it by rank too. */
+	if (cfg->trace.enabled) {
+		if (dl_cluster_expand(a->o.cluster, cfg->trace.file, tf, sizeof(tf))) {
+			fprintf(stderr, "dliofs mount: trace.file: too long with the rank\n");
+			dl_cluster_abort(a->o.cluster, 1);
+			return 1;
+		}
+		memcpy(cfg->trace.file, tf, sizeof(tf));
+	}
+	return 0;
+}
+
 static int cmd_mount(int argc, char **argv)
 {
 	struct mount_args a = {0};
 	struct dl_config *cfg = NULL;
-	char mnt[PATH_MAX];
+	char mnt[PATH_MAX], *mp = NULL;
 	int ret = mount_args(argc, argv, &a);
 
 	if (ret)
 		return ret < 0 ? 0 : ret;
-	if (!realpath(a.pos[0], mnt)) {
-		fprintf(stderr, "dliofs mount: %s: %s\n", a.pos[0], strerror(errno));
-		return 1;
-	}
 	ret = dl_config_load(a.pos[1], stderr, &cfg);
 	if (ret)
 		return 2;
+	if (cfg->cluster.enabled || strstr(a.pos[0], "{rank}")) {
+		ret = cluster_join(cfg, &a, &mp);
+		if (ret) {
+			dl_config_free(cfg);
+			return ret;
+		}
+	}
+	if (!realpath(mp ? mp : a.pos[0], mnt)) {
+		fprintf(stderr, "dliofs mount: %s: %s\n", mp ? mp : a.pos[0], strerror(errno));
+		free(mp);
+		dl_config_free(cfg);
+		/* The other nodes would wait for this one in every exchange. */
+		if (a.o.cluster)
+			dl_cluster_abort(a.o.cluster, 1);
+		return 1;
+	}
+	free(mp);
 	a.o.mountpoint = mnt;
 	if (!a.readahead_set)
 		a.o.readahead = DL_DEFAULT_READAHEAD;
@@ -314,6 +374,15 @@ static int cmd_mount(int argc, char **argv)
 		a.o.fuse_overhead_ns = DL_DEFAULT_FUSE_OVERHEAD_NS;
 	ret = dl_fs_mount(cfg, &a.o);
 	dl_config_free(cfg);
+	if (a.o.cluster) {
+		if (!dl_cluster_started(a.o.cluster)) {
+			fprintf(stderr, "dliofs mount: node %d of the cluster did not mount: ending "
+					"the cluster\n",
+				dl_cluster_rank(a.o.cluster));
+			dl_cluster_abort(a.o.cluster, 1);
+		}
+		dl_cluster_fini(a.o.cluster);
+	}
 	return ret ? 1 : 0;
 }
 

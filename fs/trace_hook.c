@@ -151,7 +151,8 @@ int dl_fs_trace_start(struct dl_fs *fs, const char *path, uint32_t ops_mask, int
 		return -EINVAL;
 	}
 	keep = dup(fd); /* to remove a file made here if the start fails */
-	ret = dl_trace_start_fd(fd, fs->cfg->path, ops_mask, path_of, fs, &t);
+	ret = dl_trace_start_fd_node(fd, fs->cfg->path, ops_mask, fs->cluster_node, path_of, fs,
+				     &t);
 	if (ret) {
 		dl_trace_discard_target(path, keep, created);
 		snprintf(why, wl, "%s", strerror(-ret));

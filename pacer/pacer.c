@@ -175,6 +175,11 @@ static const struct dl_dev_model *model_at(const struct dl_pacer *p, int c, uint
 	return &p->cfg.phases[phase_at(p, t)].m[c];
 }
 
+const struct dl_dev_model *pacer_model_at(const struct dl_pacer *p, int c, uint64_t t)
+{
+	return model_at(p, c, t);
+}
+
 uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t, uint64_t lat,
 		      uint64_t len, uint64_t *start, unsigned *held)
 {
@@ -215,6 +220,10 @@ uint64_t pacer_device(struct pacer_dev *d, const struct pacer_rates *rt, uint64_
 			d->pipe_x = ready - credit;
 			d->pipe_frac = 0;
 		}
+		/* Less than half of its bytes in the bucket when it is ready. */
+		step = div_rem((u128)len * PACER_NS / 2, rt->bandwidth, &rem);
+		if (d->pipe_x + step > ready)
+			*held |= PACER_HELD_BUCKET;
 		step = div_rem((u128)len * PACER_NS + d->pipe_frac, rt->bandwidth, &d->pipe_frac);
 		d->pipe_x = sat_add(d->pipe_x, step);
 		if (d->pipe_x > due) {
@@ -245,7 +254,10 @@ static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
 				    uint64_t len, int arriving, struct pacer_rates *rt)
 {
 	struct pacer_job_cls *jc = &k->jobs[js];
+	struct dl_dev_model scaled;
 
+	/* In a cluster: this node's share of the cluster's device. */
+	m = pacer_cluster_model(k, m, len, &scaled);
 	if (p->cfg.share.policy != DL_SHARE_FAIR) {
 		*rt = (struct pacer_rates){m->bandwidth, m->burst,	  m->iops,	 m->queue_depth,
 					   m->transfer,	 m->refill_ns, m->iops_burst, m->lanes,
@@ -350,6 +362,7 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 		lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
 	due = serve(k, m, d, &rt, i, now, lat, miss, &io, start, &held, &merged);
 	pacer_share_account(&k->jobs[js], held);
+	pacer_cluster_count(k, &k->jobs[js], miss, held, rt.transfer != 0);
 	if (buffered)
 		pacer_ra_done(&k->runs, r->file_id, r->job, due);
 	/* Its first part came with the window before. */
@@ -712,6 +725,8 @@ void dl_pacer_free(struct dl_pacer *p)
 		free(p->cls[c].jobs);
 	}
 	pacer_cache_free(p->cache);
+	pacer_cluster_free(p->cl);
+	pthread_mutex_destroy(&p->cl_lock);
 	dl_pacer_cfg_free(&p->cfg);
 	pthread_mutex_destroy(&p->jobs.lock);
 	pthread_mutex_destroy(&p->cache_lock);
@@ -737,6 +752,7 @@ int dl_pacer_new(const struct dl_pacer_cfg *cfg, uint64_t now_ns, uint64_t seed,
 	pthread_mutex_init(&p->cfg_lock, NULL);
 	pthread_mutex_init(&p->jobs.lock, NULL);
 	pthread_mutex_init(&p->cache_lock, NULL);
+	pthread_mutex_init(&p->cl_lock, NULL);
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		struct pacer_class *k = &p->cls[c];
 
@@ -988,6 +1004,7 @@ int dl_pacer_stats_write(struct dl_pacer *p, uint64_t now_ns, struct dl_jw *w)
 	pthread_mutex_unlock(&p->jobs.lock);
 	pacer_stats_write(s, w);
 	free(s);
+	pacer_cluster_stats(p, w);
 	return 0;
 }
 

@@ -195,6 +195,12 @@ struct pacer_rates {
 #define PACER_HELD_QUEUE 1u /* waited for a queue slot */
 #define PACER_HELD_IOPS 2u  /* waited for its IOPS spacing */
 #define PACER_HELD_BW 4u    /* waited for bandwidth tokens after its latency */
+/* Its token bucket held less than half of its bytes when it was ready: it
+ * came right behind its device's earlier requests (the plain model). A
+ * request that finds its bucket refilled, after a pause, is not held back
+ * by its share: a node reading now and then is not a node that wants more
+ * (cluster.c). */
+#define PACER_HELD_BUCKET 8u
 
 /* Steps 1, 2 and 4 of the model (pacer.c's header) for a request arriving
  * at t whose latency draw is lat: returns the due time, *start is when it
@@ -281,6 +287,10 @@ struct pacer_job_cls {
 	uint64_t wbytes[2], wops[2], wheld_q[2], wheld_iops[2], wheld_bw[2], wmaxlen[2];
 	uint32_t peak[2];
 	uint64_t active_since, last_ns; /* 0: not active */
+	/* a cluster of mounts (cluster_pacer.c): its counts for the exchange,
+	 * and its weight in this node's fair share (0: its rule's weight) */
+	struct dl_cluster_count clc;
+	double cl_w;
 };
 
 /* A job's identity. Under the jobs lock. */
@@ -349,6 +359,12 @@ struct pacer_class {
 	uint64_t win_start, next_share; /* share: demand window, next allocation */
 	struct pacer_runs runs;		/* read: buffered readers' readahead */
 	struct pacer_inodes inodes;	/* meta: the inodes the client has cached */
+	/* A cluster of mounts: this node's counts for the exchange and its
+	 * share of the cluster's limits (cl_on 0: the whole device). */
+	struct dl_cluster_count clc;
+	struct dl_cluster_cls_grant cl;
+	int cl_on;
+	uint64_t cl_window_ns;
 };
 
 struct dl_pacer {
@@ -362,7 +378,33 @@ struct dl_pacer {
 	uint64_t t0, cycle_ns;
 	struct pacer_cache *cache; /* NULL: policy kernel, nothing emulated */
 	uint64_t since_ns;	   /* statistics start, under jobs.lock; UINT64_MAX: at next event */
+	pthread_mutex_t cl_lock;   /* the cluster's table below */
+	struct pacer_cluster *cl;  /* NULL: not in a cluster */
 };
+
+/* ---- cluster_pacer.c: this node of a cluster of mounts ---- */
+/* The cluster's table as last exchanged (stats.json's "cluster"). */
+struct pacer_cluster {
+	uint32_t rank;
+	unsigned n;
+	uint64_t exchanges, period_ns, at_ns;
+	struct dl_cluster_node *table;
+	struct dl_cluster_grant *grants;
+};
+/* The model a request of len bytes of class k meets on this node: m, or
+ * in a cluster m with its limits scaled to the node's share (into *tmp).
+ * Class lock held. */
+const struct dl_dev_model *pacer_cluster_model(const struct pacer_class *k,
+					       const struct dl_dev_model *m, uint64_t len,
+					       struct dl_dev_model *tmp);
+/* Count a request that went to the device (class lock held). */
+void pacer_cluster_count(struct pacer_class *k, struct pacer_job_cls *jc, uint64_t len,
+			 unsigned held, int model);
+struct dl_jw;
+void pacer_cluster_stats(struct dl_pacer *p, struct dl_jw *w);
+void pacer_cluster_free(struct pacer_cluster *cl);
+/* The model of class c in force at t (phases). */
+const struct dl_dev_model *pacer_model_at(const struct dl_pacer *p, int c, uint64_t t);
 
 /* A consistent copy of everything stats.json shows. */
 struct pacer_snapshot {

@@ -266,7 +266,9 @@ static void allocate(struct pacer_job_cls *jobs, uint64_t win_start, const struc
 		span = now > from ? now - from : 1;
 		young = now - jc->active_since < half;
 		ops = jc->wops[0] + jc->wops[1];
-		w[n] = jc->weight ? (double)jc->weight : 1;
+		/* In a cluster, what the cluster allocated it: the node
+		 * splits its share as the cluster did (cluster.c). */
+		w[n] = jc->cl_w > 0 ? jc->cl_w : jc->weight ? (double)jc->weight : 1;
 		wsum += w[n];
 		/* Requests waiting and none counted (each longer than the
 		 * window): what it needs is unknown, as a newcomer's. */

@@ -1638,8 +1638,63 @@ static void test_s3_listen(void)
 	EXPECT_ERR("s3: {listen: ':9000'}\n", "s3.listen: expected HOST:PORT");
 }
 
+/* `cluster:`: periods and windows in range, and a build without MPI says
+ * so at the key (this test runs in either build). */
+static void test_cluster(void)
+{
+	static const char ds[] = "datasets:\n  - {name: d, format: raw, files: 2, sample_size: 4KiB}\n";
+	char y[512];
+	struct res r;
+
+	snprintf(y, sizeof(y), "%scluster: {period: 5ms, window: 50ms}\n", ds);
+	r = load(y);
+	if (r.ret) {
+		CHECK(strstr(r.err, "cluster: this dliofs was built without MPI") != NULL,
+		      "without MPI: said at the key: %s", r.err);
+	} else {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		CHECK(r.cfg->cluster.enabled && r.cfg->cluster.period_ns == 5000000 &&
+			      r.cfg->cluster.window_ns == 50000000,
+		      "period and window");
+		dl_config_dump(r.cfg, f);
+		fclose(f);
+		CHECK(text && strstr(text, "cluster:\n  period: 5000us\n  window: 50000us\n"),
+		      "dumped: %s", text ? text : "");
+		free(text);
+	}
+	res_free(&r);
+	snprintf(y, sizeof(y), "%scluster: {}\n", ds);
+	r = load(y);
+	CHECK(r.ret || (r.cfg->cluster.period_ns == DL_CLUSTER_DEFAULT_PERIOD &&
+			r.cfg->cluster.window_ns == DL_CLUSTER_DEFAULT_WINDOW),
+	      "cluster: {} takes the defaults");
+	res_free(&r);
+	snprintf(y, sizeof(y), "%scluster: {period: 2s}\n", ds);
+	r = load(y);
+	CHECK(r.ret && strstr(r.err, "cluster.period: expected a time from 1ms to 1000ms"),
+	      "period out of range: %s", r.err);
+	res_free(&r);
+	snprintf(y, sizeof(y), "%scluster: {period: 20ms, window: 30ms}\n", ds);
+	r = load(y);
+	CHECK(r.ret && strstr(r.err, "cluster.window: expected at least two periods"),
+	      "window under two periods: %s", r.err);
+	res_free(&r);
+	snprintf(y, sizeof(y), "%scluster: {perod: 20ms}\n", ds);
+	r = load(y);
+	CHECK(r.ret && strstr(r.err, "cluster: unknown key"), "unknown key: %s", r.err);
+	res_free(&r);
+	snprintf(y, sizeof(y), "%scluster: [1]\n", ds);
+	r = load(y);
+	CHECK(r.ret && strstr(r.err, "cluster: expected a mapping"), "not a mapping: %s", r.err);
+	res_free(&r);
+}
+
 int main(void)
 {
+	test_cluster();
 	test_full();
 	test_s3_listen();
 	test_defaults();

@@ -604,6 +604,7 @@ int dl_trace_start_fd_opts(int fd, const char *config, uint32_t ops_mask,
 	uint64_t m1 = dl_clock_ns(CLOCK_MONOTONIC);
 	h.start_mono_ns = m0 + (m1 - m0) / 2;
 	h.ops_mask = t->ops_mask;
+	h.node = o.node;
 	if (config)
 		strncpy(h.config, config, sizeof(h.config) - 1);
 	ret = write_all(t->fd, &h, sizeof(h));
@@ -646,6 +647,15 @@ int dl_trace_start_fd(int fd, const char *config, uint32_t ops_mask,
 		      void *arg, struct dl_trace **out)
 {
 	return dl_trace_start_fd_opts(fd, config, ops_mask, path_of, arg, NULL, out);
+}
+
+int dl_trace_start_fd_node(int fd, const char *config, uint32_t ops_mask, uint32_t node,
+			   int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len),
+			   void *arg, struct dl_trace **out)
+{
+	struct dl_trace_opts o = {.node = node};
+
+	return dl_trace_start_fd_opts(fd, config, ops_mask, path_of, arg, &o, out);
 }
 
 int dl_trace_start_opts(const char *path, const char *config, uint32_t ops_mask,

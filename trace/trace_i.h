@@ -25,6 +25,7 @@ struct dl_trace_opts {
 	uint32_t slots;		/* per stripe, rounded up to a power of two; 0: default */
 	uint32_t poll_us;	/* writer's sleep when it found nothing; 0: default */
 	uint32_t write_delay_us; /* test hook: extra sleep after each pass */
+	uint32_t node;		/* the header's node (dl_trace_start_fd_node) */
 };
 
 int dl_trace_start_fd_opts(int fd, const char *config, uint32_t ops_mask,

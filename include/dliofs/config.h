@@ -45,6 +45,16 @@ struct dl_s3_cfg {
 	char listen[256];	/* a mount serves the endpoint beside it on HOST:PORT ("": not) */
 };
 
+/* `cluster:` section: the mounts of one mpirun are one storage system
+ * (fs/cluster.c): every period they exchange their demand, and each
+ * decides its requests against its share, measured over the window. */
+#define DL_CLUSTER_DEFAULT_PERIOD (10ULL * 1000000)
+#define DL_CLUSTER_DEFAULT_WINDOW (100ULL * 1000000)
+struct dl_cluster_cfg {
+	int enabled;
+	uint64_t period_ns, window_ns;
+};
+
 struct dl_config {
 	char path[4096];		/* file it came from */
 	uint64_t seed;
@@ -57,6 +67,7 @@ struct dl_config {
 	unsigned nbacking;
 	struct dl_backing_cfg *backing;
 	struct dl_s3_cfg s3;
+	struct dl_cluster_cfg cluster;
 };
 
 /* Parse and validate `path`. Every problem goes to `err` as

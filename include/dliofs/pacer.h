@@ -305,6 +305,114 @@ int dl_pacer_stats_write(struct dl_pacer *p, uint64_t now_ns, struct dl_jw *w);
 int dl_pacer_stats_json(struct dl_pacer *p, uint64_t now_ns, char **buf, size_t *len);
 void dl_pacer_stats_reset(struct dl_pacer *p);
 
+/* ---- a cluster of mounts: one storage model shared by N pacers
+ * (pacer/cluster.c). Each node's pacer decides every request alone,
+ * against its share of the cluster's limits; an exchange (fs/cluster.c)
+ * samples each node's counts every period, gathers them on every node and
+ * runs the same allocation there, so every node computes every node's
+ * share and takes its own. Shares are fractions of the cluster's limits,
+ * so they hold across phases of a profile. ---- */
+#define DL_CLUSTER_MAX_NODES 1024
+#define DL_CLUSTER_JOBS 8	/* jobs a node reports (its busiest over the window) */
+#define DL_CLUSTER_NAME 48
+
+/* Cumulative counts of one class, of a node or of one job on it. */
+struct dl_cluster_count {
+	uint64_t ops, bytes;			/* requests that went to the device, their bytes */
+	uint64_t held_bw, held_iops, held_q;	/* of those, held back by the node's own limits */
+	uint32_t outstanding, peak;		/* in the device now; most at once since the last sample */
+};
+
+#define DL_CLUSTER_SAMPLE_JOBS 65
+struct dl_cluster_job_count {
+	uint64_t key;		/* a job's identity across nodes: a hash of its name */
+	uint32_t weight;	/* its share rule's weight (1 without one) */
+	char name[DL_CLUSTER_NAME];
+	struct dl_cluster_count c[DL_OP__COUNT];
+};
+
+/* What dl_pacer_cluster_sample reads off a node's pacer at now_ns. */
+struct dl_cluster_sample {
+	uint64_t now_ns;
+	enum dl_share_policy policy;
+	struct dl_cluster_count cls[DL_OP__COUNT];
+	/* the cluster's limits now (every node runs the same model) */
+	uint64_t bandwidth[DL_OP__COUNT], iops[DL_OP__COUNT];
+	uint32_t queue_depth[DL_OP__COUNT];
+	unsigned njobs;
+	struct dl_cluster_job_count job[DL_CLUSTER_SAMPLE_JOBS];
+};
+
+/* What a node (or one job on it) wants of one class's limits, as fractions
+ * of the cluster's: INFINITY is all it can get (it was held back by its
+ * share in at least half of its requests), 0 nothing (idle); otherwise
+ * 1.1 x what it used. */
+struct dl_cluster_want {
+	double bw, iops, q;
+	double used_bps, used_iops;	/* what it moved over the window (the table) */
+	double peak;			/* most requests it had in the device at once */
+};
+struct dl_cluster_job {
+	uint64_t key;
+	uint32_t weight, pad;
+	char name[DL_CLUSTER_NAME];
+	struct dl_cluster_want w[DL_OP__COUNT];
+};
+/* One node's record in the exchange: plain bytes, the same layout on every
+ * node (one build of dliofs on one architecture). */
+struct dl_cluster_node {
+	uint32_t rank, leaving, njobs;
+	uint32_t policy;	/* its share.policy (the lowest rank's is the cluster's) */
+	struct dl_cluster_want w[DL_OP__COUNT];
+	struct dl_cluster_job job[DL_CLUSTER_JOBS];
+};
+
+/* A node's share of the cluster (dl_cluster_allocate). */
+struct dl_cluster_cls_grant {
+	double bw, iops, q;	/* fractions of the cluster's bandwidth, IOPS and queue slots */
+	double floor;		/* its fair fraction (1/N): what a request gets at least when
+				 * the node was idle in the class when this was computed, or
+				 * when its share would take longer than a window to move it */
+	int idle;
+};
+struct dl_cluster_grant {
+	struct dl_cluster_cls_grant c[DL_OP__COUNT];
+	/* share.policy fair: each reported job's allocation (its weight in the
+	 * node's own fair share, so that the node splits its share as the
+	 * cluster did), and the weight of a job not reported (a newcomer) */
+	unsigned njobs;
+	struct {
+		uint64_t key;
+		double w[DL_OP__COUNT];
+	} job[DL_CLUSTER_JOBS];
+	double job_floor[DL_OP__COUNT];
+};
+
+/* A node's record from three samples of its pacer: its demand over
+ * [old, cur] (the window), its peak requests in the device over
+ * [mid, cur]. Its busiest DL_CLUSTER_JOBS jobs go with it. */
+void dl_cluster_node_make(const struct dl_cluster_sample *old, const struct dl_cluster_sample *mid,
+			  const struct dl_cluster_sample *cur, uint32_t rank,
+			  struct dl_cluster_node *out);
+/* Every node's share from every node's record (n of them): with fcfs the
+ * nodes' demands are met in proportion to the requests they keep in the
+ * device (a shared FIFO queue serves each in proportion to what it has
+ * queued); with fair, each job (by name, across nodes) gets its weighted
+ * max-min share and splits it among its nodes by their demand. What no one
+ * wants is spread over the active nodes. The fractions of each limit add
+ * up to 1 (0 when no node is active). -EINVAL for n 0 or above the limit. */
+int dl_cluster_allocate(const struct dl_cluster_node *nodes, unsigned n, enum dl_share_policy pol,
+			struct dl_cluster_grant *grants);
+
+/* The node's counts now (class locks, one at a time); the peaks restart. */
+int dl_pacer_cluster_sample(struct dl_pacer *p, uint64_t now_ns, struct dl_cluster_sample *s);
+/* Install this node's share (from the next request on) and keep the
+ * cluster's table (n nodes, their grants) for stats.json; rank is this
+ * node's. Before the first call the pacer has the whole device. */
+int dl_pacer_cluster_grant(struct dl_pacer *p, uint32_t rank, const struct dl_cluster_node *table,
+			   const struct dl_cluster_grant *grants, unsigned n, uint64_t exchanges,
+			   uint64_t period_ns, uint64_t window_ns);
+
 /* ---- a device model in virtual time (pacer/sim.c, pacer/fit.c) ---- */
 
 /* What one measurement saw (or a simulation of it predicts): `clients`

@@ -56,7 +56,8 @@ struct dl_trace_header {
 	uint64_t epoch_ns;	/* CLOCK_REALTIME at start_mono_ns: converts to wall time */
 	uint64_t start_mono_ns;	/* CLOCK_MONOTONIC when tracing started */
 	uint32_t ops_mask;	/* bit (1 << op) set for traced ops */
-	uint32_t reserved;
+	uint32_t node;		/* a cluster of mounts' node: its rank + 1 (0: a mount alone;
+				 * traces before the cluster had 0 here) */
 	char config[256];	/* config file of the mount */
 };
 
@@ -131,6 +132,11 @@ int dl_trace_start(const char *path, const char *config, uint32_t ops_mask,
 int dl_trace_start_fd(int fd, const char *config, uint32_t ops_mask,
 		      int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len),
 		      void *arg, struct dl_trace **out);
+/* The same for node `node` of a cluster of mounts (its rank + 1), which the
+ * header carries. */
+int dl_trace_start_fd_node(int fd, const char *config, uint32_t ops_mask, uint32_t node,
+			   int (*path_of)(void *arg, uint64_t file_id, char *buf, size_t len),
+			   void *arg, struct dl_trace **out);
 /* Never blocks; a full buffer drops the record and counts it. Thread-safe. */
 void dl_trace_record(struct dl_trace *t, const struct dl_trace_rec *r);
 /* Call fn once, from the writer thread, when writing fails (a full disk):

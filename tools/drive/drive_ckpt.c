@@ -38,8 +38,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <yaml.h>
 
+#include "dliofs/dlio_keys.h"
 #include "dliofs/json.h"
 #include "dliofs/prng.h"
 #include "drive_i.h"
@@ -67,53 +67,40 @@ struct ck_rank {
 
 /* ---- the workload's checkpoint section ---- */
 
-static yaml_node_t *map_get(yaml_document_t *d, yaml_node_t *m, const char *key)
-{
-	if (!m || m->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(d, p->key);
-		if (k && k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, key))
-			return yaml_document_get_node(d, p->value);
-	}
-	return NULL;
-}
-
-static int scalar_u64(const char *path, const char *key, yaml_node_t *n, uint64_t *out, FILE *err)
+static int scalar_u64(const struct dl_dlio_keys *k, const char *key, const struct dl_dlio_val *n,
+		      uint64_t *out, FILE *err)
 {
 	char *end;
 
 	if (!n)
 		return 0;
-	if (n->type == YAML_SCALAR_NODE) {
+	if (n->kind == DL_DLIO_SCALAR) {
 		errno = 0;
-		*out = strtoull((char *)n->data.scalar.value, &end, 10);
-		if (!errno && end != (char *)n->data.scalar.value && !*end &&
-		    n->data.scalar.value[0] != '-')
+		*out = strtoull(n->text, &end, 10);
+		if (!errno && end != n->text && !*end && n->text[0] != '-')
 			return 0;
 	}
-	fprintf(err, "dlio-drive: %s:%zu:%zu: %s: expected a whole number >= 0\n", path,
-		n->start_mark.line + 1, n->start_mark.column + 1, key);
+	dl_dlio_say(k, err, "dlio-drive: ", n, key, "expected a whole number >= 0");
 	return -EINVAL;
 }
 
-static int list_u64(const char *path, yaml_document_t *d, const char *key, yaml_node_t *n,
+static int list_u64(const struct dl_dlio_keys *k, const char *key, const struct dl_dlio_val *n,
 		    uint64_t *out, unsigned *count, FILE *err)
 {
+	size_t items = dl_dlio_nitems(k, n);
 	int ret;
 
 	if (!n)
 		return 0;
-	if (n->type != YAML_SEQUENCE_NODE ||
-	    n->data.sequence.items.top - n->data.sequence.items.start > CK_MAX_LIST) {
-		fprintf(err, "dlio-drive: %s:%zu:%zu: %s: expected a list of at most %d sizes\n",
-			path, n->start_mark.line + 1, n->start_mark.column + 1, key, CK_MAX_LIST);
+	if (n->kind != DL_DLIO_LIST || items > CK_MAX_LIST) {
+		char why[64];
+		snprintf(why, sizeof(why), "expected a list of at most %d sizes", CK_MAX_LIST);
+		dl_dlio_say(k, err, "dlio-drive: ", n, key, why);
 		return -EINVAL;
 	}
 	*count = 0;
-	for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top;
-	     i++) {
-		ret = scalar_u64(path, key, yaml_document_get_node(d, *i), &out[*count], err);
+	for (size_t i = 0; i < items; i++) {
+		ret = scalar_u64(k, key, dl_dlio_item(k, n, i), &out[*count], err);
 		if (ret)
 			return ret;
 		(*count)++;
@@ -124,11 +111,10 @@ static int list_u64(const char *path, yaml_document_t *d, const char *key, yaml_
 /* DLIO 2.0.0's defaults (utils/config.py), then the file's keys. */
 static int load_plan(const char *path, struct ck_plan *pl, int need_section, FILE *err)
 {
-	FILE *f = fopen(path, "rb");
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root, *ck, *n;
-	int ret = -EINVAL, have_doc = 0;
+	struct dl_dlio_keys *k = NULL;
+	const struct dl_dlio_val *ck, *n;
+	char why[512];
+	int ret;
 
 	memset(pl, 0, sizeof(*pl));
 	pl->model = 10240;
@@ -137,58 +123,45 @@ static int load_plan(const char *path, struct ck_plan *pl, int need_section, FIL
 	pl->layers[1] = 24740228;
 	pl->nlayers_params = 2;
 	pl->tp = pl->pp = 1;
-	if (!f) {
-		fprintf(err, "dlio-drive: %s: %s\n", path, strerror(errno));
-		return -errno;
+	if ((ret = dl_dlio_keys_load(path, &k, why, sizeof(why)))) {
+		if (*why)
+			fprintf(err, "dlio-drive: %s\n", why);
+		else
+			fprintf(err, "dlio-drive: %s: %s\n", path, strerror(-ret));
+		return ret;
 	}
-	if (!yaml_parser_initialize(&parser)) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	yaml_parser_set_input_file(&parser, f);
-	if (!yaml_parser_load(&parser, &doc)) {
-		fprintf(err, "dlio-drive: %s:%zu: YAML: %s\n", path, parser.problem_mark.line + 1,
-			parser.problem ? parser.problem : "syntax error");
+	ck = dl_dlio_key(k, "checkpoint");
+	if (!ck && !need_section)
 		goto out;
-	}
-	have_doc = 1;
-	root = yaml_document_get_root_node(&doc);
-	if (map_get(&doc, root, "workload"))
-		root = map_get(&doc, root, "workload");
-	ck = map_get(&doc, root, "checkpoint");
-	if (!ck && !need_section) {
-		ret = 0;
-		goto out;
-	}
-	if (!ck || ck->type != YAML_MAPPING_NODE) {
+	ret = -EINVAL;
+	if (!ck || ck->kind != DL_DLIO_MAP) {
 		fprintf(err, "dlio-drive: %s: no checkpoint section: --checkpoint-workload runs a "
 			     "workload file's checkpoint keys (model_size, optimization_groups, "
 			     "num_layers, layer_parameters, ...)\n", path);
 		goto out;
 	}
-	if ((ret = scalar_u64(path, "checkpoint.model_size", map_get(&doc, ck, "model_size"),
+	if ((ret = scalar_u64(k, "checkpoint.model_size", dl_dlio_child(k, ck, "model_size"),
 			      &pl->model, err)) ||
-	    (ret = list_u64(path, &doc, "checkpoint.optimization_groups",
-			    map_get(&doc, ck, "optimization_groups"), pl->groups, &pl->ngroups,
+	    (ret = list_u64(k, "checkpoint.optimization_groups",
+			    dl_dlio_child(k, ck, "optimization_groups"), pl->groups, &pl->ngroups,
 			    err)) ||
-	    (ret = scalar_u64(path, "checkpoint.num_layers", map_get(&doc, ck, "num_layers"),
+	    (ret = scalar_u64(k, "checkpoint.num_layers", dl_dlio_child(k, ck, "num_layers"),
 			      &pl->num_layers, err)) ||
-	    (ret = list_u64(path, &doc, "checkpoint.layer_parameters",
-			    map_get(&doc, ck, "layer_parameters"), pl->layers, &pl->nlayers_params,
-			    err)) ||
-	    (ret = scalar_u64(path, "checkpoint.tensor_parallelism",
-			      map_get(&doc, ck, "tensor_parallelism"), &pl->tp, err)) ||
-	    (ret = scalar_u64(path, "checkpoint.pipeline_parallelism",
-			      map_get(&doc, ck, "pipeline_parallelism"), &pl->pp, err)))
+	    (ret = list_u64(k, "checkpoint.layer_parameters",
+			    dl_dlio_child(k, ck, "layer_parameters"), pl->layers,
+			    &pl->nlayers_params, err)) ||
+	    (ret = scalar_u64(k, "checkpoint.tensor_parallelism",
+			      dl_dlio_child(k, ck, "tensor_parallelism"), &pl->tp, err)) ||
+	    (ret = scalar_u64(k, "checkpoint.pipeline_parallelism",
+			      dl_dlio_child(k, ck, "pipeline_parallelism"), &pl->pp, err)))
 		goto out;
 	ret = -EINVAL;
-	n = map_get(&doc, ck, "type");
-	if (n && n->type == YAML_SCALAR_NODE && !strcmp((char *)n->data.scalar.value, "all_ranks"))
+	n = dl_dlio_child(k, ck, "type");
+	if (n && n->kind == DL_DLIO_SCALAR && !strcmp(n->text, "all_ranks"))
 		pl->all_ranks = 1;
-	else if (n && (n->type != YAML_SCALAR_NODE ||
-		       strcmp((char *)n->data.scalar.value, "rank_zero"))) {
-		fprintf(err, "dlio-drive: %s:%zu:%zu: checkpoint.type: expected rank_zero or "
-			     "all_ranks\n", path, n->start_mark.line + 1, n->start_mark.column + 1);
+	else if (n && (n->kind != DL_DLIO_SCALAR || strcmp(n->text, "rank_zero"))) {
+		dl_dlio_say(k, err, "dlio-drive: ", n, "checkpoint.type",
+			    "expected rank_zero or all_ranks");
 		goto out;
 	}
 	/* DLIO refuses these at startup (utils/config.py validate). */
@@ -201,10 +174,7 @@ static int load_plan(const char *path, struct ck_plan *pl, int need_section, FIL
 	}
 	ret = 0;
 out:
-	if (have_doc)
-		yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
-	fclose(f);
+	dl_dlio_keys_free(k);
 	return ret;
 }
 

@@ -152,8 +152,8 @@ out:
 	return ret;
 }
 
-const struct dl_dlio_val *dl_dlio_child(const struct dl_dlio_keys *k,
-					const struct dl_dlio_val *map, const char *name)
+const struct dl_dlio_val *dl_dlio_child(const struct dl_dlio_keys *k, const struct dl_dlio_val *map,
+					const char *name)
 {
 	const struct ent *e = ent_of(map);
 
@@ -208,8 +208,8 @@ size_t dl_dlio_nitems(const struct dl_dlio_keys *k, const struct dl_dlio_val *li
 	return list && list->kind == DL_DLIO_LIST ? ent_of(list)->nkids : 0;
 }
 
-const struct dl_dlio_val *dl_dlio_item(const struct dl_dlio_keys *k,
-				       const struct dl_dlio_val *list, size_t i)
+const struct dl_dlio_val *dl_dlio_item(const struct dl_dlio_keys *k, const struct dl_dlio_val *list,
+				       size_t i)
 {
 	if (!list || list->kind != DL_DLIO_LIST || i >= ent_of(list)->nkids)
 		return NULL;

@@ -53,7 +53,8 @@ static void test_walk(void)
 	CHECK(dl_dlio_keys_is_workload(k), "inside workload: it is a DLIO workload");
 	const struct dl_dlio_val *v = dl_dlio_key(k, "reader.batch_size");
 	CHECK(v && v->kind == DL_DLIO_SCALAR && !strcmp(v->text, "7"),
-	      "reader falls back to data_reader, the first of two keys wins: %s", v ? v->text : "-");
+	      "reader falls back to data_reader, the first of two keys wins: %s",
+	      v ? v->text : "-");
 	CHECK(v && v->line == 4 && v->column == 17, "place %u:%u", v ? v->line : 0,
 	      v ? v->column : 0);
 	v = dl_dlio_key(k, "train.computation_time");
@@ -90,8 +91,7 @@ static void test_kinds_of_file(void)
 	int ret;
 	struct dl_dlio_keys *k;
 
-	k = load("datasets:\n  - name: x\nreader: {batch_size: 1}\n", path, &ret, why,
-		 sizeof(why));
+	k = load("datasets:\n  - name: x\nreader: {batch_size: 1}\n", path, &ret, why, sizeof(why));
 	CHECK(!ret && k && !dl_dlio_keys_is_workload(k), "a dliofs config is not a workload");
 	dl_dlio_keys_free(k);
 	k = load("", path, &ret, why, sizeof(why));

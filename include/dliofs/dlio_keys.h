@@ -43,12 +43,12 @@ int dl_dlio_keys_is_workload(const struct dl_dlio_keys *k);
 const struct dl_dlio_val *dl_dlio_key(const struct dl_dlio_keys *k, const char *dotted);
 /* A mapping's value at NAME (the first, as YAML readers do), NULL where
  * absent or where map is not a mapping. */
-const struct dl_dlio_val *dl_dlio_child(const struct dl_dlio_keys *k,
-					const struct dl_dlio_val *map, const char *name);
+const struct dl_dlio_val *dl_dlio_child(const struct dl_dlio_keys *k, const struct dl_dlio_val *map,
+					const char *name);
 /* A list's length and its I-th item (NULL past the end or for a non-list). */
 size_t dl_dlio_nitems(const struct dl_dlio_keys *k, const struct dl_dlio_val *list);
-const struct dl_dlio_val *dl_dlio_item(const struct dl_dlio_keys *k,
-				       const struct dl_dlio_val *list, size_t i);
+const struct dl_dlio_val *dl_dlio_item(const struct dl_dlio_keys *k, const struct dl_dlio_val *list,
+				       size_t i);
 
 /* "PREFIXPATH:LINE:COLUMN: KEY: WHAT\n" on err (nothing where err is NULL),
  * as config/ names a place. */

@@ -195,7 +195,7 @@ static int ytime(struct yctx *y, const yval *n, const char *key, struct drv_dist
 			return -EINVAL;
 		}
 		const yval *a = yget(y, n, forms[i].a),
-			    *b = forms[i].b ? yget(y, n, forms[i].b) : NULL;
+			   *b = forms[i].b ? yget(y, n, forms[i].b) : NULL;
 		if (!a || (forms[i].b && !b)) {
 			char why2[96];
 			snprintf(why2, sizeof(why2), "%s needs %s%s%s", type, forms[i].a,

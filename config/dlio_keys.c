@@ -88,6 +88,8 @@ void dl_dlio_keys_free(struct dl_dlio_keys *k)
 	free(k);
 }
 
+const char *dl_dlio_keys_path(const struct dl_dlio_keys *k) { return k->path; }
+
 int dl_dlio_keys_load(const char *path, struct dl_dlio_keys **out, char *why, size_t whylen)
 {
 	struct dl_dlio_keys *k = calloc(1, sizeof(*k));

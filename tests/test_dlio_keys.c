@@ -109,9 +109,67 @@ static void test_kinds_of_file(void)
 	CHECK(ret == -ENOENT && !k && !*why, "a missing file: %d", ret);
 }
 
+/* What dl_dlio_checkpoint said on err for a file. */
+static int checkpoint_of(const char *text, struct dl_dlio_checkpoint *ck, char *said, size_t n,
+			 char *path)
+{
+	char why[256];
+	char *buf = NULL;
+	size_t len = 0;
+	int ret;
+	struct dl_dlio_keys *k = load(text, path, &ret, why, sizeof(why));
+
+	if (!k)
+		return ret;
+	FILE *err = open_memstream(&buf, &len);
+	ret = dl_dlio_checkpoint(k, "t: ", err, ck);
+	fclose(err);
+	snprintf(said, n, "%s", buf ? buf : "");
+	free(buf);
+	dl_dlio_keys_free(k);
+	return ret;
+}
+
+static void test_checkpoint(void)
+{
+	struct dl_dlio_checkpoint ck;
+	char said[512], path[64], want[256];
+	int ret;
+
+	ret = checkpoint_of("train: {epochs: 1}\n", &ck, said, sizeof(said), path);
+	CHECK(!ret && ck.model_size == 10240 && ck.num_layers == 1 && ck.nlayers == 2 &&
+		  ck.layers[1] == 24740228 && ck.tp == 1 && ck.pp == 1 && !ck.all_ranks &&
+		  !ck.ngroups && !*said,
+	      "DLIO 2.0.0's defaults without a section: %d %s", ret, said);
+	ret = checkpoint_of("checkpoint:\n  model_size: 4096\n  optimization_groups: [10, 20]\n"
+			    "  num_layers: 4\n  layer_parameters: [7]\n  tensor_parallelism: 2\n"
+			    "  pipeline_parallelism: 2\n  type: all_ranks\n",
+			    &ck, said, sizeof(said), path);
+	CHECK(!ret && ck.model_size == 4096 && ck.ngroups == 2 && ck.groups[1] == 20 &&
+		  ck.num_layers == 4 && ck.nlayers == 1 && ck.layers[0] == 7 && ck.tp == 2 &&
+		  ck.pp == 2 && ck.all_ranks,
+	      "the section's keys: %d %s", ret, said);
+	ret = checkpoint_of("checkpoint:\n  model_size: 1\n  type: every_rank\n", &ck, said,
+			    sizeof(said), path);
+	snprintf(want, sizeof(want),
+		 "t: %s:3:9: checkpoint.type: expected rank_zero or all_ranks\n", path);
+	CHECK(ret == -EINVAL && !strcmp(said, want), "a bad type, placed: %s", said);
+	ret = checkpoint_of("checkpoint:\n  optimization_groups: [1, -2]\n", &ck, said,
+			    sizeof(said), path);
+	snprintf(want, sizeof(want),
+		 "t: %s:2:28: checkpoint.optimization_groups: expected a whole number >= 0\n",
+		 path);
+	CHECK(ret == -EINVAL && !strcmp(said, want), "a negative size, placed: %s", said);
+	ret = checkpoint_of("checkpoint: {num_layers: 3, pipeline_parallelism: 2}\n", &ck, said,
+			    sizeof(said), path);
+	CHECK(ret == -EINVAL && strstr(said, "must be a multiple") && strstr(said, path),
+	      "DLIO's own refusal: %s", said);
+}
+
 int main(void)
 {
 	test_walk();
 	test_kinds_of_file();
+	test_checkpoint();
 	return tap_done("dlio_keys");
 }

@@ -13,6 +13,7 @@
 #define DLIOFS_DLIO_KEYS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum dl_dlio_kind { DL_DLIO_SCALAR, DL_DLIO_MAP, DL_DLIO_LIST };
@@ -32,6 +33,8 @@ struct dl_dlio_keys;
  * whose root is not a mapping loads as one without keys. */
 int dl_dlio_keys_load(const char *path, struct dl_dlio_keys **out, char *why, size_t whylen);
 void dl_dlio_keys_free(struct dl_dlio_keys *k);
+/* The file it was read from. */
+const char *dl_dlio_keys_path(const struct dl_dlio_keys *k);
 
 /* Whether the file is a DLIO workload (one of DLIO's sections at its root
  * and no dliofs `datasets:`), not a dliofs config. */
@@ -54,5 +57,26 @@ const struct dl_dlio_val *dl_dlio_item(const struct dl_dlio_keys *k, const struc
  * as config/ names a place. */
 void dl_dlio_say(const struct dl_dlio_keys *k, FILE *err, const char *prefix,
 		 const struct dl_dlio_val *at, const char *key, const char *what);
+
+/* The checkpoint section as DLIO 2.0.0 sizes a checkpoint (its
+ * utils/config.py defaults where a key is absent; docs/dlio.md 4.8). */
+#define DL_DLIO_CK_MAX_LIST 64
+struct dl_dlio_checkpoint {
+	uint64_t model_size;		      /* checkpoint.model_size, bytes */
+	uint64_t groups[DL_DLIO_CK_MAX_LIST]; /* optimization_groups */
+	unsigned ngroups;
+	uint64_t num_layers;
+	uint64_t layers[DL_DLIO_CK_MAX_LIST]; /* layer_parameters */
+	unsigned nlayers;
+	uint64_t tp, pp; /* tensor_, pipeline_parallelism */
+	int all_ranks;	 /* type: all_ranks (else rank_zero) */
+};
+
+/* DLIO's defaults into ck, then the keys of k's checkpoint mapping (none
+ * where it has none). 0, or -EINVAL with the first problem said on err as
+ * "PREFIXPATH:LINE:COLUMN: checkpoint.KEY: why" (DLIO's own refusals, a
+ * layer count that is no multiple of the parallelisms, name the file). */
+int dl_dlio_checkpoint(const struct dl_dlio_keys *k, const char *prefix, FILE *err,
+		       struct dl_dlio_checkpoint *ck);
 
 #endif

@@ -17,8 +17,9 @@
 #
 # A lower layer that includes a higher layer's header (public in
 # include/dliofs/ or private in its folder), or a tool that includes
-# another tool's header or compiles its source, fails this check, naming
-# the file, the line and the header.
+# another tool's header or compiles its source, or a tool that includes
+# <yaml.h> (config/ reads YAML for everyone), fails this check, naming the
+# file, the line and the header.
 #
 #   bash scripts/check-layers.sh [ROOT]     check ROOT (default: the repo)
 #   bash scripts/check-layers.sh --self-test
@@ -33,7 +34,7 @@ declare -A OWNER=(
   [dataset.h]=formats [format.h]=formats [format_list.h]=formats [naming.h]=formats
   [pacer.h]=pacer
   [trace.h]=trace
-  [config.h]=config
+  [config.h]=config [dlio_keys.h]=config
   [ctl_client.h]=ctl
 )
 LIBS="util formats pacer trace config"
@@ -114,6 +115,13 @@ check_tools() {
         bad=1
       fi
     done < <(includes "$dir")
+    # YAML is config/'s to read: a tool asks it (dliofs/config.h, and a
+    # DLIO workload's own keys in dliofs/dlio_keys.h).
+    while IFS=: read -r file line; do
+      echo "check-layers: ${file#"$root"/}:$line: tools/$tool/ includes <yaml.h> (config/ reads YAML: dliofs/config.h, dliofs/dlio_keys.h)"
+      bad=1
+    done < <(grep -rn --include='*.[ch]' '^[[:space:]]*#[[:space:]]*include[[:space:]]*<yaml\.h>' "$dir" |
+               cut -d: -f1,2)
     # A source of another folder compiled in (what dlio-whatif once did).
     if [ -f "$dir/meson.build" ]; then
       while IFS=: read -r line hdr; do
@@ -160,10 +168,12 @@ if [ "${1:-}" = "--self-test" ]; then
     'tools/whatif/ includes "stall/stall_i.h" (a path outside the folder)'
   plant tools/common/tool_path.c '#include "fs_i.h"' \
     'tools/common/ includes "fs_i.h" (fs)'
+  plant tools/drive/drive_config.c '#include <yaml.h>' \
+    'tools/drive/drive_config.c:'*'tools/drive/ includes <yaml.h> (config/ reads YAML'
   plant tools/whatif/meson.build "  'sources': files('../stall/records.c')," \
     "tools/whatif/meson.build:"*"compiles a source outside tools/whatif/: '../stall/records.c'"
   check_all "$tmp" >/dev/null || { echo "check-layers: the tree fails after the plants were undone"; exit 1; }
-  echo "check-layers: self-test passed (each planted violation is caught and named: a layer reaching up, a tool including another tool's header, a path or fs/, a tool compiling another folder's source)"
+  echo "check-layers: self-test passed (each planted violation is caught and named: a layer reaching up, a tool including another tool's header, a path, fs/ or <yaml.h>, a tool compiling another folder's source)"
   exit 0
 fi
 

@@ -313,6 +313,48 @@ class CacheAndKinds(Base):
         self.assertIn("data wait", head)
 
 
+class MetricTable(Base):
+    """A metric is one row of dlio-whatif's metric table (dlio_whatif_i.h,
+    WI_METRICS): wait_p90_s, the 90th percentile of a step's wait for data,
+    came in as that row alone, from each job's report."""
+
+    def test_wait_p90_is_a_row(self):
+        js = os.path.join(self.tmp, "w.json")
+        env = dict(os.environ, TMPDIR=self.tmp)
+        r = subprocess.run([WHATIF, "sweep", self.cfg, "--set", "read.bandwidth=20MB/s,400MB/s",
+                            "--target", "wait_p90_s<=0.04", "--json", js, "--keep", "-q",
+                            "--"] + self.job(drive()),
+                           capture_output=True, text=True, timeout=600, env=env)
+        self.ok(r)
+        doc = self.load(js)
+        slow, fast = doc["points"]
+        self.assertEqual(doc["target"]["metric"], "wait_p90_s")
+        # The figure is the job's own report's (dlio-drive --json), kept.
+        work = [d for d in os.listdir(self.tmp) if d.startswith("dlio-whatif-")]
+        self.assertEqual(len(work), 1, work)
+        for i, p in enumerate(doc["points"]):
+            with open(os.path.join(self.tmp, work[0], "p%d-r0-c0.json" % i)) as f:
+                want = json.load(f)["summary"]["stall_time_s"]["p90"]
+            got = p["runs"][0]["total"]["wait_p90_s"]
+            self.assertAlmostEqual(got, want, delta=1e-6 * max(1, want), msg=p["runs"][0])
+            self.assertEqual(p["stats"]["wait_p90_s"]["n"], 1)
+        # 2 MB at 20 MB/s is 100 ms a step against 25 ms of compute: most
+        # steps wait ~75 ms; at 400 MB/s the reads keep ahead.
+        self.assertGreater(slow["stats"]["wait_p90_s"]["mean"], 0.04, slow["stats"])
+        self.assertLess(fast["stats"]["wait_p90_s"]["mean"],
+                        slow["stats"]["wait_p90_s"]["mean"] / 2, fast["stats"])
+        lines = r.stdout.splitlines()
+        self.assertIn("wait p90", lines[1])
+        self.assertIn("not met", lines[2])
+        self.assertNotIn("not met", lines[3])
+        self.assertIn("met", lines[3])
+        # Its form (seconds) decides what a target may say.
+        r = run(["search", self.cfg, "--vary", "read.bandwidth=10MB/s..1GB/s", "--target",
+                 "wait_p90_s<=5%", "--", "true"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("a percentage is for a share", r.stderr)
+
+
 class Search(Base):
     def test_finds_the_knee(self):
         js = os.path.join(self.tmp, "k.json")

@@ -38,26 +38,19 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <yaml.h>
 
+#include "dliofs/dlio_keys.h"
 #include "dliofs/json.h"
 #include "dliofs/prng.h"
 #include "drive_i.h"
 
-#define CK_MAX_LIST 64
+#define CK_MAX_LIST DL_DLIO_CK_MAX_LIST
 #define CK_IO (4u << 20)
 #define MLPERF_CHUNK (32u << 20)		 /* StreamingCheckpointing chunk_size */
 #define MLPERF_READ_CHUNK (4ull * MLPERF_CHUNK) /* its read_chunk_size default */
 #define MLPERF_READERS 4			 /* the fork's num_parallel_readers */
 /* Region of the written bytes' stream. */
 #define KEY_CKPT_DATA 0x636b7074ULL
-
-struct ck_plan {
-	uint64_t model, groups[CK_MAX_LIST], layers[CK_MAX_LIST];
-	unsigned ngroups, nlayers_params;
-	uint64_t num_layers, tp, pp;
-	int all_ranks;
-};
 
 /* What one rank did, gathered by rank 0. */
 struct ck_rank {
@@ -67,144 +60,31 @@ struct ck_rank {
 
 /* ---- the workload's checkpoint section ---- */
 
-static yaml_node_t *map_get(yaml_document_t *d, yaml_node_t *m, const char *key)
+/* DLIO's defaults, then the file's checkpoint keys (config/ reads them). */
+static int load_plan(const char *path, struct dl_dlio_checkpoint *pl, int need_section, FILE *err)
 {
-	if (!m || m->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(d, p->key);
-		if (k && k->type == YAML_SCALAR_NODE && !strcmp((char *)k->data.scalar.value, key))
-			return yaml_document_get_node(d, p->value);
-	}
-	return NULL;
-}
-
-static int scalar_u64(const char *path, const char *key, yaml_node_t *n, uint64_t *out, FILE *err)
-{
-	char *end;
-
-	if (!n)
-		return 0;
-	if (n->type == YAML_SCALAR_NODE) {
-		errno = 0;
-		*out = strtoull((char *)n->data.scalar.value, &end, 10);
-		if (!errno && end != (char *)n->data.scalar.value && !*end &&
-		    n->data.scalar.value[0] != '-')
-			return 0;
-	}
-	fprintf(err, "dlio-drive: %s:%zu:%zu: %s: expected a whole number >= 0\n", path,
-		n->start_mark.line + 1, n->start_mark.column + 1, key);
-	return -EINVAL;
-}
-
-static int list_u64(const char *path, yaml_document_t *d, const char *key, yaml_node_t *n,
-		    uint64_t *out, unsigned *count, FILE *err)
-{
+	struct dl_dlio_keys *k = NULL;
+	const struct dl_dlio_val *ck;
+	char why[512];
 	int ret;
 
-	if (!n)
-		return 0;
-	if (n->type != YAML_SEQUENCE_NODE ||
-	    n->data.sequence.items.top - n->data.sequence.items.start > CK_MAX_LIST) {
-		fprintf(err, "dlio-drive: %s:%zu:%zu: %s: expected a list of at most %d sizes\n",
-			path, n->start_mark.line + 1, n->start_mark.column + 1, key, CK_MAX_LIST);
-		return -EINVAL;
+	if ((ret = dl_dlio_keys_load(path, &k, why, sizeof(why)))) {
+		if (*why)
+			fprintf(err, "dlio-drive: %s\n", why);
+		else
+			fprintf(err, "dlio-drive: %s: %s\n", path, strerror(-ret));
+		return ret;
 	}
-	*count = 0;
-	for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top;
-	     i++) {
-		ret = scalar_u64(path, key, yaml_document_get_node(d, *i), &out[*count], err);
-		if (ret)
-			return ret;
-		(*count)++;
-	}
-	return 0;
-}
-
-/* DLIO 2.0.0's defaults (utils/config.py), then the file's keys. */
-static int load_plan(const char *path, struct ck_plan *pl, int need_section, FILE *err)
-{
-	FILE *f = fopen(path, "rb");
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root, *ck, *n;
-	int ret = -EINVAL, have_doc = 0;
-
-	memset(pl, 0, sizeof(*pl));
-	pl->model = 10240;
-	pl->num_layers = 1;
-	pl->layers[0] = 17371;
-	pl->layers[1] = 24740228;
-	pl->nlayers_params = 2;
-	pl->tp = pl->pp = 1;
-	if (!f) {
-		fprintf(err, "dlio-drive: %s: %s\n", path, strerror(errno));
-		return -errno;
-	}
-	if (!yaml_parser_initialize(&parser)) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	yaml_parser_set_input_file(&parser, f);
-	if (!yaml_parser_load(&parser, &doc)) {
-		fprintf(err, "dlio-drive: %s:%zu: YAML: %s\n", path, parser.problem_mark.line + 1,
-			parser.problem ? parser.problem : "syntax error");
-		goto out;
-	}
-	have_doc = 1;
-	root = yaml_document_get_root_node(&doc);
-	if (map_get(&doc, root, "workload"))
-		root = map_get(&doc, root, "workload");
-	ck = map_get(&doc, root, "checkpoint");
-	if (!ck && !need_section) {
-		ret = 0;
-		goto out;
-	}
-	if (!ck || ck->type != YAML_MAPPING_NODE) {
+	ck = dl_dlio_key(k, "checkpoint");
+	if ((ck || need_section) && (!ck || ck->kind != DL_DLIO_MAP)) {
 		fprintf(err, "dlio-drive: %s: no checkpoint section: --checkpoint-workload runs a "
 			     "workload file's checkpoint keys (model_size, optimization_groups, "
 			     "num_layers, layer_parameters, ...)\n", path);
-		goto out;
+		ret = -EINVAL;
+	} else {
+		ret = dl_dlio_checkpoint(k, "dlio-drive: ", err, pl);
 	}
-	if ((ret = scalar_u64(path, "checkpoint.model_size", map_get(&doc, ck, "model_size"),
-			      &pl->model, err)) ||
-	    (ret = list_u64(path, &doc, "checkpoint.optimization_groups",
-			    map_get(&doc, ck, "optimization_groups"), pl->groups, &pl->ngroups,
-			    err)) ||
-	    (ret = scalar_u64(path, "checkpoint.num_layers", map_get(&doc, ck, "num_layers"),
-			      &pl->num_layers, err)) ||
-	    (ret = list_u64(path, &doc, "checkpoint.layer_parameters",
-			    map_get(&doc, ck, "layer_parameters"), pl->layers, &pl->nlayers_params,
-			    err)) ||
-	    (ret = scalar_u64(path, "checkpoint.tensor_parallelism",
-			      map_get(&doc, ck, "tensor_parallelism"), &pl->tp, err)) ||
-	    (ret = scalar_u64(path, "checkpoint.pipeline_parallelism",
-			      map_get(&doc, ck, "pipeline_parallelism"), &pl->pp, err)))
-		goto out;
-	ret = -EINVAL;
-	n = map_get(&doc, ck, "type");
-	if (n && n->type == YAML_SCALAR_NODE && !strcmp((char *)n->data.scalar.value, "all_ranks"))
-		pl->all_ranks = 1;
-	else if (n && (n->type != YAML_SCALAR_NODE ||
-		       strcmp((char *)n->data.scalar.value, "rank_zero"))) {
-		fprintf(err, "dlio-drive: %s:%zu:%zu: checkpoint.type: expected rank_zero or "
-			     "all_ranks\n", path, n->start_mark.line + 1, n->start_mark.column + 1);
-		goto out;
-	}
-	/* DLIO refuses these at startup (utils/config.py validate). */
-	if (!pl->tp || !pl->pp || pl->num_layers % pl->pp || pl->num_layers % pl->tp) {
-		fprintf(err, "dlio-drive: %s: checkpoint.num_layers (%llu) must be a multiple of "
-			     "tensor_parallelism (%llu) and pipeline_parallelism (%llu)\n", path,
-			(unsigned long long)pl->num_layers, (unsigned long long)pl->tp,
-			(unsigned long long)pl->pp);
-		goto out;
-	}
-	ret = 0;
-out:
-	if (have_doc)
-		yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
-	fclose(f);
+	dl_dlio_keys_free(k);
 	return ret;
 }
 
@@ -216,7 +96,7 @@ struct ck_file {
 };
 
 /* The files rank r writes at checkpoint (epoch e, step s), DLIO's names. */
-static size_t rank_files(const struct ck_plan *pl, unsigned r, uint64_t e, uint64_t s,
+static size_t rank_files(const struct dl_dlio_checkpoint *pl, unsigned r, uint64_t e, uint64_t s,
 			 struct ck_file *out, size_t max)
 {
 	uint64_t opt = 0, layer = 0, nl;
@@ -226,12 +106,12 @@ static size_t rank_files(const struct ck_plan *pl, unsigned r, uint64_t e, uint6
 		return 0;
 	for (unsigned i = 0; i < pl->ngroups; i++)
 		opt += 3 * pl->groups[i];
-	for (unsigned i = 0; i < pl->nlayers_params; i++)
+	for (unsigned i = 0; i < pl->nlayers; i++)
 		layer += pl->layers[i];
-	if (pl->model && n < max) {
+	if (pl->model_size && n < max) {
 		snprintf(out[n].name, sizeof(out[n].name), "model-%llu-%llu-%u.pt",
 			 (unsigned long long)e, (unsigned long long)s, r);
-		out[n++].bytes = pl->model;
+		out[n++].bytes = pl->model_size;
 	}
 	if (opt && n < max) {
 		snprintf(out[n].name, sizeof(out[n].name), "optimizer-%llu-%llu-%u.pt",
@@ -424,7 +304,7 @@ static int read_file_mlperf(const char *path, uint64_t bytes, unsigned readers, 
 }
 
 /* This rank's part of checkpoint k: write, meet, read back. */
-static int one_checkpoint(const struct ck_plan *pl, const struct drv_comm *comm, const char *dir,
+static int one_checkpoint(const struct dl_dlio_checkpoint *pl, const struct drv_comm *comm, const char *dir,
 			  uint64_t seed, uint64_t k, uint8_t *buf, unsigned mlperf, struct ck_rank *me,
 			  FILE *err)
 {
@@ -479,7 +359,7 @@ static double gbps(uint64_t bytes, double s)
 	return s > 0 ? (double)bytes / s / 1e9 : 0;
 }
 
-static void report(FILE *out, const struct ck_plan *pl, const struct ck_rank *all, unsigned ranks,
+static void report(FILE *out, const struct dl_dlio_checkpoint *pl, const struct ck_rank *all, unsigned ranks,
 		   uint64_t n, const char *dir)
 {
 	struct ck_rank job = {0};
@@ -509,7 +389,7 @@ static void report(FILE *out, const struct ck_plan *pl, const struct ck_rank *al
 		gbps(job.bytes, job.write_s), job.read_s, gbps(job.read_bytes, job.read_s));
 }
 
-static int report_json(const char *path, const struct ck_plan *pl, const struct ck_rank *all,
+static int report_json(const char *path, const struct dl_dlio_checkpoint *pl, const struct ck_rank *all,
 		       unsigned ranks, uint64_t n)
 {
 	FILE *f = tool_json_open(path);
@@ -565,7 +445,7 @@ static int report_json(const char *path, const struct ck_plan *pl, const struct 
 
 int drv_ckpt_main(const struct drv_cli *cl, const struct drv_comm *comm)
 {
-	struct ck_plan pl;
+	struct dl_dlio_checkpoint pl;
 	struct ck_rank me = {0}, *all = NULL;
 	uint8_t *buf = NULL;
 	uint64_t n = cl->checkpoints ? cl->checkpoints : 1;
@@ -617,7 +497,7 @@ out:
 /* ---- a training run's checkpoints (DLIO workload files) ---- */
 
 struct drv_ck_plan {
-	struct ck_plan pl;
+	struct dl_dlio_checkpoint pl;
 	uint8_t *buf;
 	int mlperf; /* --loader mlperf-v3: the fork's writes */
 };
@@ -659,12 +539,12 @@ int drv_ck_write_rank(struct drv_ck_plan *c, uint64_t model, const char *dir, un
 		      uint64_t *bytes, FILE *err)
 {
 	struct ck_file f[CK_MAX_LIST + 8];
-	struct ck_plan pl = c->pl;
+	struct dl_dlio_checkpoint pl = c->pl;
 	char path[4096 + 128];
 	size_t n;
 	int ret = 0;
 
-	pl.model = model;
+	pl.model_size = model;
 	n = rank_files(&pl, rank, epoch, step, f, CK_MAX_LIST + 8);
 	*files = *bytes = 0;
 	for (size_t i = 0; i < n && !ret; i++) {

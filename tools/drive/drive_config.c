@@ -1,5 +1,6 @@
-/* DLIO's run keys read straight from a workload YAML (the keys of the
- * options table, drive_opts.c), and MLPerf Storage's per-accelerator table.
+/* DLIO's run keys of a workload file (the keys of the options table,
+ * drive_opts.c; config/ reads the file, include/dliofs/dlio_keys.h), and
+ * MLPerf Storage's per-accelerator table.
  *
  * The dataset itself always comes from dl_config_load(); here we only read
  * what a dliofs config has no place for (batch size, threads, compute
@@ -13,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <yaml.h>
 
+#include "dliofs/dlio_keys.h"
 #include "dliofs/units.h"
 #include "drive_i.h"
 
@@ -58,53 +59,37 @@ void drv_note(struct drv_params *p, const char *fmt, ...)
 	p->notes[used + 1] = 0;
 }
 
-/* ---- YAML ---- */
+/* ---- the workload's keys (config/, include/dliofs/dlio_keys.h) ---- */
 
 struct yctx {
-	yaml_document_t *doc;
-	const char *path;
+	const struct dl_dlio_keys *k;
 	FILE *err;
 	int errors;
 };
 
-static yaml_node_t *ynode(struct yctx *y, int i) { return yaml_document_get_node(y->doc, i); }
+typedef struct dl_dlio_val yval;
 
-static void yerr(struct yctx *y, const yaml_node_t *n, const char *key, const char *what)
+static void yerr(struct yctx *y, const yval *n, const char *key, const char *what)
 {
-	if (y->err)
-		fprintf(y->err, "%s:%lu:%lu: %s: %s\n", y->path,
-			(unsigned long)n->start_mark.line + 1,
-			(unsigned long)n->start_mark.column + 1, key, what);
+	dl_dlio_say(y->k, y->err, "", n, key, what);
 	y->errors++;
 }
 
-static yaml_node_t *yget(struct yctx *y, yaml_node_t *map, const char *key)
+static const yval *yget(struct yctx *y, const yval *map, const char *key)
 {
-	if (!map || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top;
-	     pr++) {
-		yaml_node_t *k = ynode(y, pr->key);
-		if (k && k->type == YAML_SCALAR_NODE && strlen(key) == k->data.scalar.length &&
-		    !memcmp(k->data.scalar.value, key, k->data.scalar.length))
-			return ynode(y, pr->value);
-	}
-	return NULL;
+	return dl_dlio_child(y->k, map, key);
 }
 
-static const char *ystr(const yaml_node_t *n)
-{
-	return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
-}
+static const char *ystr(const yval *n) { return n && n->kind == DL_DLIO_SCALAR ? n->text : NULL; }
 
-static int yis_null(const yaml_node_t *n)
+static int yis_null(const yval *n)
 {
 	const char *s = ystr(n);
 
 	return s && (!*s || !strcmp(s, "~") || !strcasecmp(s, "null") || !strcasecmp(s, "none"));
 }
 
-static int ynum(struct yctx *y, yaml_node_t *n, const char *key, double *out)
+static int ynum(struct yctx *y, const yval *n, const char *key, double *out)
 {
 	const char *s = ystr(n);
 	char *end;
@@ -124,7 +109,7 @@ static int ynum(struct yctx *y, yaml_node_t *n, const char *key, double *out)
 }
 
 /* Integer; `neg_ok` lets DLIO's "-1 = off" through as *off. */
-static int yint(struct yctx *y, yaml_node_t *n, const char *key, int64_t min, int64_t *out)
+static int yint(struct yctx *y, const yval *n, const char *key, int64_t min, int64_t *out)
 {
 	double v;
 
@@ -140,7 +125,7 @@ static int yint(struct yctx *y, yaml_node_t *n, const char *key, int64_t min, in
 	return 0;
 }
 
-static int ybool(struct yctx *y, yaml_node_t *n, const char *key, int *out)
+static int ybool(struct yctx *y, const yval *n, const char *key, int *out)
 {
 	const char *s = ystr(n);
 
@@ -160,11 +145,11 @@ static int ybool(struct yctx *y, yaml_node_t *n, const char *key, int *out)
 
 /* A DLIO time value: scalar seconds, or {mean[, stdev]} (normal), or
  * {type: normal|uniform|gamma|exponential|poisson, ...}. */
-static int ytime(struct yctx *y, yaml_node_t *n, const char *key, struct drv_dist *d)
+static int ytime(struct yctx *y, const yval *n, const char *key, struct drv_dist *d)
 {
 	const char *why;
 
-	if (n->type == YAML_SCALAR_NODE) {
+	if (n->kind == DL_DLIO_SCALAR) {
 		d->type = DRV_DIST_CONST;
 		d->b = 0;
 		if (ynum(y, n, key, &d->a))
@@ -172,7 +157,7 @@ static int ytime(struct yctx *y, yaml_node_t *n, const char *key, struct drv_dis
 		d->a = fabs(d->a);
 		return 0;
 	}
-	if (n->type != YAML_MAPPING_NODE) {
+	if (n->kind != DL_DLIO_MAP) {
 		yerr(y, n, key, "expected seconds or a distribution mapping");
 		return -EINVAL;
 	}
@@ -190,7 +175,7 @@ static int ytime(struct yctx *y, yaml_node_t *n, const char *key, struct drv_dis
 	};
 	if (!type) {
 		/* DLIO: {mean} alone is a constant, {mean, stdev} a normal. */
-		yaml_node_t *m = yget(y, n, "mean"), *s = yget(y, n, "stdev");
+		const yval *m = yget(y, n, "mean"), *s = yget(y, n, "stdev");
 		if (!m) {
 			yerr(y, n, key, "a time mapping needs `mean` (or `type`)");
 			return -EINVAL;
@@ -209,8 +194,8 @@ static int ytime(struct yctx *y, yaml_node_t *n, const char *key, struct drv_dis
 			     "type must be normal, uniform, gamma, exponential or poisson");
 			return -EINVAL;
 		}
-		yaml_node_t *a = yget(y, n, forms[i].a),
-			    *b = forms[i].b ? yget(y, n, forms[i].b) : NULL;
+		const yval *a = yget(y, n, forms[i].a),
+			   *b = forms[i].b ? yget(y, n, forms[i].b) : NULL;
 		if (!a || (forms[i].b && !b)) {
 			char why2[96];
 			snprintf(why2, sizeof(why2), "%s needs %s%s%s", type, forms[i].a,
@@ -230,42 +215,9 @@ static int ytime(struct yctx *y, yaml_node_t *n, const char *key, struct drv_dis
 	return 0;
 }
 
-static int is_dlio_doc(struct yctx *y, yaml_node_t *root)
-{
-	static const char *const sections[] = {
-	    "dataset",	   "model", "framework",  "workflow",	"reader",
-	    "data_reader", "train", "evaluation", "checkpoint", "metric"};
-
-	if (!root || root->type != YAML_MAPPING_NODE || yget(y, root, "datasets"))
-		return 0;
-	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
-		if (yget(y, root, sections[i]))
-			return 1;
-	return 0;
-}
-
-/* The node at a dotted key ("reader.batch_size") under root; DLIO also
- * calls the reader section data_reader. */
-static yaml_node_t *ykey(struct yctx *y, yaml_node_t *root, const char *key)
-{
-	yaml_node_t *n = root;
-	char part[64];
-
-	while (n && *key) {
-		size_t len = strcspn(key, ".");
-		snprintf(part, sizeof(part), "%.*s", (int)len, key);
-		yaml_node_t *next = yget(y, n, part);
-		if (!next && n == root && !strcmp(part, "reader"))
-			next = yget(y, n, "data_reader");
-		n = next;
-		key += len + (key[len] == '.');
-	}
-	return n;
-}
-
 /* A whole number for option o: DLIO's conventions (DRV_OF_Y*), then o's
  * range. 0 and the value, 1 to leave it (a null), or -EINVAL (said). */
-static int yopt_count(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, uint64_t *out)
+static int yopt_count(struct yctx *y, const yval *n, const struct drv_opt *o, uint64_t *out)
 {
 	int64_t min = o->flags & DRV_OF_YOFF ? -1 : o->flags & DRV_OF_YMAIN ? 0 : (int64_t)o->min;
 	int64_t v;
@@ -290,7 +242,7 @@ static int yopt_count(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, u
 	return 0;
 }
 
-static int yopt_enum(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, int *out)
+static int yopt_enum(struct yctx *y, const yval *n, const struct drv_opt *o, int *out)
 {
 	const char *s = ystr(n);
 	char names[96], why[128];
@@ -309,7 +261,7 @@ static int yopt_enum(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, in
 	return -EINVAL;
 }
 
-static int yopt_fraction(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, double *out)
+static int yopt_fraction(struct yctx *y, const yval *n, const struct drv_opt *o, double *out)
 {
 	double v;
 
@@ -326,7 +278,7 @@ static int yopt_fraction(struct yctx *y, yaml_node_t *n, const struct drv_opt *o
 }
 
 /* DLIO's *_stdev: a constant time becomes normal(time, stdev). */
-static int yopt_stdev(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, struct drv_dist *d)
+static int yopt_stdev(struct yctx *y, const yval *n, const struct drv_opt *o, struct drv_dist *d)
 {
 	double sd = 0;
 
@@ -340,7 +292,7 @@ static int yopt_stdev(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, s
 }
 
 /* Key o->key, there as n, into p. 0 (used), 1 (left as it was) or -EINVAL. */
-static int yopt(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, struct drv_params *p)
+static int yopt(struct yctx *y, const yval *n, const struct drv_opt *o, struct drv_params *p)
 {
 	void *field = (char *)p + o->off;
 	const char *s;
@@ -382,38 +334,24 @@ static int yopt(struct yctx *y, yaml_node_t *n, const struct drv_opt *o, struct 
 int drv_params_from_yaml(const char *path, struct drv_params *p, struct drv_optset *set,
 			 int *is_dlio, FILE *err)
 {
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	struct yctx y = {.doc = &doc, .path = path, .err = err};
-	FILE *f = fopen(path, "rb");
-	int ret = 0, used = 0;
+	struct dl_dlio_keys *k;
+	struct yctx y = {.err = err};
+	char why[512];
+	int ret, used = 0;
 
 	*is_dlio = 0;
-	if (!f)
-		return -errno;
-	if (!yaml_parser_initialize(&parser)) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	yaml_parser_set_input_file(&parser, f);
-	if (!yaml_parser_load(&parser, &doc)) {
-		/* dl_config_load has already said what is wrong with the YAML. */
-		yaml_parser_delete(&parser);
-		fclose(f);
-		return -EINVAL;
-	}
-	yaml_node_t *root = yaml_document_get_root_node(&doc);
-	yaml_node_t *w = yget(&y, root, "workload");
-	if (w && w->type == YAML_MAPPING_NODE)
-		root = w;
-	if (!is_dlio_doc(&y, root))
+	/* A YAML error: dl_config_load has already said what is wrong. */
+	if ((ret = dl_dlio_keys_load(path, &k, why, sizeof(why))))
+		return ret;
+	y.k = k;
+	if (!dl_dlio_keys_is_workload(k))
 		goto out;
 	*is_dlio = 1;
 
 	size_t nopts;
 	const struct drv_opt *o = drv_opts(&nopts);
 	for (size_t i = 0; i < nopts; i++, o++) {
-		yaml_node_t *n = o->key ? ykey(&y, root, o->key) : NULL;
+		const yval *n = o->key ? dl_dlio_key(k, o->key) : NULL;
 		/* A fallback key counts only where none before it in its chain
 		 * gave something; a skipped one keeps the chain's answer. */
 		if ((o->flags & DRV_OF_FALLBACK) && used)
@@ -429,8 +367,6 @@ int drv_params_from_yaml(const char *path, struct drv_params *p, struct drv_opts
 	if (y.errors)
 		ret = -EINVAL;
 out:
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
-	fclose(f);
+	dl_dlio_keys_free(k);
 	return ret;
 }

@@ -13,28 +13,6 @@
 #include "dlio_whatif_i.h"
 #include "dliofs/units.h"
 
-/* clang-format off */
-const struct wi_metric_row wi_metrics[WI_NM] = {
-    [WI_M_RUN]  = {"run_s",              "run time",     "",           WI_MF_SECONDS},
-    [WI_M_AU]   = {"au",                 "AU",           "AU ",        WI_MF_SHARE},
-    [WI_M_WAIT] = {"wait_share",         "data wait",    "data wait ", WI_MF_SHARE},
-    [WI_M_SPS]  = {"samples_per_s",      "samples/s",    "",           WI_MF_RATE},
-    [WI_M_MBPS] = {"mb_per_s",           "MB/s",         "",           WI_MF_RATE},
-    [WI_M_HITB] = {"cache_hit_bytes",    "hit B",        "",           WI_MF_SHARE},
-    [WI_M_HITR] = {"cache_hit_requests", "hit requests", "",           WI_MF_SHARE},
-};
-/* clang-format on */
-
-int wi_metric_find(const char *name)
-{
-	for (int m = 0; m < WI_NM; m++)
-		if (!strcmp(name, wi_metrics[m].name))
-			return m;
-	if (!strcmp(name, "stall_share"))
-		return WI_M_WAIT;
-	return -1;
-}
-
 /* The pacer says what a key takes (its options table). */
 static enum wi_kind kind_of(const char *key)
 {

@@ -68,14 +68,10 @@ static double num(const struct dl_jdoc *j, const char *fmt, ...)
 	return dl_jdoc_num(j, path, NAN);
 }
 
-static void load_drive(const struct dl_jdoc *j, struct wi_figs *f, struct wi_jobmodel *m)
+static void load_drive(const struct dl_jdoc *j, struct wi_jobmodel *m)
 {
 	double skip = num(j, "config.warmup_steps_excluded") + num(j, "config.end_steps_excluded");
 
-	wi_figs_set(f, WI_M_AU, num(j, "au_mean"));
-	wi_figs_set(f, WI_M_WAIT, num(j, "summary.stall_share.mean"));
-	wi_figs_set(f, WI_M_SPS, num(j, "summary.samples_per_s.mean"));
-	wi_figs_set(f, WI_M_MBPS, num(j, "summary.mb_per_s.mean"));
 	if (isnan(skip))
 		skip = 1;
 	for (unsigned e = 0; e < WI_MAX_EPOCHS && !isnan(num(j, "epochs.%u.wall_s", e)); e++) {
@@ -90,19 +86,10 @@ static void load_drive(const struct dl_jdoc *j, struct wi_figs *f, struct wi_job
 	}
 }
 
-static void load_stall(const struct dl_jdoc *j, struct wi_figs *f, struct wi_jobmodel *m)
+static void load_stall(const struct dl_jdoc *j, struct wi_jobmodel *m)
 {
-	double wait = num(j, "runs.0.summary.wait_share"), wall = num(j, "runs.0.wall_s");
-	double rb = num(j, "runs.0.io.read_bytes");
+	double wait = num(j, "runs.0.summary.wait_share");
 
-	wi_figs_set(f, WI_M_WAIT, wait);
-	/* AU is an accelerator's: a job that never initialized CUDA has none
-	 * (its compute share is 1 - the data-wait share, which is shown). */
-	if (num(j, "runs.0.gpu.cupti_loaded") > 0)
-		wi_figs_set(f, WI_M_AU, 1 - wait);
-	wi_figs_set(f, WI_M_SPS, num(j, "runs.0.summary.samples_per_s"));
-	if (wall > 0 && rb >= 0)
-		wi_figs_set(f, WI_M_MBPS, rb / wall / 1e6);
 	m->nep = 1;
 	m->ep[0].wall = num(j, "runs.0.summary.window_s");
 	m->ep[0].compute = num(j, "runs.0.summary.compute_s");
@@ -135,10 +122,19 @@ int wi_figs_load(const char *path, enum wi_job_kind kind, struct wi_figs *figs,
 			ret == -EINVAL ? "not JSON" : strerror(-ret));
 		return ret;
 	}
+	/* The figures: what the metric table says the report holds. */
+	for (int m = 0; m < WI_NM; m++) {
+		const struct wi_metric_src *src =
+		    kind == WI_JOB_DRIVE ? &wi_metrics[m].drive : &wi_metrics[m].stall;
+		if (src->path)
+			wi_figs_set(figs, m, dl_jdoc_num(&j, src->path, NAN));
+		else if (src->get)
+			wi_figs_set(figs, m, src->get(&j));
+	}
 	if (kind == WI_JOB_DRIVE)
-		load_drive(&j, figs, model);
+		load_drive(&j, model);
 	else
-		load_stall(&j, figs, model);
+		load_stall(&j, model);
 	dl_jdoc_free(&j);
 	model->figs = *figs;
 	return 0;
@@ -218,7 +214,7 @@ static double counted_wait(double counted, double first, double first2, double d
 }
 
 static void predict_drive(const struct wi_jobmodel *m, double delta, double rho,
-			  struct wi_figs *o)
+			  struct wi_pred *o)
 {
 	double walls = 0, au = 0, wait = 0, sps = 0, run = m->run_s;
 	unsigned k = 0;
@@ -245,40 +241,40 @@ static void predict_drive(const struct wi_jobmodel *m, double delta, double rho,
 		wait += wall > 0 ? stall / wall : 0;
 		sps += wall > 0 ? m->ep[e].samples / wall : 0;
 	}
-	wi_figs_set(o, WI_M_RUN, run);
+	o->run_s = run;
 	if (k)
-		wi_figs_set(o, WI_M_AU, au / k);
+		o->au = au / k;
 	if (m->nep) {
-		wi_figs_set(o, WI_M_WAIT, wait / m->nep);
-		wi_figs_set(o, WI_M_SPS, sps / m->nep);
+		o->wait_share = wait / m->nep;
+		o->samples_per_s = sps / m->nep;
 	}
 }
 
 static void predict_stall(const struct wi_jobmodel *m, double delta, double rho,
-			  struct wi_figs *o)
+			  struct wi_pred *o)
 {
 	double first0 = fmax(0, m->wait_all_s - m->ep[0].stall), first = first0 * rho;
 	double wc = counted_wait(m->wait_all_s - first0, first0, first, delta);
 	double all = first + wc, win = wc + m->ep[0].compute;
 
-	wi_figs_set(o, WI_M_RUN, m->run_s + all - m->wait_all_s);
+	o->run_s = m->run_s + all - m->wait_all_s;
 	if (win > 0) {
-		wi_figs_set(o, WI_M_WAIT, wc / win);
+		o->wait_share = wc / win;
 		if (wi_figs_has(&m->figs, WI_M_AU))
-			wi_figs_set(o, WI_M_AU, 1 - wc / win);
+			o->au = 1 - wc / win;
 		if (m->ep[0].samples > 0)
-			wi_figs_set(o, WI_M_SPS, m->ep[0].samples / win);
+			o->samples_per_s = m->ep[0].samples / win;
 	}
 }
 
 void wi_model_predict(const struct wi_jobmodel *m, double delta_s, double rho,
-		      struct wi_figs *out)
+		      struct wi_pred *out)
 {
-	memset(out, 0, sizeof(*out));
+	out->run_s = out->au = out->wait_share = out->samples_per_s = NAN;
 	if (!(rho >= 0) || !isfinite(rho))
 		rho = 1;
 	if (!m->nep) {
-		wi_figs_set(out, WI_M_RUN, m->run_s + delta_s);
+		out->run_s = m->run_s + delta_s;
 		return;
 	}
 	if (m->kind == WI_JOB_DRIVE)

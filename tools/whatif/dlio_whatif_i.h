@@ -65,12 +65,46 @@ int wi_key_higher_is_better(const char *key);
 /* "read.bandwidth" -> "read bandwidth". */
 void wi_key_label(const char *key, char *buf, size_t len);
 
-/* The figures a run gives, and which of them a job kind has. */
-/* HITB, HITR: the emulated cache's hit ratio of the read bytes and of the
- * read requests (a request wholly served by it), from the mount's statistics
- * over the run (sweep) or the replay (predict); only under an emulated cache
- * (lru, minio), whose hits the mount counts. */
-enum wi_metric { WI_M_RUN, WI_M_AU, WI_M_WAIT, WI_M_SPS, WI_M_MBPS, WI_M_HITB, WI_M_HITR, WI_NM };
+/* The figures a run gives. A metric is one row of WI_METRICS (the enum
+ * WI_M_<ID> and the table wi_metrics[] are made from it); the row says how
+ * it is shown (form) and where each verb gets it:
+ *   drive, stall  a job's report (dlio-drive --json, dlio-stall run --json):
+ *                 the number at .path, or .get(report) where it is derived
+ *   cache         the emulated cache's counters of the run (sweep and search:
+ *                 the mount's statistics; predict: the replay's), only under
+ *                 an emulated cache (lru, minio), whose hits the mount counts
+ *   pred          predict: from what the model and the replay give a job
+ *                 (struct wi_pred), NULL where predict has no answer
+ * A row without any of them is measured by dlio-whatif itself (run_s:
+ * dlio_whatif_job.c). The getters are dlio_whatif_metrics.c's.
+ * Rows are in the order of the JSON figures and the tables' columns. */
+/* clang-format off */
+#define WI_METRICS(X)                                                                        \
+	X(RUN, .name = "run_s", .head = "run time", .says = "", .form = WI_MF_SECONDS,       \
+	  .pred = wi_pred_run)                                                               \
+	X(AU, .name = "au", .head = "AU", .says = "AU ", .form = WI_MF_SHARE,                \
+	  .drive = {"au_mean"}, .stall = {.get = wi_stall_au}, .pred = wi_pred_au)           \
+	X(WAIT, .name = "wait_share", .head = "data wait", .says = "data wait ",             \
+	  .form = WI_MF_SHARE, .drive = {"summary.stall_share.mean"},                        \
+	  .stall = {"runs.0.summary.wait_share"}, .pred = wi_pred_wait)                      \
+	X(SPS, .name = "samples_per_s", .head = "samples/s", .says = "", .form = WI_MF_RATE, \
+	  .drive = {"summary.samples_per_s.mean"}, .stall = {"runs.0.summary.samples_per_s"},\
+	  .pred = wi_pred_sps)                                                               \
+	X(MBPS, .name = "mb_per_s", .head = "MB/s", .says = "", .form = WI_MF_RATE,          \
+	  .drive = {"summary.mb_per_s.mean"}, .stall = {.get = wi_stall_mbps},               \
+	  .pred = wi_pred_mbps)                                                              \
+	X(WAITP90, .name = "wait_p90_s", .head = "wait p90", .says = "wait p90 ",            \
+	  .form = WI_MF_SECONDS, .drive = {"summary.stall_time_s.p90"},                      \
+	  .stall = {"runs.0.summary.wait_p90_s"})                                            \
+	X(HITB, .name = "cache_hit_bytes", .head = "hit B", .says = "", .form = WI_MF_SHARE, \
+	  .cache = wi_cache_hitb)                                                            \
+	X(HITR, .name = "cache_hit_requests", .head = "hit requests", .says = "",            \
+	  .form = WI_MF_SHARE, .cache = wi_cache_hitr)
+/* clang-format on */
+
+#define WI_METRIC_ENUM(id, ...) WI_M_##id,
+enum wi_metric { WI_METRICS(WI_METRIC_ENUM) WI_NM };
+#undef WI_METRIC_ENUM
 /* How a metric is shown, checked as a --target, and taken over several
  * copies of a job. */
 enum wi_metric_form {
@@ -78,16 +112,47 @@ enum wi_metric_form {
 	WI_MF_SHARE,   /* a fraction, "45.6%", a target in either form; over copies the mean */
 	WI_MF_RATE,    /* "123.4"; over copies the sum */
 };
-/* The metric table (dlio_whatif_args.c): a row per metric, in the order
- * of the JSON figures and the tables' columns. */
+
+struct dl_jdoc;
+/* Where a job's report has a metric: a number at path, or derived. */
+struct wi_metric_src {
+	const char *path;
+	double (*get)(const struct dl_jdoc *report); /* NAN: not there */
+};
+/* The emulated cache's counters of a run or of one job in it. */
+struct wi_cache_counts {
+	double reqs, hits; /* read requests it looked at; wholly served by it */
+	double hit_bytes, bytes;
+};
+/* What predict knows of a job at a setting (NAN: unknown): the job model's
+ * figures (wi_model_predict) and the replay's read bytes. */
+struct wi_pred {
+	double run_s, au, wait_share, samples_per_s;
+	double read_bytes; /* NAN: the job's I/O took no time */
+};
 struct wi_metric_row {
 	const char *name; /* JSON key and --target name */
 	const char *head; /* column head */
 	const char *says; /* before the figure in search's answer ("AU "), or "" */
 	enum wi_metric_form form;
+	struct wi_metric_src drive, stall;
+	double (*cache)(const struct wi_cache_counts *c);
+	double (*pred)(const struct wi_pred *p);
 };
 extern const struct wi_metric_row wi_metrics[WI_NM];
 int wi_metric_find(const char *name);
+/* "run_s, au, ...": every metric's name, in the table's order. */
+void wi_metric_names(char *buf, size_t len);
+/* The getters the rows name (dlio_whatif_metrics.c). */
+double wi_stall_au(const struct dl_jdoc *j);
+double wi_stall_mbps(const struct dl_jdoc *j);
+double wi_cache_hitb(const struct wi_cache_counts *c);
+double wi_cache_hitr(const struct wi_cache_counts *c);
+double wi_pred_run(const struct wi_pred *p);
+double wi_pred_au(const struct wi_pred *p);
+double wi_pred_wait(const struct wi_pred *p);
+double wi_pred_sps(const struct wi_pred *p);
+double wi_pred_mbps(const struct wi_pred *p);
 
 struct wi_target {
 	int metric;    /* enum wi_metric */
@@ -132,6 +197,10 @@ struct wi_jobmodel {
 
 void wi_figs_set(struct wi_figs *f, int m, double v);
 int wi_figs_has(const struct wi_figs *f, int m);
+/* Every metric whose row reads the emulated cache's counters / predict's
+ * answer, into f (a NAN leaves one unset). */
+void wi_figs_from_cache(struct wi_figs *f, const struct wi_cache_counts *c);
+void wi_figs_from_pred(struct wi_figs *f, const struct wi_pred *p);
 /* Read a report (dlio-drive --json or dlio-stall run --json) into figs and
  * model. 0, or -errno / -EINVAL (said on stderr with the path). */
 int wi_figs_load(const char *path, enum wi_job_kind kind, struct wi_figs *figs,
@@ -139,10 +208,12 @@ int wi_figs_load(const char *path, enum wi_job_kind kind, struct wi_figs *figs,
 /* The copies of one run together: run_s the longest, au, wait_share and
  * the cache's hit ratios their mean, samples/s and MB/s their sum. */
 void wi_figs_total(const struct wi_figs *copies, unsigned n, struct wi_figs *total);
-/* Predicted figures of a job whose I/O ended delta_s later (or earlier)
- * than in its recorded run, its reads taking rho times as long in all. */
+/* What the model predicts of a job whose I/O ended delta_s later (or
+ * earlier) than in its recorded run, its reads taking rho times as long in
+ * all (out: run_s, au, wait_share, samples_per_s; NAN where it cannot say;
+ * read_bytes is left as it was). */
 void wi_model_predict(const struct wi_jobmodel *m, double delta_s, double rho,
-		      struct wi_figs *out);
+		      struct wi_pred *out);
 /* Write / read the model as the JSON object open in w / the flattened doc. */
 struct dl_jw;
 void wi_model_write(struct dl_jw *w, const char *key, const struct wi_jobmodel *m);

@@ -288,8 +288,8 @@ int wi_run_once(struct wi_env *e, const struct wi_kv *kv, unsigned n, const char
 		wi_cache_figs(e, out);
 		/* The trace's side file carries them to predict's measured row. */
 		for (unsigned c = 0; c < out->ncopies; c++)
-			for (int m = WI_M_HITB; m <= WI_M_HITR; m++)
-				if (wi_figs_has(&out->copy[c], m))
+			for (int m = 0; m < WI_NM; m++)
+				if (wi_metrics[m].cache && wi_figs_has(&out->copy[c], m))
 					wi_figs_set(&models[c].figs, m, out->copy[c].v[m]);
 	}
 	if (!ret && tool_stop_requested())

@@ -302,12 +302,12 @@ static int scan_stats(void *arg, const char *path, const char *value, int is_str
 
 static void set_ratios(struct wi_figs *f, const struct cache_count *c)
 {
-	double reqs = c->hits + c->misses + c->partial, bytes = c->hit_bytes + c->miss_bytes;
+	struct wi_cache_counts n = {.reqs = c->hits + c->misses + c->partial,
+				    .hits = c->hits,
+				    .hit_bytes = c->hit_bytes,
+				    .bytes = c->hit_bytes + c->miss_bytes};
 
-	if (reqs > 0)
-		wi_figs_set(f, WI_M_HITR, c->hits / reqs);
-	if (bytes > 0)
-		wi_figs_set(f, WI_M_HITB, c->hit_bytes / bytes);
+	wi_figs_from_cache(f, &n);
 }
 
 void wi_cache_figs(struct wi_env *e, struct wi_run *out)

@@ -88,11 +88,9 @@ static int one_opt(struct wi_opts *o, int c, const char *arg)
 	case 'M':
 		o->metric = wi_metric_find(arg);
 		if (o->metric < 0) {
-			fprintf(stderr,
-				"dlio-whatif: --metric '%s': one of au, wait_share, "
-				"samples_per_s, mb_per_s, run_s, cache_hit_bytes, "
-				"cache_hit_requests\n",
-				arg);
+			char names[512];
+			wi_metric_names(names, sizeof(names));
+			fprintf(stderr, "dlio-whatif: --metric '%s': one of %s\n", arg, names);
 			return -EINVAL;
 		}
 		return 0;

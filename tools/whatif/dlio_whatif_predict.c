@@ -290,13 +290,13 @@ static uint64_t recorded_end(const struct dl_trace_file *t, uint32_t job, uint64
 	return end;
 }
 
-static void hit_ratios(struct wi_figs *f, uint64_t reqs, uint64_t hits, uint64_t hit_bytes,
-		       uint64_t miss_bytes)
+/* A job's (or the jobs') cache counters of the replay, added to c. */
+static void add_counts(struct wi_cache_counts *c, const struct wi_rjob *jb)
 {
-	if (reqs)
-		wi_figs_set(f, WI_M_HITR, (double)hits / (double)reqs);
-	if (hit_bytes + miss_bytes)
-		wi_figs_set(f, WI_M_HITB, (double)hit_bytes / (double)(hit_bytes + miss_bytes));
+	c->reqs += (double)jb->cache_reqs;
+	c->hits += (double)jb->cache_hits;
+	c->hit_bytes += (double)jb->hit_bytes;
+	c->bytes += (double)(jb->hit_bytes + jb->miss_bytes);
 }
 
 static int predict_row(const struct dl_trace_file *t, const struct recorded *r,
@@ -317,32 +317,29 @@ static int predict_row(const struct dl_trace_file *t, const struct recorded *r,
 		const struct wi_jobmodel *m = model_of(r, t, jb->job);
 		double read_s, end = (double)recorded_end(t, jb->job, r->origin, &read_s);
 		double delta = ((double)jb->last_ns - end) / 1e9;
+		struct wi_pred p = {.run_s = NAN, .au = NAN, .wait_share = NAN,
+				    .samples_per_s = NAN, .read_bytes = NAN};
 
-		if (m) {
-			wi_model_predict(m, delta, read_s > 0 ? jb->read_wait_s / read_s : 1,
-					 &row->figs[k]);
-		} else {
-			/* No report: the job's I/O, from its start to its last reply. */
-			wi_figs_set(&row->figs[k], WI_M_RUN, (double)jb->last_ns / 1e9);
+		if (m)
+			wi_model_predict(m, delta, read_s > 0 ? jb->read_wait_s / read_s : 1, &p);
+		else /* No report: the job's I/O, from its start to its last reply. */
+			p.run_s = (double)jb->last_ns / 1e9;
+		if (jb->last_ns > jb->first_ns)
+			p.read_bytes = (double)jb->read_bytes;
+		wi_figs_from_pred(&row->figs[k], &p);
+		if (row->rp.emulated_cache) {
+			struct wi_cache_counts c = {0};
+			add_counts(&c, jb);
+			wi_figs_from_cache(&row->figs[k], &c);
 		}
-		if (jb->last_ns > jb->first_ns && wi_figs_has(&row->figs[k], WI_M_RUN))
-			wi_figs_set(&row->figs[k], WI_M_MBPS,
-				    (double)jb->read_bytes / row->figs[k].v[WI_M_RUN] / 1e6);
-		if (row->rp.emulated_cache)
-			hit_ratios(&row->figs[k], jb->cache_reqs, jb->cache_hits, jb->hit_bytes,
-				   jb->miss_bytes);
 	}
 	wi_figs_total(row->figs, (unsigned)row->rp.njobs, &row->total);
 	if (row->rp.emulated_cache) {
-		uint64_t n = 0, h = 0, hb = 0, mb = 0;
+		struct wi_cache_counts c = {0};
 
-		for (size_t k = 0; k < row->rp.njobs; k++) {
-			n += row->rp.jobs[k].cache_reqs;
-			h += row->rp.jobs[k].cache_hits;
-			hb += row->rp.jobs[k].hit_bytes;
-			mb += row->rp.jobs[k].miss_bytes;
-		}
-		hit_ratios(&row->total, n, h, hb, mb);
+		for (size_t k = 0; k < row->rp.njobs; k++)
+			add_counts(&c, &row->rp.jobs[k]);
+		wi_figs_from_cache(&row->total, &c);
 	}
 	return 0;
 }

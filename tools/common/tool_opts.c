@@ -160,6 +160,8 @@ int tool_opts_parse(const struct tool_opts *t, int argc, char **argv, int first,
 		if (!o) {
 			if (t->usage_on_error)
 				tool_opts_usage(stderr, t);
+			else if (t->hint)
+				fputs(t->hint, stderr);
 			return -EINVAL;
 		}
 		if ((ret = take(t, o, optarg, ctx)))

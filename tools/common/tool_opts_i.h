@@ -53,6 +53,7 @@ struct tool_opts {
 	int stop_at_operand; /* options end at the first operand (getopt's "+") */
 	int usage_on_error;  /* an unknown option or missing argument prints the
 			      * usage on stderr after getopt's message */
+	const char *hint;    /* or this line on stderr, e.g. where --help is */
 	/* the whole usage, where the command says more than head, list, tail */
 	void (*usage)(FILE *f, const struct tool_opts *t);
 };

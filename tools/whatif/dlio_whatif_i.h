@@ -312,6 +312,6 @@ const struct wi_rjob *wi_replay_job(const struct wi_replay *r, unsigned client, 
 int wi_sweep(int argc, char **argv);
 int wi_search(int argc, char **argv);
 int wi_predict(int argc, char **argv);
-extern const char wi_sweep_help[], wi_search_help[], wi_predict_help[];
+extern const char wi_sweep_help[], wi_search_help[];
 
 #endif

@@ -4,7 +4,6 @@
  *        [--workload NAME] [--mount DIR] [--trace DIR] [--keep] [-q] -- JOB...
  * Options are read up to the "--"; what follows is the job, untouched. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 
 #include "dlio_whatif_i.h"
 #include "dliofs/clock.h"
+#include "tool_opts_i.h"
 
 static int parse_uint(const char *opt, const char *s, unsigned lo, unsigned hi, unsigned *out)
 {
@@ -170,29 +170,41 @@ static int finish(struct wi_opts *o, int range_axes)
 	return 0;
 }
 
+static int set_one(void *ctx, const struct tool_opt *r, const char *arg)
+{
+	return one_opt(ctx, r->value, arg);
+}
+
+/* sweep's and search's: the help is the verb's text (wi_sweep_help,
+ * wi_search_help), which says each of these in its own words. */
+#define ROW(n, c, a) {.name = n, .kind = TOOL_OPT_CALL, .set = set_one, .value = c, .arg = a}
+static const struct tool_opt wi_opt[] = {
+    ROW("set", 's', "KEY=V1,V2,..."),
+    ROW("vary", 'v', "KEY=LOW..HIGH"),
+    ROW("repeat", 'r', "R"),
+    ROW("warmup", 'w', "W"),
+    ROW("jobs", 'n', "N"),
+    ROW("json", 'j', "FILE"),
+    ROW("plot", 'p', "FILE.png"),
+    ROW("metric", 'M', "M"),
+    ROW("target", 'T', "EXPR"),
+    ROW("workload", 'W', "NAME"),
+    ROW("mount", 'm', "DIR"),
+    ROW("trace", 't', "DIR"),
+    ROW("resolution", 'R', "PCT"),
+    ROW("keep", 'k', NULL),
+    {.name = "quiet", .letter = 'q', .kind = TOOL_OPT_CALL, .set = set_one, .value = 'q'},
+    ROW("progress", 'P', NULL),
+    {.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+#undef ROW
+
 int wi_opts_parse(int argc, char **argv, const char *verb, const char *help, struct wi_opts *o)
 {
-	static const struct option lo[] = {
-	    {"set", required_argument, 0, 's'},
-	    {"vary", required_argument, 0, 'v'},
-	    {"repeat", required_argument, 0, 'r'},
-	    {"warmup", required_argument, 0, 'w'},
-	    {"jobs", required_argument, 0, 'n'},
-	    {"json", required_argument, 0, 'j'},
-	    {"plot", required_argument, 0, 'p'},
-	    {"metric", required_argument, 0, 'M'},
-	    {"target", required_argument, 0, 'T'},
-	    {"workload", required_argument, 0, 'W'},
-	    {"mount", required_argument, 0, 'm'},
-	    {"trace", required_argument, 0, 't'},
-	    {"resolution", required_argument, 0, 'R'},
-	    {"keep", no_argument, 0, 'k'},
-	    {"quiet", no_argument, 0, 'q'},
-	    {"progress", no_argument, 0, 'P'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	int dd, c, range_axes = 0;
+	char hint[96];
+	struct tool_opts t = {.prog = "dlio-whatif", .head = help, .hint = hint, .opt = wi_opt,
+			      .n = TOOL_OPTS_N(wi_opt)};
+	int dd, next, ret, range_axes = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->verb = verb;
@@ -205,24 +217,17 @@ int wi_opts_parse(int argc, char **argv, const char *verb, const char *help, str
 			fputs(help, stdout);
 			return 1;
 		}
-	optind = 1;
-	opterr = 1;
-	while ((c = getopt_long(dd, argv, "qh", lo, NULL)) != -1) {
-		if (c == '?' || one_opt(o, c, optarg)) {
-			if (c == '?')
-				fprintf(stderr, "(dlio-whatif %s --help lists the options)\n",
-					verb);
-			return -EINVAL;
-		}
-	}
-	if (optind + 1 != dd) {
+	snprintf(hint, sizeof(hint), "(dlio-whatif %s --help lists the options)\n", verb);
+	if ((ret = tool_opts_parse(&t, dd, argv, 1, o, &next)))
+		return ret > 0 ? 1 : -EINVAL;
+	if (next + 1 != dd) {
 		fprintf(stderr,
 			"dlio-whatif %s: expected one CONFIG (a dliofs config or a DLIO "
 			"workload file), then -- and the job\n",
 			verb);
 		return -EINVAL;
 	}
-	o->config = argv[optind];
+	o->config = argv[next];
 	if (dd + 1 >= argc) {
 		fprintf(stderr,
 			"dlio-whatif %s: no job to run (after --: dlio-drive ... {mount}, "

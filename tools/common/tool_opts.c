@@ -150,8 +150,17 @@ int tool_opts_parse(const struct tool_opts *t, int argc, char **argv, int first,
 	letters[j] = 0;
 	optind = first;
 	opterr = 1;
-	while ((c = getopt_long(argc, argv, letters, lo, NULL)) != -1) {
+	for (;;) {
 		const struct tool_opt *o = NULL;
+
+		c = getopt_long(argc, argv, letters, lo, NULL);
+		if (c == -1) {
+			if (!t->operand || optind >= argc)
+				break;
+			if ((ret = t->operand(ctx, argv[optind++])))
+				return ret;
+			continue;
+		}
 		if (c >= 256 && (size_t)(c - 256) < t->n)
 			o = &t->opt[c - 256];
 		for (size_t i = 0; !o && c > 0 && c < 256 && c != '?' && i < t->n; i++)

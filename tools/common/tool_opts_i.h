@@ -54,6 +54,10 @@ struct tool_opts {
 	int usage_on_error;  /* an unknown option or missing argument prints the
 			      * usage on stderr after getopt's message */
 	const char *hint;    /* or this line on stderr, e.g. where --help is */
+	/* Where operands and options mix (dliofs mount MNT -f CFG): each
+	 * operand in turn, 0 or -errno (said); NULL: the first operand ends
+	 * the options (or, without stop_at_operand, getopt moves them last) */
+	int (*operand)(void *ctx, const char *arg);
 	/* the whole usage, where the command says more than head, list, tail */
 	void (*usage)(FILE *f, const struct tool_opts *t);
 };

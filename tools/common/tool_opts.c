@@ -128,8 +128,9 @@ int tool_opts_parse(const struct tool_opts *t, int argc, char **argv, int first,
 {
 	struct option lo[OPTS_MAX + 1];
 	char letters[2 * OPTS_MAX + 2];
+	char **av = argv;
 	size_t k = 0, j = 0;
-	int c, ret;
+	int ac = argc, c, ret = 0;
 
 	if (t->n > OPTS_MAX)
 		abort(); /* a table larger than the engine's: raise OPTS_MAX */
@@ -148,17 +149,33 @@ int tool_opts_parse(const struct tool_opts *t, int argc, char **argv, int first,
 	}
 	lo[k] = (struct option){NULL, 0, NULL, 0};
 	letters[j] = 0;
-	optind = first;
+	if (first > argc)
+		first = argc;
+	/* getopt starts afresh only from optind 0, which means argv[1]: a
+	 * later first argument (after a subcommand) is parsed in a copy whose
+	 * argv[0] is still the program's name for getopt's messages. */
+	if (first > 1) {
+		ac = argc - first + 1;
+		av = malloc(((size_t)ac + 1) * sizeof(*av));
+		if (!av) {
+			fprintf(stderr, "%s: out of memory\n", t->prog);
+			return -ENOMEM;
+		}
+		av[0] = argv[0];
+		memcpy(av + 1, argv + first, (size_t)(ac - 1) * sizeof(*av));
+		av[ac] = NULL;
+	}
+	optind = 0;
 	opterr = 1;
 	for (;;) {
 		const struct tool_opt *o = NULL;
 
-		c = getopt_long(argc, argv, letters, lo, NULL);
+		c = getopt_long(ac, av, letters, lo, NULL);
 		if (c == -1) {
-			if (!t->operand || optind >= argc)
+			if (!t->operand || optind >= ac)
 				break;
-			if ((ret = t->operand(ctx, argv[optind++])))
-				return ret;
+			if ((ret = t->operand(ctx, av[optind++])))
+				goto out;
 			continue;
 		}
 		if (c >= 256 && (size_t)(c - 256) < t->n)
@@ -171,11 +188,18 @@ int tool_opts_parse(const struct tool_opts *t, int argc, char **argv, int first,
 				tool_opts_usage(stderr, t);
 			else if (t->hint)
 				fputs(t->hint, stderr);
-			return -EINVAL;
+			ret = -EINVAL;
+			goto out;
 		}
 		if ((ret = take(t, o, optarg, ctx)))
-			return ret;
+			goto out;
 	}
-	*next = optind;
-	return 0;
+	*next = optind + (first > 1 ? first - 1 : 0);
+out:
+	if (av != argv) {
+		/* getopt's reordering, back into the caller's argv */
+		memcpy(argv + first, av + 1, (size_t)(ac - 1) * sizeof(*av));
+		free(av);
+	}
+	return ret;
 }

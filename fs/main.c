@@ -1,6 +1,5 @@
 /* dliofs command line: mount, umount, check. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include "fs_i.h"
 #include "profile.h"
 #include "s3.h"
+#include "tool_opts_i.h"
 
 /* Beyond this many files per split, `check` samples sizes instead of summing all. */
 #define DL_CHECK_EXACT_FILES 50000000ULL
@@ -185,9 +185,12 @@ struct mount_args {
 	char logp[PATH_MAX];
 };
 
-/* One option of `dliofs mount`: 0, or the exit status (said on stderr). */
-static int mount_opt(int c, struct mount_args *a)
+/* One option of `dliofs mount` (its row's value the letter below): 0, or
+ * -EINVAL (said on stderr). */
+static int mount_opt(void *ctx, const struct tool_opt *r, const char *arg)
 {
+	struct mount_args *a = ctx;
+	int c = r->value;
 	const char *why = NULL;
 	char cwd[PATH_MAX], *end;
 
@@ -200,33 +203,33 @@ static int mount_opt(int c, struct mount_args *a)
 		a->o.foreground = 1;
 		return 0;
 	case 'o':
-		a->o.fuse_opts = optarg;
+		a->o.fuse_opts = arg;
 		return 0;
 	case 'l':
-		if (!realpath(optarg, a->logp)) {
+		if (!realpath(arg, a->logp)) {
 			/* The log file need not exist yet: resolve its directory. */
-			if (optarg[0] == '/')
-				snprintf(a->logp, sizeof(a->logp), "%s", optarg);
+			if (arg[0] == '/')
+				snprintf(a->logp, sizeof(a->logp), "%s", arg);
 			else if (getcwd(cwd, sizeof(cwd)))
-				snprintf(a->logp, sizeof(a->logp), "%.2000s/%.2000s", cwd, optarg);
+				snprintf(a->logp, sizeof(a->logp), "%.2000s/%.2000s", cwd, arg);
 		}
 		a->o.log_path = a->logp;
 		return 0;
 	case 't':
 		errno = 0;
-		a->o.max_threads = (unsigned)strtoul(optarg, &end, 10);
+		a->o.max_threads = (unsigned)strtoul(arg, &end, 10);
 		if (errno || *end || a->o.max_threads == 0 || a->o.max_threads > 1024) {
 			fprintf(stderr, "dliofs mount: --threads: expected 1..1024, got '%s'\n",
-				optarg);
-			return 2;
+				arg);
+			return -EINVAL;
 		}
 		return 0;
 	case 'r':
-		if (dl_parse_size(optarg, &a->o.readahead, &why) || a->o.readahead > (1ULL << 30)) {
+		if (dl_parse_size(arg, &a->o.readahead, &why) || a->o.readahead > (1ULL << 30)) {
 			fprintf(stderr, "dliofs mount: --readahead: expected a size up to 1GiB "
 					"like 4MiB, got '%s'%s%s\n",
-				optarg, why ? ": " : "", why ? why : "");
-			return 2;
+				arg, why ? ": " : "", why ? why : "");
+			return -EINVAL;
 		}
 		a->readahead_set = 1;
 		return 0;
@@ -234,59 +237,70 @@ static int mount_opt(int c, struct mount_args *a)
 		a->o.no_pacer = 1;
 		return 0;
 	case 'F':
-		if (dl_parse_time(optarg, &a->o.fuse_overhead_ns, &why) ||
+		if (dl_parse_time(arg, &a->o.fuse_overhead_ns, &why) ||
 		    a->o.fuse_overhead_ns > 1000000) {
 			fprintf(stderr, "dliofs mount: --fuse-overhead: expected a time up to "
 					"1ms like 8us, got '%s'%s%s\n",
-				optarg, why ? ": " : "", why ? why : "");
-			return 2;
+				arg, why ? ": " : "", why ? why : "");
+			return -EINVAL;
 		}
 		a->overhead_set = 1;
 		return 0;
-	default:
-		usage(stderr);
-		return 2;
 	}
+	return -EINVAL;
 }
+
+static int mount_operand(void *ctx, const char *arg)
+{
+	struct mount_args *a = ctx;
+
+	if (a->npos == 2) {
+		fprintf(stderr, "dliofs mount: unexpected argument '%s'\n", arg);
+		return -EINVAL;
+	}
+	a->pos[a->npos++] = arg;
+	return 0;
+}
+
+static void usage_of(FILE *f, const struct tool_opts *t)
+{
+	(void)t;
+	usage(f);
+}
+
+/* The help is dliofs's usage, whose mount paragraph says each of these. */
+#define ROW(n, l, c, a) {.name = n, .letter = l, .kind = TOOL_OPT_CALL, .set = mount_opt, .value = c, .arg = a}
+static const struct tool_opt mount_opt_rows[] = {
+    ROW("foreground", 'f', 'f', NULL),
+    ROW("debug", 'd', 'd', NULL),
+    ROW("options", 'o', 'o', "OPTS"),
+    ROW("log", 0, 'l', "FILE"),
+    ROW("threads", 0, 't', "N"),
+    ROW("readahead", 0, 'r', "SIZE"),
+    ROW("no-pacer", 0, 'n', NULL),
+    ROW("fuse-overhead", 0, 'F', "TIME"),
+    {.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+#undef ROW
+
+static const struct tool_opts mount_opts = {
+    .prog = "dliofs mount",
+    .opt = mount_opt_rows,
+    .n = TOOL_OPTS_N(mount_opt_rows),
+    .stop_at_operand = 1,
+    .operand = mount_operand,
+    .usage_on_error = 1,
+    .usage = usage_of,
+};
 
 /* Options and the two positional arguments, in any order: 0, or the exit
  * status (-1: --help, answered). */
 static int mount_args(int argc, char **argv, struct mount_args *a)
 {
-	static const struct option lopts[] = {
-		{"foreground", no_argument, NULL, 'f'},
-		{"debug", no_argument, NULL, 'd'},
-		{"options", required_argument, NULL, 'o'},
-		{"log", required_argument, NULL, 'l'},
-		{"threads", required_argument, NULL, 't'},
-		{"readahead", required_argument, NULL, 'r'},
-		{"no-pacer", no_argument, NULL, 'n'},
-		{"fuse-overhead", required_argument, NULL, 'F'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int c, ret;
+	int next, ret = tool_opts_parse(&mount_opts, argc, argv, 1, a, &next);
 
-	optind = 1;
-	while (optind < argc) {
-		c = getopt_long(argc, argv, "+fdo:h", lopts, NULL);
-		if (c == -1) {
-			if (a->npos == 2) {
-				fprintf(stderr, "dliofs mount: unexpected argument '%s'\n",
-					argv[optind]);
-				return 2;
-			}
-			a->pos[a->npos++] = argv[optind++];
-			continue;
-		}
-		if (c == 'h') {
-			usage(stdout);
-			return -1;
-		}
-		ret = mount_opt(c, a);
-		if (ret)
-			return ret;
-	}
+	if (ret)
+		return ret > 0 ? -1 : 2;
 	if (a->npos != 2) {
 		usage(stderr);
 		return 2;

@@ -133,10 +133,31 @@ check_tools() {
   return $bad
 }
 
+# One options engine: getopt (long or not) is called, and <getopt.h>
+# included, by tools/common/tool_opts.c alone; every command line of the
+# tree (the tools', dliofs's) is parsed through a table it takes
+# (tools/common/tool_opts_i.h, docs/adding-a-tool.md).
+check_getopt() {
+  local root=$1 bad=0 file line rest dirs=()
+  for d in util formats pacer trace config ctl tools fs; do
+    [ -d "$root/$d" ] && dirs+=("$root/$d")
+  done
+  while IFS= read -r rest; do
+    file=${rest%%:*}; rest=${rest#*:}; line=${rest%%:*}
+    [ "${file#"$root"/}" = tools/common/tool_opts.c ] && continue
+    echo "check-layers: ${file#"$root"/}:$line: getopt outside the options engine (tools/common/tool_opts.c): give the command a tool_opts table"
+    bad=1
+  done < <(grep -rnE --include='*.[ch]' \
+             '(^|[^_[:alnum:]])getopt(_long(_only)?)?[[:space:]]*\(|#[[:space:]]*include[[:space:]]*<getopt\.h>' \
+             "${dirs[@]}" 2>/dev/null | sort -t: -k1,1 -k2,2n)
+  return $bad
+}
+
 check_all() {
   local bad=0
   check "$1" || bad=1
   check_tools "$1" || bad=1
+  check_getopt "$1" || bad=1
   return $bad
 }
 
@@ -172,14 +193,18 @@ if [ "${1:-}" = "--self-test" ]; then
     'tools/drive/drive_config.c:'*'tools/drive/ includes <yaml.h> (config/ reads YAML'
   plant tools/whatif/meson.build "  'sources': files('../stall/records.c')," \
     "tools/whatif/meson.build:"*"compiles a source outside tools/whatif/: '../stall/records.c'"
+  plant tools/gen/dlio_gen.c 'static int f(int c, char **v) { return getopt_long(c, v, "", 0, 0); }' \
+    'tools/gen/dlio_gen.c:'*': getopt outside the options engine'
+  plant tools/stall/dlio_stall.c '#include <getopt.h>' \
+    'tools/stall/dlio_stall.c:'*': getopt outside the options engine'
   check_all "$tmp" >/dev/null || { echo "check-layers: the tree fails after the plants were undone"; exit 1; }
-  echo "check-layers: self-test passed (each planted violation is caught and named: a layer reaching up, a tool including another tool's header, a path, fs/ or <yaml.h>, a tool compiling another folder's source)"
+  echo "check-layers: self-test passed (each planted violation is caught and named: a layer reaching up, a tool including another tool's header, a path, fs/ or <yaml.h>, a tool compiling another folder's source, getopt outside the options engine)"
   exit 0
 fi
 
 root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 if check_all "$root"; then
-  echo "check-layers: util < formats, pacer, trace < config; ctl; tools/<tool> on tools/common, ctl and the libraries: no layer includes a higher one, no tool another tool"
+  echo "check-layers: util < formats, pacer, trace < config; ctl; tools/<tool> on tools/common, ctl and the libraries: no layer includes a higher one, no tool another tool, getopt in the options engine alone"
 else
   exit 1
 fi

@@ -4,13 +4,13 @@
  * defaults, --help and the record of which layer set what can never
  * disagree. How the layers combine is drv_build_params (drive_setup.c). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "dliofs/units.h"
 #include "drive_i.h"
+#include "tool_opts_i.h"
 
 #ifndef DLIOFS_VERSION
 #define DLIOFS_VERSION "0"
@@ -421,67 +421,63 @@ void drv_params_defaults(struct drv_params *p, const struct dl_read_hints *h)
 	p->eval_batch = p->batch;
 }
 
-/* ---- --help ---- */
+/* ---- --help and the command line: the engine's (tool_opts_i.h) ---- */
 
-#define HELP_COL 28
-#define HELP_WIDTH 80
+/* The engine's rows for the table's flags: each help line with DLIO's key
+ * and the default where a flag takes a value, an enum's argument its names. */
+struct view {
+	struct tool_opt row[NOPTS];
+	char help[NOPTS][512];
+	char names[NOPTS][96];
+	struct tool_opts t;
+};
 
-/* text from column `col` (the cursor is there), words wrapped. */
-static void wrap(FILE *f, const char *text, unsigned col)
+static int take(void *ctx, const struct tool_opt *r, const char *arg);
+static void usage(FILE *f, const struct tool_opts *t);
+
+static void view_init(struct view *v)
 {
-	unsigned at = col;
+	size_t k = 0;
 
-	while (*text) {
-		size_t n = strcspn(text, " ");
-		if (at > col && at + 1 + n > HELP_WIDTH) {
-			fprintf(f, "\n%*s", (int)col, "");
-			at = col;
-		} else if (at > col) {
-			fputc(' ', f);
-			at++;
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct drv_opt *o = &opts[i];
+		const char *arg = o->arg, *def = o->type == DRV_T_BOOL ? NULL : o->def;
+		char *names = v->names[k];
+
+		if (!o->flag)
+			continue;
+		names[0] = 0;
+		if (o->type == DRV_T_ENUM) {
+			for (const struct drv_name *nm = o->names; nm->name; nm++)
+				if (!nm->yaml_only)
+					snprintf(names + strlen(names),
+						 sizeof(v->names[k]) - strlen(names), "%s%s",
+						 names[0] ? "|" : "", nm->name);
+			arg = names;
 		}
-		fprintf(f, "%.*s", (int)n, text);
-		at += (unsigned)n;
-		text += n;
-		text += strspn(text, " ");
+		snprintf(v->help[k], sizeof(v->help[k]), "%s%s%s%s%s%s%s", o->help ? o->help : "",
+			 o->key || def ? (o->help ? " (" : "(") : "", o->key ? o->key : "",
+			 o->key && def ? "; " : "", def ? "default " : "", def ? def : "",
+			 o->key || def ? ")" : "");
+		v->row[k] = (struct tool_opt){
+		    .name = o->flag,
+		    .letter = o->letter,
+		    .kind = o->type == DRV_T_HELP ? TOOL_OPT_HELP : TOOL_OPT_CALL,
+		    .arg = o->type == DRV_T_BOOL || o->type == DRV_T_HELP ||
+				   o->type == DRV_T_VERSION
+			       ? NULL
+			       : arg,
+		    .help = v->help[k],
+		    .set = take,
+		    .data = o,
+		};
+		k++;
 	}
-	fputc('\n', f);
+	v->t = (struct tool_opts){.prog = "dlio-drive", .col = 28, .opt = v->row, .n = k,
+				  .usage_on_error = 1, .usage = usage};
 }
 
-static void usage_opt(FILE *f, const struct drv_opt *o)
-{
-	char left[96], help[512], names[96] = "";
-	const char *arg = o->arg;
-	int n;
-
-	if (o->type == DRV_T_ENUM) {
-		for (const struct drv_name *nm = o->names; nm->name; nm++)
-			if (!nm->yaml_only)
-				snprintf(names + strlen(names), sizeof(names) - strlen(names),
-					 "%s%s", names[0] ? "|" : "", nm->name);
-		arg = names;
-	}
-	if (o->letter)
-		n = snprintf(left, sizeof(left), "  -%c, --%s%s%s", o->letter, o->flag,
-			     arg ? " " : "", arg ? arg : "");
-	else
-		n = snprintf(left, sizeof(left), "  --%s%s%s", o->flag, arg ? " " : "",
-			     arg ? arg : "");
-	/* DLIO's key, and the default where a flag takes a value. */
-	const char *def = o->type == DRV_T_BOOL ? NULL : o->def;
-	snprintf(help, sizeof(help), "%s%s%s%s%s%s%s", o->help ? o->help : "",
-		 o->key || def ? (o->help ? " (" : "(") : "", o->key ? o->key : "",
-		 o->key && def ? "; " : "", def ? "default " : "", def ? def : "",
-		 o->key || def ? ")" : "");
-	fputs(left, f);
-	if (n >= HELP_COL - 1)
-		fprintf(f, "\n%*s", HELP_COL, "");
-	else
-		fprintf(f, "%*s", HELP_COL - n, "");
-	wrap(f, help, HELP_COL);
-}
-
-void drv_usage(FILE *f)
+static void usage(FILE *f, const struct tool_opts *t)
 {
 	char keys[512] = "";
 
@@ -491,17 +487,15 @@ void drv_usage(FILE *f)
 	      "A DLIO workload file sets an option by the key in its parentheses; the\n"
 	      "command line wins over MLPerf Storage's table, which wins over the file.\n\n",
 	      f);
-	for (size_t i = 0; i < NOPTS; i++) {
-		if (opts[i].flag)
-			usage_opt(f, &opts[i]);
-		else
+	tool_opts_list(f, t);
+	for (size_t i = 0; i < NOPTS; i++)
+		if (!opts[i].flag)
 			snprintf(keys + strlen(keys), sizeof(keys) - strlen(keys), "%s%s",
 				 keys[0] ? ", " : "", opts[i].key);
-	}
 	fputs("\nAlso read from a DLIO workload file:", f);
 	fputc('\n', f);
 	fprintf(f, "%*s", 2, "");
-	wrap(f, keys, 2);
+	tool_opts_wrap(f, keys, 2);
 	fputs("\nRanks: under mpirun (mpirun -np N dlio-drive ...) each process is one\n"
 	      "accelerator, as in DLIO: rank r reads samples [r*ceil(T/N), (r+1)*ceil(T/N))\n"
 	      "(tfrecord: files r, r+N, ...), every step ends with an all-reduce, and rank 0\n"
@@ -512,7 +506,13 @@ void drv_usage(FILE *f)
 	      f);
 }
 
-/* ---- the command line ---- */
+void drv_usage(FILE *f)
+{
+	struct view v;
+
+	view_init(&v);
+	usage(f, &v.t);
+}
 
 static int bad(const char *flag, const char *val, const char *why)
 {
@@ -520,38 +520,16 @@ static int bad(const char *flag, const char *val, const char *why)
 	return -EINVAL;
 }
 
-static void long_options(struct option *lo, char *letters)
+/* One option with argument arg (NULL: a flag). 0, 1 (--version said all)
+ * or -EINVAL (said). */
+static int take(void *ctx, const struct tool_opt *r, const char *arg)
 {
-	size_t k = 0, j = 0;
-
-	for (size_t i = 0; i < NOPTS; i++) {
-		if (!opts[i].flag)
-			continue;
-		int takes = opts[i].type != DRV_T_BOOL && opts[i].type != DRV_T_HELP &&
-			    opts[i].type != DRV_T_VERSION;
-		lo[k++] = (struct option){opts[i].flag, takes ? required_argument : no_argument,
-					  NULL, 256 + (int)i};
-		if (opts[i].letter) {
-			letters[j++] = opts[i].letter;
-			if (takes)
-				letters[j++] = ':';
-		}
-	}
-	lo[k] = (struct option){NULL, 0, NULL, 0};
-	letters[j] = 0;
-}
-
-/* One option o with argument arg (NULL: a flag). 0, 1 (--help or
- * --version said all) or -EINVAL (said). */
-static int take(struct drv_cli *c, const struct drv_opt *o, const char *arg)
-{
+	struct drv_cli *c = ctx;
+	const struct drv_opt *o = r->data;
 	char why[160], mpi[160];
 	void *field = (char *)c + o->off;
 
 	switch (o->type) {
-	case DRV_T_HELP:
-		drv_usage(stdout);
-		return 1;
 	case DRV_T_VERSION:
 		drv_comm_describe(mpi, sizeof(mpi));
 		printf("dlio-drive %s (%s)\n", DLIOFS_VERSION, mpi);
@@ -569,40 +547,25 @@ static int take(struct drv_cli *c, const struct drv_opt *o, const char *arg)
 
 int drv_cli_parse(int argc, char **argv, struct drv_cli *c)
 {
-	struct option lo[NOPTS + 1];
-	char letters[2 * NOPTS + 1];
-	int o, ret;
+	struct view v;
+	int next, ret;
 
 	memset(c, 0, sizeof(*c));
-	long_options(lo, letters);
-	optind = 1;
-	while ((o = getopt_long(argc, argv, letters, lo, NULL)) != -1) {
-		const struct drv_opt *opt = NULL;
-		if (o >= 256 && (size_t)(o - 256) < NOPTS)
-			opt = &opts[o - 256];
-		for (size_t i = 0; !opt && o > 0 && o < 256 && i < NOPTS; i++)
-			if (opts[i].letter == o)
-				opt = &opts[i];
-		if (!opt) {
-			drv_usage(stderr);
-			return -EINVAL;
-		}
-		if ((ret = take(c, opt, optarg)))
-			return ret;
-	}
+	view_init(&v);
+	if ((ret = tool_opts_parse(&v.t, argc, argv, 1, c, &next)))
+		return ret > 0 ? 1 : -EINVAL;
 	/* S3 reads objects from --endpoint: a DIR would go unused (a checkpoint
 	 * workload still writes into one). */
-	if (c->p.s3.storage == DRV_STORAGE_S3 && optind == argc && c->config &&
-	    !c->ckpt_workload) {
+	if (c->p.s3.storage == DRV_STORAGE_S3 && next == argc && c->config && !c->ckpt_workload) {
 		c->dir = NULL;
 		return 0;
 	}
-	if (optind + 1 != argc || !c->config) {
+	if (next + 1 != argc || !c->config) {
 		fprintf(stderr, "dlio-drive: %s\n",
 			!c->config ? "--config CFG is required" : "exactly one DIR is required");
 		drv_usage(stderr);
 		return -EINVAL;
 	}
-	c->dir = argv[optind];
+	c->dir = argv[next];
 	return 0;
 }

@@ -2,7 +2,6 @@
  * as the reference the tests compare against and for runs on real storage. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include "dliofs/format.h"
 #include "dliofs/naming.h"
 #include "dliofs/units.h"
+#include "tool_opts_i.h"
 #include "tool_progress_i.h"
 
 #define CHUNK (4u << 20)
@@ -197,19 +197,50 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void usage(FILE *o)
+struct gen_opts {
+	unsigned nthreads;
+	int quiet;
+};
+
+static int set_threads(void *ctx, const struct tool_opt *o, const char *arg)
 {
-	fprintf(o, "usage: dlio-gen [-j THREADS] [-q] CONFIG.yaml OUTDIR\n"
-		   "Writes every file of CONFIG's datasets under OUTDIR/<dataset>/, byte for byte\n"
-		   "what `dliofs mount` serves.\n"
-		   "\n"
-		   "  -j, --threads N   writer threads (default: one per CPU)\n"
-		   "  -q, --quiet       no progress line, no summary\n"
-		   "  -h, --help        this help\n"
-		   "\n"
-		   "On a terminal a progress line (files, bytes, rate, time left) is redrawn on\n"
-		   "stderr; a summary line ends every run on stdout.\n");
+	struct gen_opts *g = ctx;
+	char *end;
+
+	(void)o;
+	errno = 0;
+	g->nthreads = (unsigned)strtoul(arg, &end, 10);
+	if (errno || *end || g->nthreads == 0 || g->nthreads > 256) {
+		fprintf(stderr, "dlio-gen: -j: expected 1..256, got '%s'\n", arg);
+		return -EINVAL;
+	}
+	return 0;
 }
+
+/* clang-format off */
+static const struct tool_opt gen_opt[] = {
+	{.name = "threads", .letter = 'j', .kind = TOOL_OPT_CALL, .set = set_threads, .arg = "N",
+	 .help = "writer threads (default: one per CPU)"},
+	{.name = "quiet", .letter = 'q', .kind = TOOL_OPT_FLAG, .off = offsetof(struct gen_opts, quiet),
+	 .value = 1, .help = "no progress line, no summary"},
+	{.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP, .help = "this help"},
+};
+/* clang-format on */
+
+static const struct tool_opts gen_opts = {
+	.prog = "dlio-gen",
+	.head = "usage: dlio-gen [-j THREADS] [-q] CONFIG.yaml OUTDIR\n"
+		"Writes every file of CONFIG's datasets under OUTDIR/<dataset>/, byte for byte\n"
+		"what `dliofs mount` serves.\n"
+		"\n",
+	.tail = "\n"
+		"On a terminal a progress line (files, bytes, rate, time left) is redrawn on\n"
+		"stderr; a summary line ends every run on stdout.\n",
+	.col = 20,
+	.opt = gen_opt,
+	.n = TOOL_OPTS_N(gen_opt),
+	.usage_on_error = 1,
+};
 
 /* One progress line on stderr, redrawn in place. Time left is the files
  * still to write at the rate of those written: file sizes of a dataset are
@@ -254,49 +285,26 @@ int main(int argc, char **argv)
 	struct dl_config *cfg = NULL;
 	pthread_t *th = NULL;
 	unsigned nthreads = 0, started = 0;
-	static const struct option lopts[] = {
-		{"threads", required_argument, NULL, 'j'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int c, ret = 1, quiet = 0;
+	struct gen_opts go = {0};
+	int ret = 1, next;
 	uint64_t t0, t1;
-	char *end;
 
-	while ((c = getopt_long(argc, argv, "j:qh", lopts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			errno = 0;
-			nthreads = (unsigned)strtoul(optarg, &end, 10);
-			if (errno || *end || nthreads == 0 || nthreads > 256) {
-				fprintf(stderr, "dlio-gen: -j: expected 1..256, got '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (argc - optind != 2) {
-		usage(stderr);
+	if ((ret = tool_opts_parse(&gen_opts, argc, argv, 1, &go, &next)))
+		return ret > 0 ? 0 : 2;
+	ret = 1;
+	nthreads = go.nthreads;
+	if (argc - next != 2) {
+		tool_opts_usage(stderr, &gen_opts);
 		return 2;
 	}
-	if (dl_config_load(argv[optind], stderr, &cfg))
+	if (dl_config_load(argv[next], stderr, &cfg))
 		return 2;
 	if (!nthreads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		nthreads = n > 0 ? (unsigned)n : 1;
 	}
 	j.cfg = cfg;
-	j.outdir = argv[optind + 1];
+	j.outdir = argv[next + 1];
 	if (dl_fmt_ctx_new(cfg->seed, 0, &j.ctx))
 		goto out;
 	j.ranges = calloc((size_t)cfg->ndatasets * DL_SPLIT__COUNT, sizeof(*j.ranges));
@@ -318,11 +326,11 @@ int main(int argc, char **argv)
 	for (; started < nthreads; started++)
 		if (pthread_create(&th[started], NULL, worker, &j))
 			break;
-	wait_workers(&j, th, started, quiet, t0);
+	wait_workers(&j, th, started, go.quiet, t0);
 	t1 = dl_mono_ns();
 	if (!started || atomic_load(&j.failed) || link_root_aliases(cfg, j.outdir))
 		goto out;
-	if (!quiet) {
+	if (!go.quiet) {
 		double s = (double)(t1 - t0) * 1e-9;
 		char b[32];
 		uint64_t bytes = atomic_load(&j.bytes);

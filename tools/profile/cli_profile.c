@@ -18,7 +18,6 @@
  * is created with a fresh name and only the names created in it are removed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,6 +32,7 @@
 #include "dliofs/prng.h"
 #include "dliofs/units.h"
 #include "profile_i.h"
+#include "tool_opts_i.h"
 
 #define KiB 1024ULL
 #define MiB (1024ULL * 1024)
@@ -40,43 +40,6 @@
 #define PROBE_MIN (16ULL << 20)
 #define CHUNK (4ULL << 20)
 #define MAX_DATA_FILES 64
-
-static const char usage[] =
-    "usage: dliofs profile DIR -o OUT.yaml [--time TIME] [--read-only] [--keep-caches]\n"
-    "                      [--max-clients N] [--probe-size SIZE] [--quiet]\n"
-    "       dliofs profile --check PROFILE\n"
-    "\n"
-    "Measure the storage DIR is on (a local disk, an NFS, Lustre or S3 FUSE mount...)\n"
-    "and write a storage profile that `pacer: {profile: ./OUT.yaml}` takes, so that\n"
-    "the mount behaves like this storage. Measured, with the client cache bypassed:\n"
-    "  reads of 4KiB .. 4MiB one at a time, 4KiB and 1MiB reads with 2 .. 32\n"
-    "  clients; writes likewise when DIR is writable; stat, open and readdir on many\n"
-    "  small files, fsync. Reads and writes are fitted with a device model: a\n"
-    "  throttle (byte and IO buckets, refilled continuously or per period, as Linux\n"
-    "  blk-throttle's slices), channels, a fixed cost plus size / transfer rate per\n"
-    "  request, and noise; the profile says for every point what the model gives\n"
-    "  there, and the summary ends with the worst misfits.\n"
-    "\n"
-    "  --check PROFILE        replay every point PROFILE measured on the model it\n"
-    "                         holds now (virtual time) and print both\n"
-    "  -o, --output OUT.yaml  the profile (its tables go beside it)\n"
-    "  --time TIME            the whole run, e.g. 30s, 2min (default 60s)\n"
-    "  --read-only            write nothing in DIR: read the largest files already\n"
-    "                         there, time metadata on what is there (a DIR that\n"
-    "                         cannot be written needs this)\n"
-    "  --keep-caches          never drop the kernel's caches (root otherwise drops\n"
-    "                         them before metadata passes, and for data when no\n"
-    "                         other way bypasses the cache)\n"
-    "  --max-clients N        most requests in flight measured (default 32)\n"
-    "  --probe-size SIZE      the probe file (default: up to 1GiB, what 12% of the\n"
-    "                         time writes)\n"
-    "  --quiet                no progress line (there is one only when stderr is a\n"
-    "                         terminal)\n"
-    "\n"
-    "DIR must be writable (a probe directory .dliofs-profile-PID is created there and\n"
-    "removed at the end; nothing else is touched) unless --read-only. The profile\n"
-    "records where, when and how it was measured (`measured:`), and which cache\n"
-    "bypass was used: direct (O_DIRECT), fadvise, drop_caches, large_files, none.\n";
 
 struct opts {
 	const char *dir, *out;
@@ -96,92 +59,132 @@ static void on_signal(int sig)
 	stop_flag = 1;
 }
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int set_time(void *ctx, const struct tool_opt *r, const char *arg)
 {
-	static const struct option lo[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"time", required_argument, NULL, 't'},
-	    {"read-only", no_argument, NULL, 'r'},
-	    {"keep-caches", no_argument, NULL, 'k'},
-	    {"max-clients", required_argument, NULL, 'c'},
-	    {"probe-size", required_argument, NULL, 's'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"check", required_argument, NULL, 'C'},
-	    {"help", no_argument, NULL, 'h'},
-	    {0},
-	};
+	struct opts *o = ctx;
+	const char *why = NULL;
+
+	(void)r;
+	if (dl_parse_time(arg, &o->time_ns, &why) || o->time_ns < 1000000000ULL) {
+		fprintf(stderr, "dliofs profile: --time %s: %s\n", arg, why ? why : "at least 1s");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_max_clients(void *ctx, const struct tool_opt *r, const char *arg)
+{
+	struct opts *o = ctx;
 	const char *why = NULL;
 	uint64_t v;
-	int c;
+
+	(void)r;
+	if (dl_parse_count(arg, &v, &why) || v < 1 || v > 256) {
+		fprintf(stderr, "dliofs profile: --max-clients %s: expected 1 to 256\n", arg);
+		return -EINVAL;
+	}
+	o->max_clients = (unsigned)v;
+	return 0;
+}
+
+static int set_probe_size(void *ctx, const struct tool_opt *r, const char *arg)
+{
+	struct opts *o = ctx;
+	const char *why = NULL;
+
+	(void)r;
+	if (dl_parse_size(arg, &o->probe_size, &why) || o->probe_size < PROBE_MIN) {
+		fprintf(stderr, "dliofs profile: --probe-size %s: at least 16MiB%s%s\n", arg,
+			why ? ": " : "", why ? why : "");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+#define OFF(f) offsetof(struct opts, f)
+
+/* clang-format off */
+static const struct tool_opt prof_opt[] = {
+	{.name = "check", .kind = TOOL_OPT_STR, .off = OFF(check), .arg = "PROFILE",
+	 .help = "replay every point PROFILE measured on the model it\n"
+		 "holds now (virtual time) and print both"},
+	{.name = "output", .letter = 'o', .kind = TOOL_OPT_STR, .off = OFF(out), .arg = "OUT.yaml",
+	 .help = "the profile (its tables go beside it)"},
+	{.name = "time", .kind = TOOL_OPT_CALL, .set = set_time, .arg = "TIME",
+	 .help = "the whole run, e.g. 30s, 2min (default 60s)"},
+	{.name = "read-only", .kind = TOOL_OPT_FLAG, .off = OFF(read_only), .value = 1,
+	 .help = "write nothing in DIR: read the largest files already\n"
+		 "there, time metadata on what is there (a DIR that\n"
+		 "cannot be written needs this)"},
+	{.name = "keep-caches", .kind = TOOL_OPT_FLAG, .off = OFF(keep_caches), .value = 1,
+	 .help = "never drop the kernel's caches (root otherwise drops\n"
+		 "them before metadata passes, and for data when no\n"
+		 "other way bypasses the cache)"},
+	{.name = "max-clients", .kind = TOOL_OPT_CALL, .set = set_max_clients, .arg = "N",
+	 .help = "most requests in flight measured (default 32)"},
+	{.name = "probe-size", .kind = TOOL_OPT_CALL, .set = set_probe_size, .arg = "SIZE",
+	 .help = "the probe file (default: up to 1GiB, what 12% of the\n"
+		 "time writes)"},
+	{.name = "quiet", .letter = 'q', .hide_letter = 1, .kind = TOOL_OPT_FLAG, .off = OFF(quiet),
+	 .value = 1, .help = "no progress line (there is one only when stderr is a\nterminal)"},
+	{.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+/* clang-format on */
+
+static const struct tool_opts prof_opts = {
+    .prog = "dliofs profile",
+    .head =
+	"usage: dliofs profile DIR -o OUT.yaml [--time TIME] [--read-only] [--keep-caches]\n"
+	"                      [--max-clients N] [--probe-size SIZE] [--quiet]\n"
+	"       dliofs profile --check PROFILE\n"
+	"\n"
+	"Measure the storage DIR is on (a local disk, an NFS, Lustre or S3 FUSE mount...)\n"
+	"and write a storage profile that `pacer: {profile: ./OUT.yaml}` takes, so that\n"
+	"the mount behaves like this storage. Measured, with the client cache bypassed:\n"
+	"  reads of 4KiB .. 4MiB one at a time, 4KiB and 1MiB reads with 2 .. 32\n"
+	"  clients; writes likewise when DIR is writable; stat, open and readdir on many\n"
+	"  small files, fsync. Reads and writes are fitted with a device model: a\n"
+	"  throttle (byte and IO buckets, refilled continuously or per period, as Linux\n"
+	"  blk-throttle's slices), channels, a fixed cost plus size / transfer rate per\n"
+	"  request, and noise; the profile says for every point what the model gives\n"
+	"  there, and the summary ends with the worst misfits.\n"
+	"\n",
+    .tail =
+	"\n"
+	"DIR must be writable (a probe directory .dliofs-profile-PID is created there and\n"
+	"removed at the end; nothing else is touched) unless --read-only. The profile\n"
+	"records where, when and how it was measured (`measured:`), and which cache\n"
+	"bypass was used: direct (O_DIRECT), fadvise, drop_caches, large_files, none.\n",
+    .col = 25,
+    .opt = prof_opt,
+    .n = TOOL_OPTS_N(prof_opt),
+    .usage_on_error = 1,
+};
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	int next, ret;
 
 	memset(o, 0, sizeof(*o));
 	o->time_ns = 60ULL * 1000000000ULL;
 	o->max_clients = 32;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:qh", lo, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			o->out = optarg;
-			break;
-		case 't':
-			if (dl_parse_time(optarg, &o->time_ns, &why) ||
-			    o->time_ns < 1000000000ULL) {
-				fprintf(stderr, "dliofs profile: --time %s: %s\n", optarg,
-					why ? why : "at least 1s");
-				return 2;
-			}
-			break;
-		case 'r':
-			o->read_only = 1;
-			break;
-		case 'k':
-			o->keep_caches = 1;
-			break;
-		case 'c':
-			if (dl_parse_count(optarg, &v, &why) || v < 1 || v > 256) {
-				fprintf(stderr,
-					"dliofs profile: --max-clients %s: expected 1 to 256\n",
-					optarg);
-				return 2;
-			}
-			o->max_clients = (unsigned)v;
-			break;
-		case 's':
-			if (dl_parse_size(optarg, &o->probe_size, &why) ||
-			    o->probe_size < PROBE_MIN) {
-				fprintf(stderr,
-					"dliofs profile: --probe-size %s: at least 16MiB%s%s\n",
-					optarg, why ? ": " : "", why ? why : "");
-				return 2;
-			}
-			break;
-		case 'q':
-			o->quiet = 1;
-			break;
-		case 'C':
-			o->check = optarg;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 1;
-		default:
-			fputs(usage, stderr);
-			return 2;
-		}
-	}
+	if ((ret = tool_opts_parse(&prof_opts, argc, argv, 1, o, &next)))
+		return ret > 0 ? 1 : 2;
 	if (o->check) {
-		if (optind != argc) {
-			fprintf(stderr, "dliofs profile: --check PROFILE takes no DIR\n%s", usage);
+		if (next != argc) {
+			fprintf(stderr, "dliofs profile: --check PROFILE takes no DIR\n");
+			tool_opts_usage(stderr, &prof_opts);
 			return 2;
 		}
 		return 0;
 	}
-	if (optind != argc - 1 || !o->out) {
-		fprintf(stderr, "dliofs profile: %s\n%s",
-			optind != argc - 1 ? "expected one DIR" : "-o OUT.yaml is required", usage);
+	if (next != argc - 1 || !o->out) {
+		fprintf(stderr, "dliofs profile: %s\n",
+			next != argc - 1 ? "expected one DIR" : "-o OUT.yaml is required");
+		tool_opts_usage(stderr, &prof_opts);
 		return 2;
 	}
-	o->dir = argv[optind];
+	o->dir = argv[next];
 	return 0;
 }
 

@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <ftw.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "stall_i.h"
+#include "tool_opts_i.h"
 #include "tool_path_i.h"
 #include "tool_progress_i.h"
 #include "tool_stop_i.h"
@@ -37,41 +37,6 @@ struct opts {
 	char **argv;
 	struct tool_progress *pl; /* diff's steps, on a terminal */
 };
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: dlio-stall run  [options] -- COMMAND [ARGS...]\n"
-		"       dlio-stall diff [options] -- COMMAND [ARGS...]\n"
-		"       dlio-stall report [options] STEPS_FILE [GPU_FILE]\n"
-		"\n"
-		"run   time every wait for the next batch (PyTorch DataLoader, tf.data) of an\n"
-		"      unmodified job, GPU busy/idle through CUPTI injection, and the mount's\n"
-		"      statistics over the run\n"
-		"diff  DS-Analyzer's differencing: (1) compute only: the first batches replayed\n"
-		"      from memory; (2) prep: storage model off, dataset cached; (3) as\n"
-		"      configured, cold. prep stall = T2 - T1, fetch stall = T3 - T2\n"
-		"report  analyse records kept by --keep (run.steps, run.gpu) again\n"
-		"\n"
-		"options:\n"
-		"  --mount DIR       dliofs mountpoint the job reads\n"
-		"  --data PATH       what diff/--cold drop and warm (default: the whole mount)\n"
-		"  --json FILE       write the report as JSON\n"
-		"  --plot FILE.png   timeline of steps, GPU busy and mount throughput\n"
-		"  --warmup N        first steps left out of the figures (default 2)\n"
-		"  --interval MS     mount statistics sampling period (default 200)\n"
-		"  --cold            (run) drop the mount's caches first\n"
-		"  --replay K        (diff) batches cached for the compute-only run (default 4)\n"
-		"  --workers W1,W2   (diff) the CPU what-if: the prep run again at each loader\n"
-		"                    worker count (the three runs use W1), told to the job by\n"
-		"                    {workers} in its arguments and $DLIO_STALL_WORKERS; the\n"
-		"                    prep ceiling P is fitted against workers and cores and\n"
-		"                    predicted for more of both\n"
-		"  --cupti PATH|off  CUPTI injection library (default $DLIO_CUPTI_LIB, else\n"
-		"                    libdlio_cupti.so next to dlio-stall)\n"
-		"  --keep            keep the working directory with the raw records\n"
-		"  -q, --quiet       no terminal report\n");
-}
 
 static int parse_num(const char *s, long lo, long hi, long *out)
 {
@@ -108,26 +73,106 @@ static int parse_workers(const char *s, struct opts *o)
 	return o->nworkers ? 0 : -EINVAL;
 }
 
+static int set_workers(void *ctx, const struct tool_opt *r, const char *arg)
+{
+	(void)r;
+	if (parse_workers(arg, ctx)) {
+		fprintf(stderr,
+			"dlio-stall: --workers '%s': expected distinct worker counts "
+			"from 1 to 4096, comma-separated, at most %d\n",
+			arg, ST_CPU_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* --warmup, --interval, --replay: a whole number from .min to 1000000. */
+static int set_num(void *ctx, const struct tool_opt *r, const char *arg)
+{
+	struct opts *o = ctx;
+	long v;
+
+	if (parse_num(arg, (long)r->min, 1000000, &v)) {
+		fprintf(stderr, "dlio-stall: bad number '%s'\n", arg);
+		return -EINVAL;
+	}
+	if (r->value == 'w')
+		o->warmup = (size_t)v;
+	else if (r->value == 'i')
+		o->interval_ms = (int)v;
+	else
+		o->replay = (int)v;
+	return 0;
+}
+
+#define OFF(f) offsetof(struct opts, f)
+
+/* clang-format off */
+static const struct tool_opt stall_opt[] = {
+	{.name = "mount", .kind = TOOL_OPT_STR, .off = OFF(mount), .arg = "DIR",
+	 .help = "dliofs mountpoint the job reads"},
+	{.name = "data", .kind = TOOL_OPT_STR, .off = OFF(data), .arg = "PATH",
+	 .help = "what diff/--cold drop and warm (default: the whole mount)"},
+	{.name = "json", .kind = TOOL_OPT_STR, .off = OFF(json), .arg = "FILE",
+	 .help = "write the report as JSON"},
+	{.name = "plot", .kind = TOOL_OPT_STR, .off = OFF(plot), .arg = "FILE.png",
+	 .help = "timeline of steps, GPU busy and mount throughput"},
+	{.name = "warmup", .kind = TOOL_OPT_CALL, .set = set_num, .value = 'w', .min = 0,
+	 .arg = "N", .help = "first steps left out of the figures (default 2)"},
+	{.name = "interval", .kind = TOOL_OPT_CALL, .set = set_num, .value = 'i', .min = 1,
+	 .arg = "MS", .help = "mount statistics sampling period (default 200)"},
+	{.name = "cold", .kind = TOOL_OPT_FLAG, .off = OFF(cold), .value = 1,
+	 .help = "(run) drop the mount's caches first"},
+	{.name = "replay", .kind = TOOL_OPT_CALL, .set = set_num, .value = 'r', .min = 1,
+	 .arg = "K", .help = "(diff) batches cached for the compute-only run (default 4)"},
+	{.name = "workers", .kind = TOOL_OPT_CALL, .set = set_workers, .arg = "W1,W2",
+	 .help = "(diff) the CPU what-if: the prep run again at each loader\n"
+		 "worker count (the three runs use W1), told to the job by\n"
+		 "{workers} in its arguments and $DLIO_STALL_WORKERS; the\n"
+		 "prep ceiling P is fitted against workers and cores and\n"
+		 "predicted for more of both"},
+	{.name = "cupti", .kind = TOOL_OPT_STR, .off = OFF(cupti), .arg = "PATH|off",
+	 .help = "CUPTI injection library (default $DLIO_CUPTI_LIB, else\n"
+		 "libdlio_cupti.so next to dlio-stall)"},
+	{.name = "keep", .kind = TOOL_OPT_FLAG, .off = OFF(keep), .value = 1,
+	 .help = "keep the working directory with the raw records"},
+	{.name = "quiet", .letter = 'q', .kind = TOOL_OPT_FLAG, .off = OFF(quiet), .value = 1,
+	 .help = "no terminal report"},
+	{.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+/* clang-format on */
+
+static const struct tool_opts stall_opts = {
+	.prog = "dlio-stall",
+	.head = "usage: dlio-stall run  [options] -- COMMAND [ARGS...]\n"
+		"       dlio-stall diff [options] -- COMMAND [ARGS...]\n"
+		"       dlio-stall report [options] STEPS_FILE [GPU_FILE]\n"
+		"\n"
+		"run   time every wait for the next batch (PyTorch DataLoader, tf.data) of an\n"
+		"      unmodified job, GPU busy/idle through CUPTI injection, and the mount's\n"
+		"      statistics over the run\n"
+		"diff  DS-Analyzer's differencing: (1) compute only: the first batches replayed\n"
+		"      from memory; (2) prep: storage model off, dataset cached; (3) as\n"
+		"      configured, cold. prep stall = T2 - T1, fetch stall = T3 - T2\n"
+		"report  analyse records kept by --keep (run.steps, run.gpu) again\n"
+		"\n"
+		"options:\n",
+	.col = 20,
+	.opt = stall_opt,
+	.n = TOOL_OPTS_N(stall_opt),
+	/* '+': stop at the first non-option, the job's argv is not ours. */
+	.stop_at_operand = 1,
+	.usage_on_error = 1,
+};
+
+static void usage(FILE *f)
+{
+	tool_opts_usage(f, &stall_opts);
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	static const struct option lo[] = {
-	    {"mount", required_argument, 0, 'm'},
-	    {"data", required_argument, 0, 'd'},
-	    {"json", required_argument, 0, 'j'},
-	    {"plot", required_argument, 0, 'p'},
-	    {"warmup", required_argument, 0, 'w'},
-	    {"interval", required_argument, 0, 'i'},
-	    {"replay", required_argument, 0, 'r'},
-	    {"workers", required_argument, 0, 'W'},
-	    {"cupti", required_argument, 0, 'c'},
-	    {"cold", no_argument, 0, 'C'},
-	    {"keep", no_argument, 0, 'k'},
-	    {"quiet", no_argument, 0, 'q'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	long v;
-	int c;
+	int next, ret;
 
 	memset(o, 0, sizeof(*o));
 	o->warmup = 2;
@@ -147,70 +192,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		usage(stderr);
 		return -EINVAL;
 	}
-	optind = 2;
-	/* '+': stop at the first non-option, the job's argv is not ours. */
-	while ((c = getopt_long(argc, argv, "+qh", lo, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			o->mount = optarg;
-			break;
-		case 'd':
-			o->data = optarg;
-			break;
-		case 'j':
-			o->json = optarg;
-			break;
-		case 'p':
-			o->plot = optarg;
-			break;
-		case 'c':
-			o->cupti = optarg;
-			break;
-		case 'C':
-			o->cold = 1;
-			break;
-		case 'k':
-			o->keep = 1;
-			break;
-		case 'q':
-			o->quiet = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'W':
-			if (parse_workers(optarg, o)) {
-				fprintf(stderr,
-					"dlio-stall: --workers '%s': expected distinct worker counts "
-					"from 1 to 4096, comma-separated, at most %d\n",
-					optarg, ST_CPU_MAX);
-				return -EINVAL;
-			}
-			break;
-		case 'w':
-		case 'i':
-		case 'r':
-			if (parse_num(optarg, c == 'w' ? 0 : 1, 1000000, &v)) {
-				fprintf(stderr, "dlio-stall: bad number '%s'\n", optarg);
-				return -EINVAL;
-			}
-			if (c == 'w')
-				o->warmup = (size_t)v;
-			else if (c == 'i')
-				o->interval_ms = (int)v;
-			else
-				o->replay = (int)v;
-			break;
-		default:
-			usage(stderr);
-			return -EINVAL;
-		}
-	}
-	if (optind >= argc) {
+	if ((ret = tool_opts_parse(&stall_opts, argc, argv, 2, o, &next)) > 0)
+		exit(0);
+	if (ret)
+		return -EINVAL;
+	if (next >= argc) {
 		fprintf(stderr, "dlio-stall: no command to run (put it after --)\n");
 		return -EINVAL;
 	}
-	o->argv = argv + optind;
+	o->argv = argv + next;
 	if (o->nworkers && strcmp(o->cmd, "diff")) {
 		fprintf(stderr, "dlio-stall: --workers is for diff\n");
 		return -EINVAL;

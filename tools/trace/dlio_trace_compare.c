@@ -1,13 +1,13 @@
 /* dlio-trace compare A B [--json]: how alike two traces are, one score in
  * [0, 1] per aspect and their mean. The method is in dt_compare_help. */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dliofs/json.h"
 #include "dlio_trace_i.h"
+#include "tool_opts_i.h"
 
 const char dt_compare_help[] =
 	"usage: dlio-trace compare A B [--json]\n"
@@ -265,38 +265,35 @@ static double seq_share(const struct dt_stats *s)
 	return s->reads ? (double)s->seq_reads / (double)s->reads : 0;
 }
 
+/* The help is dt_compare_help (the options in its prose). */
+static const struct tool_opt compare_opt[] = {
+    {.name = "json", .letter = 'j', .kind = TOOL_OPT_FLAG, .value = 1},
+    {.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+
+static const struct tool_opts compare_opts = {
+    .prog = "dlio-trace compare",
+    .head = dt_compare_help,
+    .opt = compare_opt,
+    .n = TOOL_OPTS_N(compare_opt),
+};
+
 int dt_compare(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	int json = 0, c, ret = 1;
+	int json = 0, next, ret = 1;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			fputs(dt_compare_help, stdout);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (optind != argc - 2) {
-		fputs(dt_compare_help, stderr);
+	if ((ret = tool_opts_parse(&compare_opts, argc, argv, 1, &json, &next)))
+		return ret > 0 ? 0 : 2;
+	ret = 1;
+	if (next != argc - 2) {
+		tool_opts_usage(stderr, &compare_opts);
 		return 2;
 	}
-
 	struct dl_trace_file ta, tb;
 	struct dt_stats a, b;
-	if (dt_load(argv[optind], &ta))
+	if (dt_load(argv[next], &ta))
 		return 1;
-	if (dt_load(argv[optind + 1], &tb)) {
+	if (dt_load(argv[next + 1], &tb)) {
 		dl_trace_file_free(&ta);
 		return 1;
 	}

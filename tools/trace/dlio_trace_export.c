@@ -6,12 +6,12 @@
  *   --csv     one line per request, with a header line.
  *   --dxt     Darshan-DXT-like text: per file, one line per read or write. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dliofs/json.h"
 #include "dlio_trace_i.h"
+#include "tool_opts_i.h"
 
 /* Wall-clock ns of a monotonic time: header epoch + (t - start). */
 static uint64_t wall_ns(const struct dl_trace_file *t, uint64_t mono)
@@ -208,55 +208,64 @@ static int export_dxt(const struct dl_trace_file *t, FILE *fp)
 	return ret;
 }
 
+struct export_opts {
+	int fmt; /* 'c', 's', 'd' */
+	const char *out;
+};
+
+static int set_fmt(void *ctx, const struct tool_opt *o, const char *arg)
+{
+	struct export_opts *e = ctx;
+
+	(void)arg;
+	if (e->fmt && e->fmt != o->value) {
+		fprintf(stderr, "dlio-trace export: one format at a time\n");
+		return -EINVAL;
+	}
+	e->fmt = o->value;
+	return 0;
+}
+
+/* clang-format off */
+static const struct tool_opt export_opt[] = {
+	{.name = "chrome", .kind = TOOL_OPT_CALL, .set = set_fmt, .value = 'c',
+	 .help = "Chrome trace-event JSON for Perfetto / chrome://tracing: one \"X\"\n"
+		 "event per request (ts, dur in us since the Unix epoch; pid, tid of\n"
+		 "the client; args file, offset, size, queue_us, hit, result)"},
+	{.name = "csv", .kind = TOOL_OPT_CALL, .set = set_fmt, .value = 's',
+	 .help = "one line per request, with a header"},
+	{.name = "dxt", .kind = TOOL_OPT_CALL, .set = set_fmt, .value = 'd',
+	 .help = "Darshan-DXT-like text: per file, one line per read/write"},
+	{.name = "output", .letter = 'o', .kind = TOOL_OPT_STR, .arg = "FILE",
+	 .off = offsetof(struct export_opts, out)},
+	{.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+/* clang-format on */
+
+static const struct tool_opts export_opts = {
+	.prog = "dlio-trace export",
+	.head = "usage: dlio-trace export --chrome|--csv|--dxt TRACE [-o FILE]\n",
+	.col = 12,
+	.opt = export_opt,
+	.n = TOOL_OPTS_N(export_opt),
+};
+
 int dt_export(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"chrome", no_argument, NULL, 'c'},
-		{"csv", no_argument, NULL, 's'},
-		{"dxt", no_argument, NULL, 'd'},
-		{"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	static const char usage[] =
-		"usage: dlio-trace export --chrome|--csv|--dxt TRACE [-o FILE]\n"
-		"  --chrome  Chrome trace-event JSON for Perfetto / chrome://tracing: one \"X\"\n"
-		"            event per request (ts, dur in us since the Unix epoch; pid, tid of\n"
-		"            the client; args file, offset, size, queue_us, hit, result)\n"
-		"  --csv     one line per request, with a header\n"
-		"  --dxt     Darshan-DXT-like text: per file, one line per read/write\n";
-	int fmt = 0, c, ret;
-	const char *out = NULL;
+	struct export_opts e = {0};
+	int next, ret;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-		case 's':
-		case 'd':
-			if (fmt && fmt != c) {
-				fprintf(stderr, "dlio-trace export: one format at a time\n");
-				return 2;
-			}
-			fmt = c;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (!fmt || optind != argc - 1) {
-		fputs(usage, stderr);
+	if ((ret = tool_opts_parse(&export_opts, argc, argv, 1, &e, &next)))
+		return ret > 0 ? 0 : 2;
+	if (!e.fmt || next != argc - 1) {
+		tool_opts_usage(stderr, &export_opts);
 		return 2;
 	}
+	int fmt = e.fmt;
+	const char *out = e.out;
 
 	struct dl_trace_file t;
-	if (dt_load(argv[optind], &t))
+	if (dt_load(argv[next], &t))
 		return 1;
 	FILE *fp = out ? fopen(out, "w") : stdout;
 	if (!fp) {

@@ -1,6 +1,6 @@
 /* dlio-trace summary TRACE [--json] [--top N]: what a job asked of the
  * file system, per operation, per file and per client. */
-#include <getopt.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -8,6 +8,7 @@
 #include "dliofs/json.h"
 #include "dliofs/units.h"
 #include "dlio_trace_i.h"
+#include "tool_opts_i.h"
 
 static double share(uint64_t part, uint64_t whole)
 {
@@ -428,58 +429,80 @@ static const char summary_help[] =
 	"  request in the trace when larger). A loop of calls of that size, back to\n"
 	"  back, and readahead look the same as one call.\n";
 
+struct summary_opts {
+	int json;
+	long top;
+	uint64_t max_req;
+};
+
+static int set_top(void *ctx, const struct tool_opt *o, const char *arg)
+{
+	struct summary_opts *so = ctx;
+	char *end;
+
+	(void)o;
+	so->top = strtol(arg, &end, 10);
+	if (*end || so->top < 0) {
+		fprintf(stderr, "dlio-trace summary: --top wants a count\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_max_request(void *ctx, const struct tool_opt *o, const char *arg)
+{
+	struct summary_opts *so = ctx;
+	const char *why;
+
+	(void)o;
+	if (dl_parse_size(arg, &so->max_req, &why) || so->max_req < 4096 ||
+	    so->max_req % 4096) {
+		fprintf(stderr, "dlio-trace summary: --max-request %s: want the "
+				"kernel's largest request, whole pages (e.g. 128KiB)\n",
+			arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The help is the text above (the options in its prose), so no row has a
+ * line of its own. */
+/* clang-format off */
+static const struct tool_opt summary_opt[] = {
+	{.name = "json", .letter = 'j', .kind = TOOL_OPT_FLAG, .value = 1,
+	 .off = offsetof(struct summary_opts, json)},
+	{.name = "top", .letter = 't', .kind = TOOL_OPT_CALL, .set = set_top, .arg = "N"},
+	{.name = "max-request", .letter = 'm', .kind = TOOL_OPT_CALL, .set = set_max_request,
+	 .arg = "SIZE"},
+	{.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+/* clang-format on */
+
+static const struct tool_opts summary_opts = {
+	.prog = "dlio-trace summary",
+	.head = summary_help,
+	.opt = summary_opt,
+	.n = TOOL_OPTS_N(summary_opt),
+};
+
 int dt_summary(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"top", required_argument, NULL, 't'},
-		{"max-request", required_argument, NULL, 'm'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
-	int json = 0, c;
-	long top = 10;
-	char *end;
-	const char *why;
-	uint64_t max_req = 0;
+	struct summary_opts so = {.top = 10};
+	int next, ret;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "jt:m:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = 1;
-			break;
-		case 't':
-			top = strtol(optarg, &end, 10);
-			if (*end || top < 0) {
-				fprintf(stderr, "dlio-trace summary: --top wants a count\n");
-				return 2;
-			}
-			break;
-		case 'm':
-			if (dl_parse_size(optarg, &max_req, &why) || max_req < 4096 ||
-			    max_req % 4096) {
-				fprintf(stderr, "dlio-trace summary: --max-request %s: want the "
-						"kernel's largest request, whole pages (e.g. 128KiB)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'h':
-			printf("%s", summary_help);
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "%s", summary_help);
+	if ((ret = tool_opts_parse(&summary_opts, argc, argv, 1, &so, &next)))
+		return ret > 0 ? 0 : 2;
+	if (next != argc - 1) {
+		tool_opts_usage(stderr, &summary_opts);
 		return 2;
 	}
+	int json = so.json;
+	long top = so.top;
+	uint64_t max_req = so.max_req;
 
 	struct dl_trace_file t;
 	struct dt_stats s;
-	if (dt_load(argv[optind], &t))
+	if (dt_load(argv[next], &t))
 		return 1;
 	if (dt_stats_compute(&t, &s)) {
 		dl_trace_file_free(&t);

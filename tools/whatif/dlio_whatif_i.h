@@ -330,7 +330,7 @@ struct wi_opts {
 };
 
 /* 0, 1 when --help was printed, -EINVAL (said). */
-int wi_opts_parse(int argc, char **argv, const char *verb, const char *help, struct wi_opts *o);
+int wi_opts_parse(int argc, char **argv, const char *verb, struct wi_opts *o);
 /* The metric to report: --metric, else the target's, else AU for dlio-drive
  * and the data-wait share for any other job. */
 int wi_opts_metric(const struct wi_opts *o, const struct wi_env *e);
@@ -383,6 +383,5 @@ const struct wi_rjob *wi_replay_job(const struct wi_replay *r, unsigned client, 
 int wi_sweep(int argc, char **argv);
 int wi_search(int argc, char **argv);
 int wi_predict(int argc, char **argv);
-extern const char wi_sweep_help[], wi_search_help[], wi_predict_help[];
 
 #endif

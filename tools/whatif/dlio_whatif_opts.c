@@ -4,7 +4,6 @@
  *        [--workload NAME] [--mount DIR] [--trace DIR] [--keep] [-q] -- JOB...
  * Options are read up to the "--"; what follows is the job, untouched. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 
 #include "dlio_whatif_i.h"
 #include "dliofs/clock.h"
+#include "tool_opts_i.h"
 
 static int parse_uint(const char *opt, const char *s, unsigned lo, unsigned hi, unsigned *out)
 {
@@ -168,29 +168,134 @@ static int finish(struct wi_opts *o, int range_axes)
 	return 0;
 }
 
-int wi_opts_parse(int argc, char **argv, const char *verb, const char *help, struct wi_opts *o)
+static int set_one(void *ctx, const struct tool_opt *r, const char *arg)
 {
-	static const struct option lo[] = {
-	    {"set", required_argument, 0, 's'},
-	    {"vary", required_argument, 0, 'v'},
-	    {"repeat", required_argument, 0, 'r'},
-	    {"warmup", required_argument, 0, 'w'},
-	    {"jobs", required_argument, 0, 'n'},
-	    {"json", required_argument, 0, 'j'},
-	    {"plot", required_argument, 0, 'p'},
-	    {"metric", required_argument, 0, 'M'},
-	    {"target", required_argument, 0, 'T'},
-	    {"workload", required_argument, 0, 'W'},
-	    {"mount", required_argument, 0, 'm'},
-	    {"trace", required_argument, 0, 't'},
-	    {"resolution", required_argument, 0, 'R'},
-	    {"keep", no_argument, 0, 'k'},
-	    {"quiet", no_argument, 0, 'q'},
-	    {"progress", no_argument, 0, 'P'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	int dd, c, range_axes = 0;
+	return one_opt(ctx, r->value, arg);
+}
+
+/* sweep's and search's tables: the same options (one parser, one_opt),
+ * each verb's --help lines its own; a row without one is not listed. */
+#define ROW(n, c, a, h) {.name = n, .kind = TOOL_OPT_CALL, .set = set_one, .value = c, .arg = a, .help = h}
+/* clang-format off */
+static const struct tool_opt sweep_opt[] = {
+    ROW("set", 's', "KEY=V1,V2,...",
+	"pacer keys as `dliofs set` takes them: read.bandwidth=\n"
+	"100MB/s,1GB/s; read.latency=1ms,lognormal(1ms,10ms);\n"
+	"cache.size=8GiB,64GiB (dliofs --help lists every key)"),
+    ROW("repeat", 'r', "R", "measured runs per point (default 1)"),
+    ROW("warmup", 'w', "W", "runs per point before those, discarded (default 0)"),
+    ROW("jobs", 'n', "N",
+	"N copies of JOB at once on the same mount (N users\n"
+	"on one node): each copy and the total are reported"),
+    ROW("json", 'j', "FILE",
+	"every run of every point, and per point the mean, min,\n"
+	"max and standard deviation of each figure"),
+    ROW("plot", 'p', "FILE.png",
+	"the metric against each swept key, min-max bars,\n"
+	"the target as a line"),
+    ROW("metric", 'M', "M",
+	"au | wait_share | samples_per_s | mb_per_s | run_s |\n"
+	"wait_p90_s | cache_hit_bytes | cache_hit_requests\n"
+	"(default: au for dlio-drive, wait_share otherwise)"),
+    ROW("target", 'T', "EXPR",
+	"mark the points that meet it: au>=0.90, au>=mlperf,\n"
+	"wait_share<=0.10, samples_per_s>=500"),
+    ROW("workload", 'W', "NAME",
+	"for au>=mlperf (default: the job's --workload, else\n"
+	"the config's file name): unet3d, resnet50, cosmoflow"),
+    ROW("mount", 'm', "DIR", "run on this dliofs mount instead of fresh ones"),
+    ROW("trace", 't', "DIR",
+	"trace every run into DIR/pP-rR.trace, with the job's\n"
+	"figures beside it (.trace.json): input for predict"),
+    ROW("keep", 'k', NULL, "keep the runs' logs and reports (the path is said)"),
+    {.name = "quiet", .letter = 'q', .kind = TOOL_OPT_CALL, .set = set_one, .value = 'q',
+     .help = "no progress line (it is drawn only when stderr is a\nterminal)"},
+    ROW("progress", 'P', NULL, "a progress line per run even into a file or a pipe"),
+    ROW("vary", 'v', "KEY=LOW..HIGH", NULL),
+    ROW("resolution", 'R', "R", NULL),
+    {.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+
+static const struct tool_opt search_opt[] = {
+    ROW("target", 'T', "EXPR",
+	"au>=0.90 | au>=90% | au>=mlperf (unet3d and resnet50 90%,\n"
+	"cosmoflow 70%, by the workload's name) | wait_share<=0.10 |\n"
+	"samples_per_s>=X | mb_per_s>=X | run_s<=X |\n"
+	"wait_p90_s<=X (a step's wait for data, 90th percentile)"),
+    ROW("resolution", 'R', "R", "relative width of the final bracket (default 5%)"),
+    ROW("set", 's', "KEY=V1,V2,...", NULL),
+    ROW("vary", 'v', "KEY=LOW..HIGH", NULL),
+    ROW("repeat", 'r', "R", NULL),
+    ROW("warmup", 'w', "W", NULL),
+    ROW("jobs", 'n', "N", NULL),
+    ROW("json", 'j', "FILE", NULL),
+    ROW("plot", 'p', "FILE.png", NULL),
+    ROW("metric", 'M', "M", NULL),
+    ROW("workload", 'W', "NAME", NULL),
+    ROW("mount", 'm', "DIR", NULL),
+    ROW("trace", 't', "DIR", NULL),
+    ROW("keep", 'k', NULL, NULL),
+    {.name = "quiet", .letter = 'q', .kind = TOOL_OPT_CALL, .set = set_one, .value = 'q'},
+    ROW("progress", 'P', NULL, NULL),
+    {.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+/* clang-format on */
+#undef ROW
+
+static const struct tool_opts sweep_opts = {
+    .prog = "dlio-whatif sweep",
+    .head =
+	"usage: dlio-whatif sweep CONFIG --set KEY=V1,V2,... [--set KEY=...] [options] -- JOB...\n"
+	"\n"
+	"Mount CONFIG (a dliofs config or a DLIO workload file, with its storage model)\n"
+	"and run JOB at every point of the grid of --set values (their product), each\n"
+	"run cold: a fresh mount per run (with --mount: settings applied, caches\n"
+	"dropped, statistics reset). {mount} in JOB is replaced by the mountpoint.\n"
+	"JOB is dlio-drive (its --json gives AU, samples/s, stall), or any command,\n"
+	"run under `dlio-stall run` so that an unmodified PyTorch/TensorFlow script's\n"
+	"data-wait share, step time and samples/s are known.\n"
+	"\n",
+    .tail =
+	"\n"
+	"example:\n"
+	"  dlio-whatif sweep job.yaml --set read.bandwidth=100MB/s,500MB/s,2GB/s \\\n"
+	"      --repeat 3 --warmup 1 --plot bw.png -- dlio-drive --config job.yaml {mount}\n",
+    .col = 23,
+    .opt = sweep_opt,
+    .n = TOOL_OPTS_N(sweep_opt),
+    .hint = "(dlio-whatif sweep --help lists the options)\n",
+};
+
+static const struct tool_opts search_opts = {
+    .prog = "dlio-whatif search",
+    .head =
+	"usage: dlio-whatif search CONFIG --vary KEY=LOW..HIGH --target EXPR\n"
+	"        [--vary KEY2=V[,V...]] [--resolution 5%] [options] -- JOB...\n"
+	"\n"
+	"Find the least demanding KEY in [LOW, HIGH] at which JOB meets the target,\n"
+	"by bisection on a log scale to the resolution (the answer and the next\n"
+	"value that failed differ by at most that much). \"Least demanding\" is the\n"
+	"lowest bandwidth, IOPS, queue depth or cache size, or the highest latency.\n"
+	"Other --vary keys with values are fixed: one search per combination.\n"
+	"\n",
+    .tail =
+	"  --repeat, --warmup, --jobs, --json, --plot, --workload, --mount, --trace,\n"
+	"  --keep, -q, --progress  as for sweep (dlio-whatif sweep --help)\n"
+	"\n"
+	"example:\n"
+	"  dlio-whatif search job.yaml --vary read.bandwidth=10MB/s..10GB/s \\\n"
+	"      --target au>=0.90 -- dlio-drive --config job.yaml {mount}\n"
+	"  -> needs read bandwidth >= 740 MB/s (AU 90.4% at 740 MB/s, 86.1% at 705 MB/s)\n",
+    .col = 19,
+    .opt = search_opt,
+    .n = TOOL_OPTS_N(search_opt),
+    .hint = "(dlio-whatif search --help lists the options)\n",
+};
+
+int wi_opts_parse(int argc, char **argv, const char *verb, struct wi_opts *o)
+{
+	const struct tool_opts *t = !strcmp(verb, "search") ? &search_opts : &sweep_opts;
+	int dd, next, ret, range_axes = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->verb = verb;
@@ -200,27 +305,19 @@ int wi_opts_parse(int argc, char **argv, const char *verb, const char *help, str
 	o->resolution = 0.05;
 	for (dd = 1; dd < argc && strcmp(argv[dd], "--"); dd++)
 		if (!strcmp(argv[dd], "-h") || !strcmp(argv[dd], "--help")) {
-			fputs(help, stdout);
+			tool_opts_usage(stdout, t);
 			return 1;
 		}
-	optind = 1;
-	opterr = 1;
-	while ((c = getopt_long(dd, argv, "qh", lo, NULL)) != -1) {
-		if (c == '?' || one_opt(o, c, optarg)) {
-			if (c == '?')
-				fprintf(stderr, "(dlio-whatif %s --help lists the options)\n",
-					verb);
-			return -EINVAL;
-		}
-	}
-	if (optind + 1 != dd) {
+	if ((ret = tool_opts_parse(t, dd, argv, 1, o, &next)))
+		return ret > 0 ? 1 : -EINVAL;
+	if (next + 1 != dd) {
 		fprintf(stderr,
 			"dlio-whatif %s: expected one CONFIG (a dliofs config or a DLIO "
 			"workload file), then -- and the job\n",
 			verb);
 		return -EINVAL;
 	}
-	o->config = argv[optind];
+	o->config = argv[next];
 	if (dd + 1 >= argc) {
 		fprintf(stderr,
 			"dlio-whatif %s: no job to run (after --: dlio-drive ... {mount}, "

@@ -8,7 +8,6 @@
  * predicted, beside what was measured: the check of the prediction. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,35 +20,7 @@
 #include "dliofs/clock.h"
 #include "dliofs/config.h"
 #include "dliofs/json.h"
-
-const char wi_predict_help[] =
-    "usage: dlio-whatif predict TRACE [--set KEY=V1,V2,...]... [--clients N[,N...]]\n"
-    "        [--config CONFIG] [--job TRACE.json] [--json FILE] [-q]\n"
-    "\n"
-    "Replay TRACE (a dliofs trace: dlio-whatif sweep --trace DIR, or dliofs trace\n"
-    "start) through the pacer in virtual time at each point of the --set grid:\n"
-    "every client thread keeps its order and think time (the gap between the\n"
-    "reply it waited for and its next request), only the storage's service\n"
-    "times change. Each job's change of I/O time is turned into its run time,\n"
-    "AU (dlio-drive) or data-wait share (a job under dlio-stall) and samples/s\n"
-    "with the job's own figures from TRACE.json (written beside the trace by\n"
-    "sweep --trace); without them only the I/O is predicted.\n"
-    "\n"
-    "  --set KEY=V1,...  settings to predict (the product of the lists), on top\n"
-    "                    of the recorded ones; the recorded setting is always\n"
-    "                    the first row, beside its measured figures\n"
-    "  --clients N,...   N copies of every traced job at once on one shared\n"
-    "                    device (N nodes or N users); default 1\n"
-    "  --config CONFIG   the storage model the trace was taken under (default:\n"
-    "                    TRACE.json's, else the config named in the trace)\n"
-    "  --job FILE        the job's figures (default TRACE.json)\n"
-    "  --json FILE       every prediction, per job and in total\n"
-    "\n"
-    "example:\n"
-    "  dlio-whatif sweep job.yaml --set read.bandwidth=100MB/s --trace tr -- \\\n"
-    "      dlio-drive --config job.yaml {mount}\n"
-    "  dlio-whatif predict tr/p0-r0.trace --set read.bandwidth=250MB/s,1GB/s \\\n"
-    "      --clients 1,8\n";
+#include "tool_opts_i.h"
 
 #define MAX_CLIENTS_LIST 16
 
@@ -101,55 +72,84 @@ static int parse_clients(const char *s, struct popts *o)
 	return 0;
 }
 
+static int set_axis(void *ctx, const struct tool_opt *r, const char *arg)
+{
+	struct popts *o = ctx;
+
+	(void)r;
+	if (o->grid.nax == WI_MAX_AXES || wi_axis_parse("--set", arg, 0, &o->grid.ax[o->grid.nax]))
+		return -EINVAL;
+	o->grid.nax++;
+	return 0;
+}
+
+static int set_clients(void *ctx, const struct tool_opt *r, const char *arg)
+{
+	(void)r;
+	return parse_clients(arg, ctx);
+}
+
+#define OFF(f) offsetof(struct popts, f)
+
+/* clang-format off */
+static const struct tool_opt predict_opt[] = {
+	{.name = "set", .kind = TOOL_OPT_CALL, .set = set_axis, .arg = "KEY=V1,...",
+	 .help = "settings to predict (the product of the lists), on top\n"
+		 "of the recorded ones; the recorded setting is always\n"
+		 "the first row, beside its measured figures"},
+	{.name = "clients", .kind = TOOL_OPT_CALL, .set = set_clients, .arg = "N,...",
+	 .help = "N copies of every traced job at once on one shared\n"
+		 "device (N nodes or N users); default 1"},
+	{.name = "config", .kind = TOOL_OPT_STR, .off = OFF(config), .arg = "CONFIG",
+	 .help = "the storage model the trace was taken under (default:\n"
+		 "TRACE.json's, else the config named in the trace)"},
+	{.name = "job", .kind = TOOL_OPT_STR, .off = OFF(side), .arg = "FILE",
+	 .help = "the job's figures (default TRACE.json)"},
+	{.name = "json", .kind = TOOL_OPT_STR, .off = OFF(json), .arg = "FILE",
+	 .help = "every prediction, per job and in total"},
+	{.name = "quiet", .letter = 'q', .kind = TOOL_OPT_FLAG, .off = OFF(quiet), .value = 1},
+	{.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+/* clang-format on */
+
+static const struct tool_opts predict_opts = {
+	.prog = "dlio-whatif predict",
+	.head = "usage: dlio-whatif predict TRACE [--set KEY=V1,V2,...]... [--clients N[,N...]]\n"
+		"        [--config CONFIG] [--job TRACE.json] [--json FILE] [-q]\n"
+		"\n"
+		"Replay TRACE (a dliofs trace: dlio-whatif sweep --trace DIR, or dliofs trace\n"
+		"start) through the pacer in virtual time at each point of the --set grid:\n"
+		"every client thread keeps its order and think time (the gap between the\n"
+		"reply it waited for and its next request), only the storage's service\n"
+		"times change. Each job's change of I/O time is turned into its run time,\n"
+		"AU (dlio-drive) or data-wait share (a job under dlio-stall) and samples/s\n"
+		"with the job's own figures from TRACE.json (written beside the trace by\n"
+		"sweep --trace); without them only the I/O is predicted.\n"
+		"\n",
+	.tail = "\n"
+		"example:\n"
+		"  dlio-whatif sweep job.yaml --set read.bandwidth=100MB/s --trace tr -- \\\n"
+		"      dlio-drive --config job.yaml {mount}\n"
+		"  dlio-whatif predict tr/p0-r0.trace --set read.bandwidth=250MB/s,1GB/s \\\n"
+		"      --clients 1,8\n",
+	.col = 20,
+	.opt = predict_opt,
+	.n = TOOL_OPTS_N(predict_opt),
+	.hint = "(dlio-whatif predict --help lists the options)\n",
+};
+
 static int parse(int argc, char **argv, struct popts *o)
 {
-	static const struct option lo[] = {
-	    {"set", required_argument, 0, 's'},	   {"clients", required_argument, 0, 'c'},
-	    {"config", required_argument, 0, 'C'}, {"job", required_argument, 0, 'J'},
-	    {"json", required_argument, 0, 'j'},   {"quiet", no_argument, 0, 'q'},
-	    {"help", no_argument, 0, 'h'},	   {0, 0, 0, 0},
-	};
-	int c;
+	int next, ret;
 
 	memset(o, 0, sizeof(*o));
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "qh", lo, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			if (o->grid.nax == WI_MAX_AXES ||
-			    wi_axis_parse("--set", optarg, 0, &o->grid.ax[o->grid.nax]))
-				return -EINVAL;
-			o->grid.nax++;
-			break;
-		case 'c':
-			if (parse_clients(optarg, o))
-				return -EINVAL;
-			break;
-		case 'C':
-			o->config = optarg;
-			break;
-		case 'J':
-			o->side = optarg;
-			break;
-		case 'j':
-			o->json = optarg;
-			break;
-		case 'q':
-			o->quiet = 1;
-			break;
-		case 'h':
-			fputs(wi_predict_help, stdout);
-			return 1;
-		default:
-			fprintf(stderr, "(dlio-whatif predict --help lists the options)\n");
-			return -EINVAL;
-		}
-	}
-	if (optind + 1 != argc) {
+	if ((ret = tool_opts_parse(&predict_opts, argc, argv, 1, o, &next)))
+		return ret > 0 ? 1 : -EINVAL;
+	if (next + 1 != argc) {
 		fprintf(stderr, "dlio-whatif predict: expected one TRACE\n");
 		return -EINVAL;
 	}
-	o->trace = argv[optind];
+	o->trace = argv[next];
 	if (!o->nclients)
 		o->clients[o->nclients++] = 1;
 	return 0;

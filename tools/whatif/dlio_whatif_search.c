@@ -17,29 +17,6 @@
 #include "dlio_whatif_i.h"
 #include "dliofs/json.h"
 
-const char wi_search_help[] =
-    "usage: dlio-whatif search CONFIG --vary KEY=LOW..HIGH --target EXPR\n"
-    "        [--vary KEY2=V[,V...]] [--resolution 5%] [options] -- JOB...\n"
-    "\n"
-    "Find the least demanding KEY in [LOW, HIGH] at which JOB meets the target,\n"
-    "by bisection on a log scale to the resolution (the answer and the next\n"
-    "value that failed differ by at most that much). \"Least demanding\" is the\n"
-    "lowest bandwidth, IOPS, queue depth or cache size, or the highest latency.\n"
-    "Other --vary keys with values are fixed: one search per combination.\n"
-    "\n"
-    "  --target EXPR    au>=0.90 | au>=90% | au>=mlperf (unet3d and resnet50 90%,\n"
-    "                   cosmoflow 70%, by the workload's name) | wait_share<=0.10 |\n"
-    "                   samples_per_s>=X | mb_per_s>=X | run_s<=X |\n"
-    "                   wait_p90_s<=X (a step's wait for data, 90th percentile)\n"
-    "  --resolution R   relative width of the final bracket (default 5%)\n"
-    "  --repeat, --warmup, --jobs, --json, --plot, --workload, --mount, --trace,\n"
-    "  --keep, -q, --progress  as for sweep (dlio-whatif sweep --help)\n"
-    "\n"
-    "example:\n"
-    "  dlio-whatif search job.yaml --vary read.bandwidth=10MB/s..10GB/s \\\n"
-    "      --target au>=0.90 -- dlio-drive --config job.yaml {mount}\n"
-    "  -> needs read bandwidth >= 740 MB/s (AU 90.4% at 740 MB/s, 86.1% at 705 MB/s)\n";
-
 #define MAX_PROBES 64
 
 struct probe {
@@ -321,7 +298,7 @@ int wi_search(int argc, char **argv)
 	unsigned var = 0;
 	int ret, rc = 1;
 
-	ret = wi_opts_parse(argc, argv, "search", wi_search_help, &o);
+	ret = wi_opts_parse(argc, argv, "search", &o);
 	if (ret)
 		return ret > 0 ? 0 : 2;
 	if (wi_env_from_opts(&e, &o))

@@ -12,47 +12,6 @@
 #include "dlio_whatif_i.h"
 #include "dliofs/json.h"
 
-const char wi_sweep_help[] =
-    "usage: dlio-whatif sweep CONFIG --set KEY=V1,V2,... [--set KEY=...] [options] -- JOB...\n"
-    "\n"
-    "Mount CONFIG (a dliofs config or a DLIO workload file, with its storage model)\n"
-    "and run JOB at every point of the grid of --set values (their product), each\n"
-    "run cold: a fresh mount per run (with --mount: settings applied, caches\n"
-    "dropped, statistics reset). {mount} in JOB is replaced by the mountpoint.\n"
-    "JOB is dlio-drive (its --json gives AU, samples/s, stall), or any command,\n"
-    "run under `dlio-stall run` so that an unmodified PyTorch/TensorFlow script's\n"
-    "data-wait share, step time and samples/s are known.\n"
-    "\n"
-    "  --set KEY=V1,V2,...  pacer keys as `dliofs set` takes them: read.bandwidth=\n"
-    "                       100MB/s,1GB/s; read.latency=1ms,lognormal(1ms,10ms);\n"
-    "                       cache.size=8GiB,64GiB (dliofs --help lists every key)\n"
-    "  --repeat R           measured runs per point (default 1)\n"
-    "  --warmup W           runs per point before those, discarded (default 0)\n"
-    "  --jobs N             N copies of JOB at once on the same mount (N users\n"
-    "                       on one node): each copy and the total are reported\n"
-    "  --json FILE          every run of every point, and per point the mean, min,\n"
-    "                       max and standard deviation of each figure\n"
-    "  --plot FILE.png      the metric against each swept key, min-max bars,\n"
-    "                       the target as a line\n"
-    "  --metric M           au | wait_share | samples_per_s | mb_per_s | run_s |\n"
-    "                       wait_p90_s | cache_hit_bytes | cache_hit_requests\n"
-    "                       (default: au for dlio-drive, wait_share otherwise)\n"
-    "  --target EXPR        mark the points that meet it: au>=0.90, au>=mlperf,\n"
-    "                       wait_share<=0.10, samples_per_s>=500\n"
-    "  --workload NAME      for au>=mlperf (default: the job's --workload, else\n"
-    "                       the config's file name): unet3d, resnet50, cosmoflow\n"
-    "  --mount DIR          run on this dliofs mount instead of fresh ones\n"
-    "  --trace DIR          trace every run into DIR/pP-rR.trace, with the job's\n"
-    "                       figures beside it (.trace.json): input for predict\n"
-    "  --keep               keep the runs' logs and reports (the path is said)\n"
-    "  -q, --quiet          no progress line (it is drawn only when stderr is a\n"
-    "                       terminal)\n"
-    "  --progress           a progress line per run even into a file or a pipe\n"
-    "\n"
-    "example:\n"
-    "  dlio-whatif sweep job.yaml --set read.bandwidth=100MB/s,500MB/s,2GB/s \\\n"
-    "      --repeat 3 --warmup 1 --plot bw.png -- dlio-drive --config job.yaml {mount}\n";
-
 static void point_label(const struct wi_kv *kv, unsigned n, char *buf, size_t len)
 {
 	size_t off = 0;
@@ -247,7 +206,7 @@ int wi_sweep(int argc, char **argv)
 	unsigned nr;
 	int ret, rc = 1;
 
-	ret = wi_opts_parse(argc, argv, "sweep", wi_sweep_help, &o);
+	ret = wi_opts_parse(argc, argv, "sweep", &o);
 	if (ret)
 		return ret > 0 ? 0 : 2;
 	if (wi_env_from_opts(&e, &o))

@@ -114,7 +114,7 @@ static void print_backing(const struct dl_jdoc *f, FILE *o)
 
 /* A cluster of mounts: the table as last exchanged, per node (what it
  * moved, its share of each class's bandwidth) and its jobs below it. */
-static void print_cluster(const struct flat *f, FILE *o)
+static void print_cluster(const struct dl_jdoc *f, FILE *o)
 {
 	static const char *const cls[] = {"read", "write", "meta"};
 

@@ -1,5 +1,6 @@
 /* The storage side, through the mount's control directory with the
- * control-file client (dliofs/ctl_client.h):
+ * control-file client (dliofs/ctl_client.h), or through an S3 endpoint's
+ * control socket (`dliofs s3 serve --control SOCKET`) in its place:
  *   stats.json  pacer statistics (read before, during and after a run)
  *   pacer       key=value lines change the storage model live
  *   cache       "drop" | "warm <path inside the mount>"
@@ -19,7 +20,7 @@
 
 int st_mount_is_dliofs(const char *mnt)
 {
-	return dl_ctl_is_mount(mnt);
+	return dl_ctl_is_mount(mnt) || dl_ctl_sock_is(mnt);
 }
 
 int st_mount_stats(const char *mnt, struct dl_jdoc *out)
@@ -115,6 +116,15 @@ int st_mount_drop(const char *mnt, const char *data)
 	struct dl_jdoc j;
 	int kernel = 1;
 
+	/* An endpoint's clients read over HTTP: no page cache of its files on
+	 * this machine to walk, its own (emulated) cache is all there is. */
+	if (dl_ctl_sock_is(mnt)) {
+		if (data)
+			fprintf(stderr, "dlio-stall: %s is an endpoint's control socket: "
+					"--data %s ignored, its whole cache dropped\n",
+				mnt, data);
+		return ret;
+	}
 	if (st_mount_stats(mnt, &j) == 0) {
 		pol = dl_jdoc_get(&j, "cache.policy");
 		kernel = !pol || !pol->str || !strcmp(pol->str, "kernel");
@@ -131,8 +141,18 @@ int st_mount_drop(const char *mnt, const char *data)
 int st_mount_warm(const char *mnt, const char *data)
 {
 	char rel[PATH_MAX];
-	int ret = rel_path(mnt, data, rel, sizeof(rel));
+	int ret;
 
+	/* The endpoint refuses it (objects are not paths to warm): say what
+	 * the prep run reads instead of a refusal. */
+	if (dl_ctl_sock_is(mnt)) {
+		fprintf(stderr, "dlio-stall: %s is an endpoint's control socket: its cache "
+				"is not warmed, the prep run reads every object with the storage "
+				"model off\n",
+			mnt);
+		return 0;
+	}
+	ret = rel_path(mnt, data, rel, sizeof(rel));
 	if (ret) {
 		fprintf(stderr, "dlio-stall: cache warm on %s failed: %s: %s\n", mnt,
 			data ? data : mnt, strerror(-ret));

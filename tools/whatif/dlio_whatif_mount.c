@@ -5,7 +5,9 @@
  * starts cold" has to mean for a what-if to be believed. With --mount the
  * job runs on a mount the user keeps; then each run applies its settings,
  * drops the caches (emulated and the kernel's pages of served files) and
- * resets the statistics, through the control files. */
+ * resets the statistics, through the control files. --mount may also name
+ * an S3 endpoint's control socket (`dliofs s3 serve --control SOCKET`):
+ * the same commands, the endpoint's storage model and cache. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -71,8 +73,12 @@ int wi_env_init(struct wi_env *e, const char *config, const char *mount, char **
 		return -errno;
 	}
 	if (mount) {
-		if (!realpath(mount, e->mnt) || !dl_ctl_is_mount(e->mnt)) {
-			fprintf(stderr, "dlio-whatif: --mount %s: not a dliofs mount (no %s/)\n",
+		/* An S3 endpoint's control socket takes the same commands. */
+		if (!realpath(mount, e->mnt) ||
+		    (!dl_ctl_is_mount(e->mnt) && !dl_ctl_sock_is(e->mnt))) {
+			fprintf(stderr,
+				"dlio-whatif: --mount %s: not a dliofs mount (no %s/) nor an "
+				"endpoint's control socket\n",
 				mount, DL_CTL_DIRNAME);
 			return -EINVAL;
 		}

@@ -13,17 +13,6 @@
 #include "s3_i.h"
 #include "sigv4.h"
 
-static int unhex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decode s[0, n) into out (NUL-terminated); -EINVAL on a bad escape. */
 static int pct_decode(const char *s, size_t n, char *out, size_t outlen)
 {
@@ -33,9 +22,9 @@ static int pct_decode(const char *s, size_t n, char *out, size_t outlen)
 		char c = s[i];
 
 		if (c == '%') {
-			if (i + 2 >= n || unhex(s[i + 1]) < 0 || unhex(s[i + 2]) < 0)
+			if (i + 2 >= n || dl_s3_hexval(s[i + 1]) < 0 || dl_s3_hexval(s[i + 2]) < 0)
 				return -EINVAL;
-			c = (char)(unhex(s[i + 1]) * 16 + unhex(s[i + 2]));
+			c = (char)(dl_s3_hexval(s[i + 1]) * 16 + dl_s3_hexval(s[i + 2]));
 			i += 2;
 		}
 		if (o + 1 >= outlen)

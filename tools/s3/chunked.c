@@ -14,27 +14,16 @@ enum { ST_HDR, ST_DATA, ST_DATA_END, ST_TRAILER, ST_DONE, ST_ERR };
 /* Chunks larger than this are not what any client sends: refuse. */
 #define CHUNK_MAX (1ULL << 36)
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int chunk_header(struct dl_s3_chunked *d, const struct dl_s3_chunked_ops *ops, void *cls)
 {
 	const char *p = d->line, *sig = "";
 	uint64_t size = 0;
 	int nd = 0;
 
-	for (; hexval(*p) >= 0; p++, nd++) {
+	for (; dl_s3_hexval(*p) >= 0; p++, nd++) {
 		if (size > CHUNK_MAX)
 			return -EINVAL;
-		size = size * 16 + (uint64_t)hexval(*p);
+		size = size * 16 + (uint64_t)dl_s3_hexval(*p);
 	}
 	if (nd == 0 || size > CHUNK_MAX)
 		return -EINVAL;
@@ -45,7 +34,7 @@ static int chunk_header(struct dl_s3_chunked *d, const struct dl_s3_chunked_ops 
 		if (strlen(sig) != 64)
 			return -EINVAL;
 		for (int i = 0; i < 64; i++)
-			if (hexval(sig[i]) < 0)
+			if (dl_s3_hexval(sig[i]) < 0)
 				return -EINVAL;
 	} else if (*p) {
 		return -EINVAL;

@@ -22,17 +22,6 @@
 
 #define COPY_BUF (1u << 20)
 
-static int unhex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* "[/]bucket/key" percent-decoded into bucket and key; -EINVAL. */
 int dl_s3_copy_source(const char *v, char *bucket, size_t blen, char *key, size_t klen)
 {
@@ -45,9 +34,9 @@ int dl_s3_copy_source(const char *v, char *bucket, size_t blen, char *key, size_
 		char c = *v;
 
 		if (c == '%') {
-			if (unhex(v[1]) < 0 || unhex(v[2]) < 0)
+			if (dl_s3_hexval(v[1]) < 0 || dl_s3_hexval(v[2]) < 0)
 				return -EINVAL;
-			c = (char)(unhex(v[1]) * 16 + unhex(v[2]));
+			c = (char)(dl_s3_hexval(v[1]) * 16 + dl_s3_hexval(v[2]));
 			v += 2;
 		}
 		if (c == 0 || o + 1 >= sizeof(dec))

@@ -44,11 +44,35 @@ static void put_key(struct dl_s3_buf *b, const char *s, int url)
 		dl_s3_buf_xml(b, s);
 }
 
-static void put_elem(struct dl_s3_buf *b, const char *tag, const char *v, int url)
+void dl_s3_list_elem(struct dl_s3_buf *b, const char *tag, const char *v, int url)
 {
 	dl_s3_buf_printf(b, "<%s>", tag);
 	put_key(b, v, url);
 	dl_s3_buf_printf(b, "</%s>", tag);
+}
+
+void dl_s3_list_head(struct dl_s3_buf *b, const char *bucket, const char *prefix,
+		     const char *delim, uint64_t max_keys, int url, int v2, const char *marker,
+		     const char *after, const char *token)
+{
+	dl_s3_buf_printf(b, XML_HEAD "<ListBucketResult xmlns=\"" S3_NS "\"><Name>");
+	dl_s3_buf_xml(b, bucket);
+	dl_s3_buf_printf(b, "</Name>");
+	dl_s3_list_elem(b, "Prefix", prefix, url);
+	if (delim)
+		dl_s3_list_elem(b, "Delimiter", delim, url);
+	dl_s3_buf_printf(b, "<MaxKeys>%" PRIu64 "</MaxKeys>", max_keys);
+	if (url)
+		dl_s3_buf_printf(b, "<EncodingType>url</EncodingType>");
+	if (!v2)
+		dl_s3_list_elem(b, "Marker", marker ? marker : "", url);
+	else if (after)
+		dl_s3_list_elem(b, "StartAfter", after, url);
+	if (v2 && token) {
+		dl_s3_buf_printf(b, "<ContinuationToken>");
+		dl_s3_buf_xml(b, token);
+		dl_s3_buf_printf(b, "</ContinuationToken>");
+	}
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -113,21 +137,7 @@ enum MHD_Result dl_s3_list_objects(struct dl_s3 *s, const struct dl_s3_bucket *b
 	if (dl_s3_pace(s, c, &preq, &pres))
 		dl_pacer_complete(s->pacer, &preq, &pres, dl_mono_ns());
 	dl_s3_iso_date(s->start_real_s, date, sizeof(date));
-	dl_s3_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" S3_NS "\"><Name>");
-	dl_s3_buf_xml(&b, bk->name);
-	dl_s3_buf_printf(&b, "</Name>");
-	put_elem(&b, "Prefix", prefix, url);
-	if (delim)
-		put_elem(&b, "Delimiter", delim, url);
-	dl_s3_buf_printf(&b, "<MaxKeys>%" PRIu64 "</MaxKeys>", max_keys);
-	if (url)
-		dl_s3_buf_printf(&b, "<EncodingType>url</EncodingType>");
-	if (!v2)
-		put_elem(&b, "Marker", marker ? marker : "", url);
-	else if (after)
-		put_elem(&b, "StartAfter", after, url);
-	if (v2 && token)
-		dl_s3_buf_printf(&b, "<ContinuationToken>%s</ContinuationToken>", token);
+	dl_s3_list_head(&b, bk->name, prefix, delim, max_keys, url, v2, marker, after, token);
 
 	struct dl_s3_buf items = {0};
 	while (o < bk->total) {
@@ -151,7 +161,7 @@ enum MHD_Result dl_s3_list_objects(struct dl_s3 *s, const struct dl_s3_bucket *b
 
 			key[cplen] = 0;
 			dl_s3_buf_printf(&items, "<CommonPrefixes>");
-			put_elem(&items, "Prefix", key, url);
+			dl_s3_list_elem(&items, "Prefix", key, url);
 			dl_s3_buf_printf(&items, "</CommonPrefixes>");
 			snprintf(last, sizeof(last), "%s", key);
 			o = dl_s3_key_seek(s, bk, key, 0, 1);
@@ -160,7 +170,7 @@ enum MHD_Result dl_s3_list_objects(struct dl_s3 *s, const struct dl_s3_bucket *b
 		}
 		dl_s3_etag(&f, etag, sizeof(etag));
 		dl_s3_buf_printf(&items, "<Contents>");
-		put_elem(&items, "Key", key, url);
+		dl_s3_list_elem(&items, "Key", key, url);
 		dl_s3_buf_printf(&items, "<LastModified>%s</LastModified><ETag>&quot;%.32s&quot;</ETag>"
 				 "<Size>%" PRIu64 "</Size><StorageClass>STANDARD</StorageClass>"
 				 "</Contents>", date, etag + 1, f.size);
@@ -175,7 +185,7 @@ enum MHD_Result dl_s3_list_objects(struct dl_s3 *s, const struct dl_s3_bucket *b
 					 "</NextContinuationToken>", o);
 	} else if (truncated && delim) {
 		/* v1 gives the next marker only with a delimiter; the last key otherwise. */
-		put_elem(&b, "NextMarker", last, url);
+		dl_s3_list_elem(&b, "NextMarker", last, url);
 	}
 	dl_s3_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
 	if (items.oom)

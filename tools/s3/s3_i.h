@@ -336,4 +336,26 @@ enum MHD_Result dl_s3_handle(void *cls, struct MHD_Connection *c, const char *ur
 			     const char *method, const char *version, const char *upload_data,
 			     size_t *upload_data_size, void **req_cls);
 
+/* list.c: a ListBucketResult's opening elements, as v1 (Marker) or v2
+ * (StartAfter, ContinuationToken) asks; keys and prefixes percent-encoded
+ * when url (encoding-type=url), else XML-escaped. Shared by the dataset and
+ * backing-directory listings. */
+void dl_s3_list_head(struct dl_s3_buf *b, const char *bucket, const char *prefix,
+		     const char *delim, uint64_t max_keys, int url, int v2, const char *marker,
+		     const char *after, const char *token);
+void dl_s3_list_elem(struct dl_s3_buf *b, const char *tag, const char *v, int url);
+
+/* A hex digit's value (either case), or -1: percent-encoding, chunk sizes,
+ * signatures. */
+static inline int dl_s3_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 #endif

@@ -16,8 +16,6 @@
 #include "dliofs/clock.h"
 #include "s3_i.h"
 
-#define XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-#define S3_NS "http://s3.amazonaws.com/doc/2006-03-01/"
 /* A listing holds the tree's keys at once: beyond this many, refuse. */
 #define WALK_MAX 1000000
 
@@ -116,16 +114,6 @@ static int key_cmp(const void *a, const void *b)
 static const char *arg(struct MHD_Connection *c, const char *name)
 {
 	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
-}
-
-static void put_elem(struct dl_s3_buf *b, const char *tag, const char *v, int url)
-{
-	dl_s3_buf_printf(b, "<%s>", tag);
-	if (url)
-		dl_s3_buf_url(b, v);
-	else
-		dl_s3_buf_xml(b, v);
-	dl_s3_buf_printf(b, "</%s>", tag);
 }
 
 /* Token: 'k' (after a key) or 'p' (after a common prefix), then hex. */
@@ -258,7 +246,7 @@ enum MHD_Result dl_s3_store_list(struct dl_s3 *s, const struct dl_s3_bucket *bk,
 			snprintf(last, sizeof(last), "%.*s", (int)cplen, key);
 			last_cp = 1;
 			dl_s3_buf_printf(&items, "<CommonPrefixes>");
-			put_elem(&items, "Prefix", last, url);
+			dl_s3_list_elem(&items, "Prefix", last, url);
 			dl_s3_buf_printf(&items, "</CommonPrefixes>");
 			while (i + 1 < w.n && strncmp(w.keys[i + 1], last, cplen) == 0)
 				i++;
@@ -281,7 +269,7 @@ enum MHD_Result dl_s3_store_list(struct dl_s3 *s, const struct dl_s3_bucket *bk,
 		}
 		dl_s3_iso_date((uint64_t)st.st_mtim.tv_sec, date, sizeof(date));
 		dl_s3_buf_printf(&items, "<Contents>");
-		put_elem(&items, "Key", key, url);
+		dl_s3_list_elem(&items, "Key", key, url);
 		dl_s3_buf_printf(&items, "<LastModified>%s</LastModified><ETag>", date);
 		dl_s3_buf_xml(&items, etag);
 		dl_s3_buf_printf(&items, "</ETag><Size>%lld</Size><StorageClass>STANDARD"
@@ -291,24 +279,7 @@ enum MHD_Result dl_s3_store_list(struct dl_s3 *s, const struct dl_s3_bucket *bk,
 		n++;
 	}
 
-	dl_s3_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" S3_NS "\"><Name>");
-	dl_s3_buf_xml(&b, bk->name);
-	dl_s3_buf_printf(&b, "</Name>");
-	put_elem(&b, "Prefix", prefix, url);
-	if (delim)
-		put_elem(&b, "Delimiter", delim, url);
-	dl_s3_buf_printf(&b, "<MaxKeys>%" PRIu64 "</MaxKeys>", max_keys);
-	if (url)
-		dl_s3_buf_printf(&b, "<EncodingType>url</EncodingType>");
-	if (!v2)
-		put_elem(&b, "Marker", marker ? marker : "", url);
-	else if (after)
-		put_elem(&b, "StartAfter", after, url);
-	if (v2 && token) {
-		dl_s3_buf_printf(&b, "<ContinuationToken>");
-		dl_s3_buf_xml(&b, token);
-		dl_s3_buf_printf(&b, "</ContinuationToken>");
-	}
+	dl_s3_list_head(&b, bk->name, prefix, delim, max_keys, url, v2, marker, after, token);
 	if (v2) {
 		dl_s3_buf_printf(&b, "<KeyCount>%" PRIu64 "</KeyCount>", n);
 		if (truncated) {
@@ -317,7 +288,7 @@ enum MHD_Result dl_s3_store_list(struct dl_s3 *s, const struct dl_s3_bucket *bk,
 			dl_s3_buf_printf(&b, "</NextContinuationToken>");
 		}
 	} else if (truncated) {
-		put_elem(&b, "NextMarker", last, url);
+		dl_s3_list_elem(&b, "NextMarker", last, url);
 	}
 	dl_s3_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
 	if (items.oom)

@@ -12,7 +12,7 @@
 # script builds on the GPU machine itself, with that machine's CUDA toolkit,
 # is the CUPTI injection library (the one part compiled against the
 # toolkit; dlio-drive's CUDA path loads the driver at run time and embeds
-# PTX). It then runs the gpu meson suite's test (tests/test_gpu.py) with
+# PTX). It then runs the gpu meson suite's test (tests/gpu/test_gpu.py) with
 # the tools of BUILD and the library built here, and writes under OUTDIR
 # (default $OUT, else ./gpu-out): env.txt, build.txt, test.txt and the
 # JSON reports. Each step has its own timeout; the script never waits
@@ -69,7 +69,7 @@ export DLIOFS_SRC=$SRC DLIOFS_BUILD=$BUILD DLIOFS=$BUILD/dliofs DLIO_GEN=$BUILD/
   DLIO_DRIVE=$BUILD/dlio-drive DLIO_STALL=$BUILD/dlio-stall DLIO_CUPTI_LIB=$CUPTI_LIB \
   DLIOFS_GPU_KEEP=$OUTDIR PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export DLIOFS_GPU_PY=${DLIOFS_GPU_PY:-$(command -v python3)}
-timeout 360 python3 "$SRC/tests/test_gpu.py" -v >"$OUTDIR/test.txt" 2>&1
+timeout 360 python3 "$SRC/tests/gpu/test_gpu.py" -v >"$OUTDIR/test.txt" 2>&1
 rc=$?
 cat "$OUTDIR/test.txt"
 

@@ -13,9 +13,9 @@ set -euo pipefail
 VENV=${DLIOFS_VENV:-/opt/dliofs-venv}
 # The TensorFlow release the tests were run with (CPU-only wheel from PyPI).
 TF_PIN=${DLIOFS_TF_PIN:-tensorflow-cpu==2.21.0}
-# The S3 endpoint's tests (tests/test_s3.py) drive it with the real boto3.
+# The S3 endpoint's tests (tests/tools/s3/test_s3.py) drive it with the real boto3.
 BOTO3_PIN=${DLIOFS_BOTO3_PIN:-boto3==1.44.5}
-# tests/test_s3_clients.py: the S3 clients training jobs use, pinned.
+# tests/tools/s3/test_s3_clients.py: the S3 clients training jobs use, pinned.
 S3_CLIENT_PINS=(
   s3torchconnector==1.5.0 s3torchconnectorclient==1.5.0 minio==7.2.20 s3dlio==0.10.0
   botocore==1.44.8
@@ -26,7 +26,7 @@ PACKAGES=(
   libfuse3-dev fuse3 libyaml-dev zlib1g-dev libdeflate-dev libhdf5-dev libpng-dev
   libjpeg62-turbo-dev libjpeg-turbo-progs
   libmicrohttpd-dev libssl-dev libexpat1-dev
-  # tests/test_s3_clients.py mounts the S3 endpoint with s3fs-fuse
+  # tests/tools/s3/test_s3_clients.py mounts the S3 endpoint with s3fs-fuse
   s3fs
   python3-numpy python3-torch python3-torchvision python3-h5py python3-pil
   python3-matplotlib python3-venv python3-yaml
@@ -108,7 +108,7 @@ if [ "$want_venv" -eq 1 ] && ! venv_ok; then
   quiet "tensorflow import check" "$VENV/bin/python" -c "import tensorflow"
 fi
 
-# --- boto3 (PyPI) in the same venv: tests/test_s3.py ---
+# --- boto3 (PyPI) in the same venv: tests/tools/s3/test_s3.py ---
 boto3_ok() {
   [ -x "$VENV/bin/python" ] || return 1
   [ "$("$VENV/bin/python" -c "import importlib.metadata as m; print('boto3==' + m.version('boto3'))" \
@@ -120,7 +120,7 @@ if [ "$want_venv" -eq 1 ] && [ -x "$VENV/bin/pip" ] && ! boto3_ok; then
     "$BOTO3_PIN"
 fi
 
-# --- DLIO benchmark (PyPI) in the same venv: tests/test_dlio_benchmark.py, bench/bench_dlio_gen.sh ---
+# --- DLIO benchmark (PyPI) in the same venv: tests/mount/test_dlio_benchmark.py, bench/bench_dlio_gen.sh ---
 # Installed with --no-deps: its declared dependencies include torch, torchvision,
 # torchaudio and nvidia-dali-cuda110 (gigabytes of CUDA wheels) that a run with
 # framework tensorflow never imports. What such a run does import, pinned to the
@@ -158,7 +158,7 @@ if [ "$want_venv" -eq 1 ] && [ "$want_dlio" -eq 1 ] && ! dlio_ok; then
 fi
 
 # --- torch (PyPI) in the same venv: DLIO with framework: pytorch (MLPerf Storage's
-# unet3d), tests/test_dlio_benchmark.py's PyTorch runs ---
+# unet3d), tests/mount/test_dlio_benchmark.py's PyTorch runs ---
 # PyPI's wheel, with its CUDA libraries (about 5 GB, about 2 minutes here): it
 # imports and runs on CPU without a GPU, and shares numpy 2.x with
 # tensorflow-cpu. PyTorch's CPU-only index is not PyPI and not used.
@@ -179,7 +179,7 @@ if [ "$want_venv" -eq 1 ] && [ "$want_dlio" -eq 1 ] && [ "$want_torch" -eq 1 ] &
   quiet "torch import check" "$VENV/bin/python" -c "import torch.utils.data, tensorflow"
 fi
 
-# --- S3 clients (PyPI) in the same venv: tests/test_s3_clients.py (after torch:
+# --- S3 clients (PyPI) in the same venv: tests/tools/s3/test_s3_clients.py (after torch:
 # s3torchconnector needs it) ---
 s3_clients_ok() {
   "$VENV/bin/python" - "${S3_CLIENT_PINS[@]}" >/dev/null 2>&1 <<'PY'

@@ -587,7 +587,7 @@ int dl_crc32c_fold_available(void)
  * loop, 128 bytes of part A are folded while three streams of 48 bytes go
  * through the instruction; the ratio matches the two units' rates on the
  * CPUs measured (AMD Zen 3). K_HY_* = x^(8 L - 33) for the lengths L joined
- * (tests/test_crc.c checks the path against the tables). */
+ * (tests/unit/util/test_crc.c checks the path against the tables). */
 #define HY_STEPS 32
 #define HY_A (HY_STEPS * 128)
 #define HY_B (HY_STEPS * 48)

@@ -14,7 +14,7 @@
  * 16 bytes of the fold then go through the ordinary byte-wise CRC.
  *
  * The constants for each distance are produced by the recurrence in
- * tests/test_crc.c (which checks them) and every path is tested against zlib
+ * tests/unit/util/test_crc.c (which checks them) and every path is tested against zlib
  * (CRC-32) and the table implementation (CRC-32C) on random inputs. */
 #ifndef DLIOFS_CRC_FOLD_I_H
 #define DLIOFS_CRC_FOLD_I_H

@@ -28,7 +28,7 @@
  * sequence per lane (odd increments, as in Random123's ARS key schedule), so
  * consecutive inputs differ in many bytes; a plain +1 counter would leave
  * AES's known 3-round integral (XOR of 256 outputs = 0) in the stream. The
- * byte histogram and serial correlation are tested in tests/test_prng.c. */
+ * byte histogram and serial correlation are tested in tests/unit/util/test_prng.c. */
 #include <math.h>
 #include <string.h>
 

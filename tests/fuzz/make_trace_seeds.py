@@ -1,11 +1,11 @@
 """Seed traces for fuzz_trace, written by the golden-trace writer of
-tests/test_dlio_trace.py (which follows include/dliofs/trace.h on its own):
+tests/tools/trace/test_dlio_trace.py (which follows include/dliofs/trace.h on its own):
 each workload there with and without a footer, with drops, one record, and
 an empty trace. Usage: make_trace_seeds.py OUTDIR"""
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "trace"))
 import test_dlio_trace as g  # noqa: E402
 
 

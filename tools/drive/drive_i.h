@@ -1,5 +1,5 @@
 /* dlio-drive internals, shared by dlio_drive.c and drive_*.c (tools/drive/).
- * Private to the tool (and its unit test, tests/test_drive.c). */
+ * Private to the tool (and its unit test, tests/unit/tools/drive/test_drive.c). */
 #ifndef DLIOFS_DRIVE_I_H
 #define DLIOFS_DRIVE_I_H
 

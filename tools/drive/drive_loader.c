@@ -17,7 +17,7 @@
  * the first two batches arrive together, so the second costs the measured
  * steps nothing. Readers that share the samples of one batch deliver the
  * first sooner and the second later, and on slow storage that alone moved
- * AU 8-15 points away from DLIO's (tests/test_drive_fidelity.py). */
+ * AU 8-15 points away from DLIO's (tests/tools/drive/test_drive_fidelity.py). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -415,7 +415,8 @@ void drv_params_defaults(struct drv_params *p, const struct dl_read_hints *h)
 	for (size_t i = 0; i < NOPTS; i++)
 		if (opts[i].def && is_param(&opts[i]) &&
 		    parse_value(&opts[i], opts[i].def, (char *)p + opts[i].off, why, sizeof(why)))
-			abort(); /* the table's own default: tests/test_drive.c parses them all */
+			/* the table's own default: tests/unit/tools/drive/test_drive.c parses them all */
+			abort();
 	p->batch = h && h->batch ? h->batch : 64;
 	p->read_threads = h && h->read_threads ? h->read_threads : 4;
 	p->eval_batch = p->batch;

@@ -1,5 +1,5 @@
 /* What a run says: a table on the terminal, and with --json a document whose
- * keys are (tests/test_dlio_drive.py checks them):
+ * keys are (tests/tools/drive/test_dlio_drive.py checks them):
  *
  *   tool, version, run_wall_s, setup_bytes, au_threshold, au_mean, au_min, pass,
  *   ranks, notes[]

@@ -56,47 +56,9 @@ datasets:
     color: RGB
 """
 
-TRAIN = r'''
-"""Train a small model on npz samples read through s3torchconnector."""
-import io, sys
-import numpy as np
-import torch
-from s3torchconnector import S3MapDataset, S3ClientConfig
-
-endpoint, out = sys.argv[1], sys.argv[2]
-
-def decode(obj):
-    z = np.load(io.BytesIO(obj.read()))
-    n = len(z["y"])  # DLIO's npz: samples on the last axis of x
-    x = np.moveaxis(z["x"], -1, 0).reshape(n, -1).astype(np.float32)
-    return obj.key, torch.from_numpy(x), torch.from_numpy(z["y"].astype(np.int64).reshape(-1))
-
-ds = S3MapDataset.from_prefix("s3://npzset/train/", region="us-east-1", endpoint=endpoint,
-                              transform=decode, s3client_config=S3ClientConfig(force_path_style=True))
-loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2,
-                                     collate_fn=lambda b: b)
-torch.manual_seed(0)
-model, seen, losses = None, {}, []
-for epoch in range(2):
-    for batch in loader:
-        x = torch.cat([b[1] for b in batch])
-        y = torch.cat([b[2] for b in batch]) % 2
-        x = (x - x.mean()) / (x.std() + 1e-6)
-        if model is None:
-            model = torch.nn.Linear(x.shape[1], 2)
-            opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        for key, xs, _ in batch:
-            seen[key] = float(xs.sum())
-with open(out, "w") as f:
-    for key in sorted(seen):
-        f.write("%s %.6g\n" % (key, seen[key]))
-    f.write("steps %d\n" % len(losses))
-'''
+# The training script: tests/jobs/train_s3_npz.py (also run by the other S3 test).
+TRAIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "jobs",
+                     "train_s3_npz.py")
 
 
 def have(mod):
@@ -303,9 +265,7 @@ print("AFTER", len(s3dlio.list("s3://ckpt/s3dlio/")))
         dltest.require(have("s3torchconnector") and have("torch"),
                        "s3torchconnector or torch not installed in %s" % dltest.VENV_PY)
         import numpy as np
-        script = os.path.join(self.tmp, "train.py")
-        with open(script, "w") as f:
-            f.write(TRAIN)
+        script = TRAIN
         out = os.path.join(self.tmp, "seen.txt")
         env = dict(self.env)
         t0 = time.time()

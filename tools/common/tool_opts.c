@@ -134,7 +134,9 @@ int tool_opts_parse(const struct tool_opts *t, int argc, char **argv, int first,
 
 	if (t->n > OPTS_MAX)
 		abort(); /* a table larger than the engine's: raise OPTS_MAX */
-	if (t->stop_at_operand)
+	if (t->operand)
+		letters[j++] = '-'; /* operands in order, as code 1, among the options */
+	else if (t->stop_at_operand)
 		letters[j++] = '+';
 	for (size_t i = 0; i < t->n; i++) {
 		const struct tool_opt *o = &t->opt[i];
@@ -172,9 +174,16 @@ int tool_opts_parse(const struct tool_opts *t, int argc, char **argv, int first,
 
 		c = getopt_long(ac, av, letters, lo, NULL);
 		if (c == -1) {
-			if (!t->operand || optind >= ac)
-				break;
-			if ((ret = t->operand(ctx, av[optind++])))
+			/* What follows "--": operands all; getopt is not asked
+			 * again (a second scan of a permuted argv hands back the
+			 * first operand again). */
+			while (t->operand && optind < ac)
+				if ((ret = t->operand(ctx, av[optind++])))
+					goto out;
+			break;
+		}
+		if (c == 1 && t->operand) {
+			if ((ret = t->operand(ctx, optarg)))
 				goto out;
 			continue;
 		}

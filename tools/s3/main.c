@@ -2,6 +2,7 @@
  * the config, make its pacer, start the server (server.c), serve until
  * SIGINT or SIGTERM. */
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,21 +10,57 @@
 
 #include "dliofs/clock.h"
 #include "s3.h"
+#include "tool_opts_i.h"
 
-static void usage(FILE *out)
+/* `dliofs s3 serve`'s command line, parsed by the tools' options engine. */
+struct s3_cli {
+	const char *listen, *cfg, *control;
+	unsigned idle_s;
+};
+
+/* CONFIG.yaml, the one operand, wherever it stands among the options. */
+static int set_config(void *ctx, const char *arg)
 {
-	fprintf(out, "usage: dliofs s3 serve CONFIG.yaml [--listen HOST:PORT] [--control SOCKET]\n"
-		     "                 [--idle-timeout S]\n"
-		     "  Serve every dataset of CONFIG as a bucket over S3's HTTP API,\n"
-		     "  and every backing directory as a bucket named by its `at`\n"
-		     "  (writes go there when it is writable), shaped by the config's\n"
-		     "  pacer (default listen: the config's s3.listen, else\n"
-		     "  127.0.0.1:9000; port 0 picks a free one; the address is printed\n"
-		     "  once listening). A connection silent for S seconds (default 60)\n"
-		     "  is closed.\n"
-		     "  --control SOCKET: a local socket (owner-only) for `dliofs stat | set |\n"
-		     "  cache drop | trace SOCKET`, as a mount's .dliofs/ gives them.\n");
+	struct s3_cli *c = ctx;
+
+	if (c->cfg) {
+		fprintf(stderr, "dliofs s3 serve: unexpected argument '%s'\n", arg);
+		return -EINVAL;
+	}
+	c->cfg = arg;
+	return 0;
 }
+
+static const struct tool_opt serve_opt[] = {
+    {.name = "listen", .kind = TOOL_OPT_STR, .arg = "HOST:PORT",
+     .off = offsetof(struct s3_cli, listen),
+     .help = "where to listen (default: the config's s3.listen, else\n"
+	     "127.0.0.1:9000; port 0 picks a free one; the address is\n"
+	     "printed once listening)"},
+    {.name = "control", .kind = TOOL_OPT_STR, .arg = "SOCKET",
+     .off = offsetof(struct s3_cli, control),
+     .help = "a local socket (owner-only) for `dliofs stat | set |\n"
+	     "cache drop | trace SOCKET`, as a mount's .dliofs/ gives them"},
+    {.name = "idle-timeout", .kind = TOOL_OPT_COUNT, .arg = "S",
+     .off = offsetof(struct s3_cli, idle_s), .min = 1, .max = 86400,
+     .help = "a connection silent for S seconds is closed (default 60)"},
+    {.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+
+static const struct tool_opts serve_opts = {
+	.prog = "dliofs s3 serve",
+	.head = "usage: dliofs s3 serve CONFIG.yaml [--listen HOST:PORT] [--control SOCKET]\n"
+		"                 [--idle-timeout S]\n"
+		"  Serve every dataset of CONFIG as a bucket over S3's HTTP API,\n"
+		"  and every backing directory as a bucket named by its `at`\n"
+		"  (writes go there when it is writable), shaped by the config's\n"
+		"  pacer. SIGINT or SIGTERM stops it.\n\n",
+	.col = 24,
+	.opt = serve_opt,
+	.n = TOOL_OPTS_N(serve_opt),
+	.usage_on_error = 1,
+	.operand = set_config,
+};
 
 static int serve(const char *cfgpath, const char *listen, const char *control, unsigned idle_s)
 {
@@ -99,47 +136,31 @@ out:
 
 int dl_s3_main(int argc, char **argv)
 {
-	const char *listen = NULL, *cfg = NULL, *control = NULL;
-	unsigned long idle_s = 60;
-	char *end;
+	struct s3_cli c = {.idle_s = 60};
+	char *prog;
+	int next, ret;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
+		tool_opts_usage(argc < 2 ? stderr : stdout, &serve_opts);
 		return argc < 2 ? 2 : 0;
 	}
 	if (strcmp(argv[1], "serve") != 0) {
 		fprintf(stderr, "dliofs s3: unknown command '%s' (expected: serve)\n", argv[1]);
-		usage(stderr);
+		tool_opts_usage(stderr, &serve_opts);
 		return 2;
 	}
-	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
-			listen = argv[++i];
-		} else if (!strncmp(argv[i], "--listen=", 9)) {
-			listen = argv[i] + 9;
-		} else if (!strcmp(argv[i], "--control") && i + 1 < argc) {
-			control = argv[++i];
-		} else if (!strncmp(argv[i], "--control=", 10)) {
-			control = argv[i] + 10;
-		} else if (!strcmp(argv[i], "--idle-timeout") && i + 1 < argc) {
-			idle_s = strtoul(argv[++i], &end, 10);
-			if (*argv[i] < '0' || *argv[i] > '9' || *end || idle_s < 1 || idle_s > 86400) {
-				fprintf(stderr, "dliofs s3 serve: --idle-timeout %s: expected "
-					"seconds from 1 to 86400\n", argv[i]);
-				return 2;
-			}
-		} else if (argv[i][0] == '-' || cfg) {
-			fprintf(stderr, "dliofs s3 serve: unexpected argument '%s'\n", argv[i]);
-			usage(stderr);
-			return 2;
-		} else {
-			cfg = argv[i];
-		}
-	}
-	if (!cfg) {
+	/* getopt's own messages (an unknown option) name argv[0]: the verb's
+	 * whole name rather than "s3". */
+	prog = argv[0];
+	argv[0] = (char *)serve_opts.prog;
+	ret = tool_opts_parse(&serve_opts, argc, argv, 2, &c, &next);
+	argv[0] = prog;
+	if (ret)
+		return ret > 0 ? 0 : 2;
+	if (!c.cfg) {
 		fprintf(stderr, "dliofs s3 serve: missing CONFIG.yaml\n");
-		usage(stderr);
+		tool_opts_usage(stderr, &serve_opts);
 		return 2;
 	}
-	return serve(cfg, listen, control, (unsigned)idle_s);
+	return serve(c.cfg, c.listen, c.control, c.idle_s);
 }

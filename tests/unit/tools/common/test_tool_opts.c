@@ -169,5 +169,16 @@ int main(void)
 	      "mixed: %d %d %d", ret, c.quiet, c.nops);
 	ret = PARSE(&t, 1, "a", "b", "c");
 	CHECK(ret == -EINVAL && strstr(err, "unexpected argument 'c'"), "third: %d %s", ret, err);
+	/* the same without stop_at_operand: getopt permutes, and each operand
+	 * still reaches the callback once, in order (a second scan after the
+	 * end handed the first one back again) */
+	t.stop_at_operand = 0;
+	ret = PARSE(&t, 1, "a", "-q", "b");
+	CHECK(ret == 0 && c.quiet == 7 && c.nops == 2 && !strcmp(c.ops[0], "a") &&
+		  !strcmp(c.ops[1], "b"),
+	      "mixed, permuting: %d %d %d", ret, c.quiet, c.nops);
+	ret = PARSE(&t, 1, "a", "b", "c");
+	CHECK(ret == -EINVAL && strstr(err, "unexpected argument 'c'"), "third, permuting: %d %s",
+	      ret, err);
 	return tap_done("tool_opts");
 }

@@ -400,6 +400,88 @@ static int cmd_mount(int argc, char **argv)
 	return ret ? 1 : 0;
 }
 
+/* What `dliofs stat` was given. */
+struct stat_args {
+	const char *mnt;
+	int watch, raw, all, reset;
+	int after_watch; /* the operand right after --watch may be its SECONDS */
+	double interval;
+};
+
+static int stat_opt(void *ctx, const struct tool_opt *r, const char *arg)
+{
+	struct stat_args *a = ctx;
+
+	(void)arg;
+	a->after_watch = r->value == 'w';
+	switch (r->value) {
+	case 'w':
+		a->watch = 1;
+		break;
+	case 'j':
+		a->raw = 1;
+		break;
+	case 'a':
+		a->all = 1;
+		break;
+	case 'r':
+		a->reset = 1;
+		break;
+	}
+	return 0;
+}
+
+/* MOUNTPOINT, or the SECONDS of a --watch just before it (`--watch 2`). */
+static int stat_operand(void *ctx, const char *arg)
+{
+	struct stat_args *a = ctx;
+	int seconds = a->after_watch && atof(arg) > 0;
+
+	a->after_watch = 0;
+	if (seconds) {
+		a->interval = atof(arg);
+		return 0;
+	}
+	if (a->mnt) {
+		fprintf(stderr, "dliofs stat: unexpected argument '%s'\n", arg);
+		return -EINVAL;
+	}
+	a->mnt = arg;
+	return 0;
+}
+
+/* The help is dliofs's usage, whose stat paragraph says each of these. */
+#define ROW(n, c) {.name = n, .kind = TOOL_OPT_CALL, .set = stat_opt, .value = c}
+static const struct tool_opt stat_opt_rows[] = {
+    ROW("watch", 'w'), ROW("json", 'j'), ROW("all", 'a'), ROW("reset", 'r'),
+    {.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
+};
+#undef ROW
+
+static const struct tool_opts stat_opts = {
+    .prog = "dliofs stat",
+    .opt = stat_opt_rows,
+    .n = TOOL_OPTS_N(stat_opt_rows),
+    .operand = stat_operand,
+    .usage_on_error = 1,
+    .usage = usage_of,
+};
+
+static int cmd_stat(int argc, char **argv)
+{
+	struct stat_args a = {.interval = 1.0};
+	int next, ret = tool_opts_parse(&stat_opts, argc, argv, 2, &a, &next);
+
+	if (ret > 0)
+		return 0;
+	if (ret || !a.mnt) {
+		if (!ret)
+			usage(stderr);
+		return 2;
+	}
+	return dl_cli_stat(a.mnt, a.watch, a.interval, a.raw, a.all, a.reset);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -426,34 +508,8 @@ int main(int argc, char **argv)
 		}
 		return dl_fs_umount(argv[2]) ? 1 : 0;
 	}
-	if (!strcmp(argv[1], "stat")) {
-		int watch = 0, raw = 0, reset = 0, all = 0;
-		double interval = 1.0;
-		const char *mnt = NULL;
-		for (int i = 2; i < argc; i++) {
-			if (!strcmp(argv[i], "--watch")) {
-				watch = 1;
-				if (i + 1 < argc && atof(argv[i + 1]) > 0)
-					interval = atof(argv[++i]);
-			} else if (!strcmp(argv[i], "--json")) {
-				raw = 1;
-			} else if (!strcmp(argv[i], "--all")) {
-				all = 1;
-			} else if (!strcmp(argv[i], "--reset")) {
-				reset = 1;
-			} else if (!mnt) {
-				mnt = argv[i];
-			} else {
-				usage(stderr);
-				return 2;
-			}
-		}
-		if (!mnt) {
-			usage(stderr);
-			return 2;
-		}
-		return dl_cli_stat(mnt, watch, interval, raw, all, reset);
-	}
+	if (!strcmp(argv[1], "stat"))
+		return cmd_stat(argc, argv);
 	if (!strcmp(argv[1], "set")) {
 		if (argc < 4) {
 			usage(stderr);

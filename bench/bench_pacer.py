@@ -135,9 +135,18 @@ def main():
             with Mount(a.build, y, tmp) as m:
                 f = fio(m.mnt, 4, "4k", rt)
             err = f["iops"] / iops - 1
-            rows.append(("iops cap %d, 4 KiB, 4 readers" % iops, "%d" % iops, "%.0f" % f["iops"], "-",
-                         "%+.1f%%" % (100 * err), 3.0))
-            bad += abs(err) * 100 > 3.0 * scale
+            ceiling = ""
+            if err * 100 < -3.0:
+                # Short of the cap: as for bandwidth, the unshaped mount with
+                # the same readers, in the same run, says whether this
+                # machine reaches the cap through FUSE at all just now.
+                with Mount(a.build, "cache: {policy: none}\n", tmp) as m:
+                    top = fio(m.mnt, 4, "4k", rt)["iops"]
+                if top < iops * 1.1:
+                    ceiling = " (unshaped: %.0f, below the cap: not a pacer figure)" % top
+            rows.append(("iops cap %d, 4 KiB, 4 readers" % iops, "%d" % iops,
+                         "%.0f" % f["iops"] + ceiling, "-", "%+.1f%%" % (100 * err), 3.0))
+            bad += abs(err) * 100 > 3.0 * scale and not ceiling
     finally:
         shutil.rmtree(tmp, True)
     print("%-42s %12s %14s %12s %9s %6s" % ("case", "configured", "observed(fio)", "daemon", "error", "tol%"))

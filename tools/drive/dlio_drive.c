@@ -10,7 +10,9 @@
  * MLPerf Storage's table (--accelerator-type) < the command line.
  *
  * Under mpirun every process is a rank (tools/drive/drive_comm.c) reading its
- * share of the dataset; rank 0 writes the job's report. */
+ * share of the dataset; rank 0 writes the job's report. Without MPI a rank
+ * (--rank R --ranks N, or the launcher's variables: drive_rankopt.c) reads
+ * the same share alone and writes its own. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +20,25 @@
 #include "dliofs/config.h"
 #include "dliofs/format.h"
 #include "drive_i.h"
+
+/* Under MPI: --rank/--ranks given must be MPI's; either not given takes
+ * MPI's. 0 or -EINVAL (said). */
+static int agree(struct drv_cli *cl, const struct drv_comm *comm)
+{
+	unsigned r = (unsigned)comm->rank, n = (unsigned)comm->size;
+
+	if ((drv_given(&cl->given, DRV_C(rank)) && cl->rank != r) ||
+	    (drv_given(&cl->given, DRV_C(ranks)) && cl->ranks != n)) {
+		fprintf(stderr,
+			"dlio-drive: %s of %s, but MPI made this process rank %u of %u: leave "
+			"--rank and --ranks out under mpirun\n",
+			cl->rank_from, cl->ranks_from, r, n);
+		return -EINVAL;
+	}
+	cl->rank = r;
+	cl->ranks = n;
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -38,8 +59,23 @@ int main(int argc, char **argv)
 	 * alike, before MPI is started. */
 	if ((ret = drv_cli_parse(argc, argv, &cl)))
 		return ret < 0 ? 2 : 0; /* 1: --help or --version said all */
+	if (drv_cli_ranks(&cl, stderr))
+		return 2;
 	if (drv_comm_init(&comm, &argc, &argv, stderr))
 		return 1;
+	if (comm.mpi && comm.size > 1) {
+		/* MPI's ranks are the job's; the command line may only agree. All
+		 * ranks learn whether any disagrees, so that none waits alone. */
+		status = agree(&cl, &comm);
+		if (drv_comm_sync(&comm, status)) {
+			drv_comm_fini(&comm);
+			return 2;
+		}
+	}
+	if (drv_cli_paths(&cl, !(comm.mpi && comm.size > 1), stderr)) {
+		drv_comm_fini(&comm);
+		return 2;
+	}
 	if (cl.ckpt_workload) {
 		status = drv_ckpt_main(&cl, &comm);
 		drv_comm_fini(&comm);
@@ -47,8 +83,8 @@ int main(int argc, char **argv)
 		return status;
 	}
 	c.comm = &comm;
-	c.rank = (unsigned)comm.rank;
-	c.ranks = (unsigned)comm.size;
+	c.rank = cl.rank;
+	c.ranks = cl.ranks;
 
 	status = drv_setup(&cl, &comm, &c, &p, &cfg, &cuda, &res);
 	/* Every rank learns whether all are ready (a rank missing a file must
@@ -77,7 +113,8 @@ int main(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
-	if (c.rank != 0 || !res.nep)
+	/* The report: MPI's rank 0 for the job, or each rank running alone. */
+	if (comm.rank != 0 || !res.nep)
 		goto out;
 	drv_summarize(&res, p.au_threshold, &sum);
 	/* With the JSON on stdout the table goes to stderr. */

@@ -620,6 +620,7 @@ struct drv_result {
 	unsigned nranks;
 	struct drv_epoch_rec *rank_ep;
 	char (*hosts)[64];
+	unsigned rank_base; /* per_rank[0]'s rank: this rank's when it runs alone */
 };
 
 /* Gather every rank's figures on rank 0 (a collective: all ranks call it
@@ -665,8 +666,31 @@ struct drv_cli {
 	int quiet;
 	int ckpt_workload;	/* --checkpoint-workload: DIR takes the checkpoints */
 	uint64_t checkpoints;	/* how many (0: one) */
+	/* --rank R --ranks N, or the launcher's (drv_cli_ranks) */
+	unsigned rank, ranks;
+	char rank_from[96], ranks_from[96]; /* where each came from, for messages */
+	/* dir, json and trace with {rank} replaced (drv_cli_paths) */
+	char dir_buf[4096], json_buf[4096], trace_buf[4096];
 	struct drv_optset given;
 };
+
+/* ---- which rank (drive_rankopt.c) ---- */
+
+/* The launcher's rank and size (Open MPI, PMIx, MPICH's hydra, Slurm, in
+ * that order); *rvar / *svar name the variable, NULL when none is set. 0 or
+ * -EINVAL on a value that is not a number (said on err). */
+int drv_rank_env(unsigned *rank, const char **rvar, unsigned *ranks, const char **svar,
+		 FILE *err);
+/* in with every {rank} replaced by rank, into out[len]: 0 or -ENAMETOOLONG. */
+int drv_rank_path(const char *in, unsigned rank, char *out, size_t len);
+/* cl->rank and cl->ranks: the command line's, else the launcher's, else
+ * 0 of 1; a rank not below the ranks is refused. 0 or -EINVAL (said). */
+int drv_cli_ranks(struct drv_cli *cl, FILE *err);
+/* {rank} in DIR, --json, --trace-files and --checkpoint-dir replaced by
+ * cl->rank; with several ranks a trace without {rank} is FILE.RANK, and so
+ * is the JSON when the rank runs alone (no MPI: its own report). 0 or
+ * -errno (said). */
+int drv_cli_paths(struct drv_cli *cl, int alone, FILE *err);
 
 /* --checkpoint-workload (drive_ckpt.c): the workload file's checkpoint
  * section alone, written under cl->dir and read back; the exit status. */

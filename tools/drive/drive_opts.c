@@ -52,6 +52,15 @@ static const struct drv_opt opts[] = {
      .help = "dliofs config or DLIO workload YAML, required"},
     {.flag = "dataset", .type = DRV_T_ARG, TOOL(dataset), .arg = "NAME",
      .help = "which dataset of CFG; by default the first"},
+    {.flag = "data-dir", .type = DRV_T_ARG, TOOL(dir), .arg = "DIR",
+     .help = "the directory holding the dataset, instead of the DIR operand; {rank} in it is "
+	     "the rank (--data-dir '/mnt/dl{rank}': rank r reads mount r)"},
+    {.flag = "rank", .type = DRV_T_COUNT, TOOL(rank), .max = (1u << 20) - 1, .arg = "R",
+     .help = "this process's rank; by default the launcher's (OMPI_COMM_WORLD_RANK, "
+	     "PMIX_RANK, PMI_RANK, SLURM_PROCID), else 0. Under MPI it must be MPI's"},
+    {.flag = "ranks", .type = DRV_T_COUNT, TOOL(ranks), .min = 1, .max = 1u << 20, .arg = "N",
+     .help = "how many ranks share the dataset; by default the launcher's "
+	     "(OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS), else 1"},
     {.flag = "epochs", .key = "train.epochs", .type = DRV_T_COUNT, FIELD(epochs), .min = 1,
      .max = 1000000, .def = "1", .arg = "N", .help = "epochs"},
     {.flag = "batch-size", .key = "reader.batch_size", .type = DRV_T_COUNT, FIELD(batch),
@@ -201,10 +210,11 @@ static const struct drv_opt opts[] = {
     {.flag = "s3-verify", .type = DRV_T_BOOL, FIELD(s3.verify), .value = 1,
      .help = "with --storage s3: compare every byte with the config's generator"},
     {.flag = "json", .type = DRV_T_ARG, TOOL(json), .arg = "FILE",
-     .help = "write the JSON report (- for stdout)"},
+     .help = "write the JSON report (- for stdout); {rank} in FILE is the rank, and ranks "
+	     "running alone (no MPI) write FILE.RANK each"},
     {.flag = "trace-files", .type = DRV_T_ARG, TOOL(trace), .arg = "FILE",
-     .help = "log every read: epoch split seq file sample offset bytes; with several "
-	     "ranks FILE.RANK per rank"},
+     .help = "log every read: epoch split seq file sample offset bytes; {rank} in FILE is "
+	     "the rank, else with several ranks FILE.RANK per rank"},
     {.flag = "checkpoint-workload", .type = DRV_T_BOOL, TOOL(ckpt_workload), .value = 1,
      .help = "run CFG's checkpoint section alone, as DLIO sizes it (model, optimizer, "
 	     "layers; tensor/pipeline parallelism; rank_zero or all_ranks): write under DIR, "
@@ -498,9 +508,11 @@ static void usage(FILE *f, const struct tool_opts *t)
 	fprintf(f, "%*s", 2, "");
 	tool_opts_wrap(f, keys, 2);
 	fputs("\nRanks: under mpirun (mpirun -np N dlio-drive ...) each process is one\n"
-	      "accelerator, as in DLIO: rank r reads samples [r*ceil(T/N), (r+1)*ceil(T/N))\n"
+	      "accelerator, as in DLIO 2.0.0: rank r reads samples [r*ceil(T/N), (r+1)*ceil(T/N))\n"
 	      "(tfrecord: files r, r+N, ...), every step ends with an all-reduce, and rank 0\n"
-	      "reports for the job (samples/s summed, AU the mean over ranks).\n"
+	      "reports for the job (samples/s summed, AU the mean over ranks). Without MPI\n"
+	      "(--rank R --ranks N by hand, or a launcher of another MPI) rank R reads the\n"
+	      "same shard alone and reports it; sum the ranks' reports for the job.\n"
 	      "\n"
 	      "Exit status: 0 the run completed (pass or fail is in the report), 1 it\n"
 	      "stopped on an I/O error, 2 bad arguments or config, 3 no usable CUDA.\n",
@@ -557,10 +569,16 @@ int drv_cli_parse(int argc, char **argv, struct drv_cli *c)
 		return ret > 0 ? 1 : -EINVAL;
 	/* S3 reads objects from --endpoint: a DIR would go unused (a checkpoint
 	 * workload still writes into one). */
-	if (c->p.s3.storage == DRV_STORAGE_S3 && next == argc && c->config && !c->ckpt_workload) {
-		c->dir = NULL;
-		return 0;
+	if (c->p.s3.storage == DRV_STORAGE_S3 && next == argc && c->config && !c->ckpt_workload)
+		return 0; /* c->dir: --data-dir's, if given */
+	/* DIR as an operand or --data-dir, not both. */
+	if (c->dir && next < argc) {
+		fprintf(stderr, "dlio-drive: DIR %s and --data-dir %s: give one\n", argv[next],
+			c->dir);
+		return -EINVAL;
 	}
+	if (c->dir && c->config && next == argc)
+		return 0;
 	if (next + 1 != argc || !c->config) {
 		fprintf(stderr, "dlio-drive: %s\n",
 			!c->config ? "--config CFG is required" : "exactly one DIR is required");

@@ -158,8 +158,9 @@ out:
 int drv_ranks_reduce(const struct drv_ctx *c, struct drv_result *res)
 {
 	const struct drv_comm *comm = c->comm;
-	unsigned P = c->ranks ? c->ranks : 1;
-	int root = c->rank == 0, ret;
+	/* The ranks that meet here: MPI's; a rank running alone reports itself. */
+	unsigned P = comm && comm->mpi && comm->size > 1 ? (unsigned)comm->size : 1;
+	int root = !comm || comm->rank == 0, ret;
 	char host[64] = {0};
 	size_t nep = (size_t)drv_comm_min(comm, res->nep);
 	struct drv_epoch_rec *all = NULL;
@@ -200,6 +201,7 @@ int drv_ranks_reduce(const struct drv_ctx *c, struct drv_result *res)
 
 	res->nep = nep;
 	res->nranks = P;
+	res->rank_base = P == 1 ? c->rank : 0;
 	res->rank_ep = all;
 	res->hosts = hosts;
 	all = NULL;

@@ -2,7 +2,8 @@
  * keys are (tests/tools/drive/test_dlio_drive.py checks them):
  *
  *   tool, version, run_wall_s, setup_bytes, au_threshold, au_mean, au_min, pass,
- *   ranks, notes[]
+ *   ranks (in this report), job_ranks (--ranks: more when each rank ran
+ *   alone, without MPI, and reports its shard only), notes[]
  *   config: config_file dir dataset format files eval_files samples_per_file
  *           batch_size eval_batch_size read_threads prefetch read_ahead_batches
  *           epochs steps_per_epoch total_training_steps computation_time
@@ -24,7 +25,7 @@
  *   samples/s x nominal_sample_bytes (record_length) in MiB, whatever was read.
  *   checkpoints[]: epoch step bytes seconds gb_per_s
  *   cuda: {device} or null
- *   per_rank[]: rank host au_mean samples_per_s_mean bytes
+ *   per_rank[]: rank host au_mean samples_per_s_mean bytes (a rank alone: itself)
  *           epochs[]{epoch steps samples bytes files_opened read_calls wall_s
  *                    compute_s stall_s barrier_s au samples_per_s mb_per_s}
  *
@@ -313,7 +314,7 @@ static void table_ranks(FILE *out, const struct drv_result *r)
 			"  rank %-3u %-16.16s AU %s%% (lowest epoch %s%%), %.1f samples/s; "
 			"in %zu epochs %llu samples, %.1f MB read, %llu opens, %.2f s in "
 			"barriers\n",
-			q, r->hosts ? r->hosts[q] : "", a, b, f.sps.mean, r->nep,
+			r->rank_base + q, r->hosts ? r->hosts[q] : "", a, b, f.sps.mean, r->nep,
 			(unsigned long long)f.samples, (double)f.bytes / 1e6,
 			(unsigned long long)f.opens, f.barrier);
 	}
@@ -582,7 +583,7 @@ static void json_ranks(struct dl_jw *w, const struct drv_result *r)
 		struct rank_fig f;
 		rank_figures(r, q, &f);
 		dl_jw_obj(w, NULL);
-		dl_jw_u64(w, "rank", q);
+		dl_jw_u64(w, "rank", r->rank_base + q);
 		jtext(w, "host", r->hosts ? r->hosts[q] : NULL);
 		jnum(w, "au_mean", f.au.mean);
 		jnum(w, "samples_per_s_mean", f.sps.mean);
@@ -631,6 +632,7 @@ int drv_report_json(FILE *f, const struct drv_ctx *c, const struct drv_result *r
 	jnum(&w, "au_min", r->rank_ep ? au_min_rank(r) : s->au.min);
 	dl_jw_bool(&w, "pass", s->pass);
 	dl_jw_u64(&w, "ranks", r->nranks ? r->nranks : 1);
+	dl_jw_u64(&w, "job_ranks", c->ranks ? c->ranks : 1);
 	jnum(&w, "run_wall_s", r->run_wall);
 	dl_jw_u64(&w, "setup_bytes", c->setup_bytes);
 	json_checkpoints(&w, r);

@@ -336,7 +336,8 @@ int drv_shard_check(const struct drv_ctx *c, uint32_t split, uint64_t batch, uin
 {
 	unsigned P = c->ranks ? c->ranks : 1;
 	uint64_t T = c->ds->files[split] * c->spf;
-	int say = c->rank == 0 && err;
+	/* Said once: by MPI's rank 0, or by each rank running alone. */
+	int say = (!c->comm || c->comm->rank == 0) && err;
 	struct drv_plan plan;
 
 	/* DLIO: floor(T / B / P) steps on every rank, the last partial batch of

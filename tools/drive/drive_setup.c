@@ -71,18 +71,13 @@ static int check_first(struct drv_ctx *c, uint64_t *sample_bytes)
 	return 0;
 }
 
-/* --trace-files FILE: with several ranks, each writes FILE.RANK. */
-static FILE *open_trace(const char *path, const struct drv_ctx *c)
+/* --trace-files FILE, its name already this rank's (drv_cli_paths: {rank}
+ * replaced, or FILE.RANK with several ranks). */
+static FILE *open_trace(const char *path)
 {
-	char name[4200];
-
-	if (c->ranks > 1)
-		snprintf(name, sizeof(name), "%s.%u", path, c->rank);
-	else
-		snprintf(name, sizeof(name), "%s", path);
-	FILE *f = fopen(name, "w");
+	FILE *f = fopen(path, "w");
 	if (!f)
-		fprintf(stderr, "dlio-drive: %s: %s\n", name, strerror(errno));
+		fprintf(stderr, "dlio-drive: %s: %s\n", path, strerror(errno));
 	return f;
 }
 
@@ -132,7 +127,17 @@ static int check_ranks(struct drv_ctx *c, const struct drv_comm *comm, struct dr
 
 	if (c->rank != 0)
 		p->progress = 0;
-	if (comm->launched > 1 && comm->size == 1)
+	if (c->ranks > 1 && !(comm->mpi && comm->size > 1))
+		drv_note(p,
+			 "rank %u of %u runs alone (%s): it reads its shard and reports it; the "
+			 "ranks do not wait for each other between steps, and the job's figures "
+			 "are their reports combined (samples/s, MB/s and bytes summed, AU the "
+			 "mean)",
+			 c->rank, c->ranks,
+			 comm->launched > 1 ? (drv_comm_have_mpi() ? "not the mpirun of dlio-drive's MPI"
+								   : "dlio-drive built without MPI")
+					    : "no MPI launcher");
+	else if (comm->launched > 1 && comm->size == 1)
 		drv_note(p,
 			 "%d processes were launched but each runs as one rank (%s): each read "
 			 "the whole dataset",
@@ -225,7 +230,7 @@ int drv_setup(const struct drv_cli *cl, const struct drv_comm *comm, struct drv_
 	    (c->rd->setup && c->rd->setup(c, stderr)))
 		return 2;
 	if (cl->trace) {
-		if (!(c->trace = open_trace(cl->trace, c)))
+		if (!(c->trace = open_trace(cl->trace)))
 			return 2;
 		fprintf(c->trace, "# epoch\tsplit\tseq\tfile\tsample\toffset\tbytes\n");
 	}

@@ -71,7 +71,7 @@ datasets:
 
 # Documented in tools/drive/drive_report.c.
 TOP_KEYS = {"tool", "version", "config", "epochs", "summary", "au_threshold", "au_mean", "au_min",
-            "pass", "ranks", "per_rank", "run_wall_s", "setup_bytes", "checkpoints", "notes", "cuda"}
+            "pass", "ranks", "job_ranks", "per_rank", "run_wall_s", "setup_bytes", "checkpoints", "notes", "cuda"}
 CONFIG_KEYS = {"config_file", "dir", "dataset", "format", "files", "eval_files",
                "samples_per_file", "batch_size", "eval_batch_size", "read_threads", "prefetch",
                "read_ahead_batches", "epochs", "steps_per_epoch", "total_training_steps",
@@ -852,7 +852,8 @@ class MpiRanks(unittest.TestCase):
 
 
 class WithoutMpi(unittest.TestCase):
-    """The single-rank build under a launcher: it says so and runs alone."""
+    """The single-rank build under a launcher: it says so and runs its rank
+    (the launcher's variables) alone: its shard, its own report."""
 
     def test_launcher_without_mpi(self):
         if not os.access(DRIVE, os.X_OK):
@@ -869,10 +870,12 @@ class WithoutMpi(unittest.TestCase):
                             "--quiet", "--json", out], capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("built without MPI", r.stderr)
-        with open(out) as f:
+        # Rank 1 of 3 reports alone: FILE.RANK, its third of the samples.
+        self.assertFalse(os.path.exists(out))
+        with open(out + ".1") as f:
             j = json.load(f)
-        self.assertEqual(j["ranks"], 1)
-        self.assertEqual(j["epochs"][0]["samples"], 48, "the whole dataset")
+        self.assertEqual((j["ranks"], j["job_ranks"], j["per_rank"][0]["rank"]), (1, 3, 1))
+        self.assertEqual(j["epochs"][0]["samples"], 16, "rank 1's third of 48")
         self.assertTrue(any("built without MPI" in n for n in j["notes"]), j["notes"])
 
 

@@ -1,6 +1,7 @@
 /* dlio-drive's pure parts: shuffle permutations, epoch plans, percentiles,
  * AU with warm-up exclusion, computation-time distributions, TFRecord
- * framing, DLIO run keys from YAML, the image decoders, ranks' shards.
+ * framing, DLIO run keys from YAML, the image decoders, ranks' shards, which
+ * rank a process is (--rank/--ranks, the launcher's variables, {rank}).
  *
  * Linked with the tool's library (dldrive). */
 #include <errno.h>
@@ -732,6 +733,111 @@ static void test_opts(void)
 	CHECK(drv_cli_parse(6, bad3, &cl) == -EINVAL, "tpu accepted");
 }
 
+/* ---- which rank: --rank/--ranks, the launcher's variables, {rank} ---- */
+
+static const char *const launcher_vars[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+					    "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID",
+					    "SLURM_NTASKS"};
+
+static void clear_launcher(void)
+{
+	for (size_t i = 0; i < sizeof(launcher_vars) / sizeof(launcher_vars[0]); i++)
+		unsetenv(launcher_vars[i]);
+}
+
+/* Parse argv (NULL-terminated) and resolve the ranks: drv_cli_ranks's result. */
+static int ranks_of(char **argv, struct drv_cli *cl)
+{
+	int argc = 0;
+	FILE *null = fopen("/dev/null", "w");
+
+	while (argv[argc])
+		argc++;
+	int ret = drv_cli_parse(argc, argv, cl);
+	if (!ret)
+		ret = drv_cli_ranks(cl, null ? null : stderr);
+	if (null)
+		fclose(null);
+	return ret;
+}
+
+static void test_ranks(void)
+{
+	struct drv_cli cl;
+	char out[32];
+	FILE *null = fopen("/dev/null", "w");
+
+	clear_launcher();
+	char *plain[] = {"dlio-drive", "--config", "c", "d", NULL};
+	CHECK(ranks_of(plain, &cl) == 0 && cl.rank == 0 && cl.ranks == 1, "alone: 0 of 1");
+	char *given[] = {"dlio-drive", "--config", "c", "--rank", "3", "--ranks", "4", "d", NULL};
+	CHECK(ranks_of(given, &cl) == 0 && cl.rank == 3 && cl.ranks == 4, "--rank 3 --ranks 4");
+	char *over[] = {"dlio-drive", "--config", "c", "--rank", "5", "--ranks", "4", "d", NULL};
+	CHECK(ranks_of(over, &cl) == -EINVAL, "--rank 5 --ranks 4 accepted");
+	char *edge[] = {"dlio-drive", "--config", "c", "--rank", "4", "--ranks", "4", "d", NULL};
+	CHECK(ranks_of(edge, &cl) == -EINVAL, "--rank 4 --ranks 4 accepted");
+	char *lone[] = {"dlio-drive", "--config", "c", "--rank", "1", "d", NULL};
+	CHECK(ranks_of(lone, &cl) == -EINVAL, "--rank 1 without --ranks accepted");
+	char *zero[] = {"dlio-drive", "--config", "c", "--ranks", "0", "d", NULL};
+	CHECK(ranks_of(zero, &cl) == -EINVAL, "--ranks 0 accepted");
+
+	/* The launchers' variables: Open MPI's before Slurm's (mpirun inside an
+	 * allocation), the command line before both. */
+	setenv("SLURM_PROCID", "2", 1);
+	setenv("SLURM_NTASKS", "8", 1);
+	CHECK(ranks_of(plain, &cl) == 0 && cl.rank == 2 && cl.ranks == 8, "srun: %u of %u",
+	      cl.rank, cl.ranks);
+	setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+	setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+	CHECK(ranks_of(plain, &cl) == 0 && cl.rank == 1 && cl.ranks == 3, "mpirun: %u of %u",
+	      cl.rank, cl.ranks);
+	CHECK(ranks_of(given, &cl) == 0 && cl.rank == 3 && cl.ranks == 4, "command line first");
+	char *few[] = {"dlio-drive", "--config", "c", "--ranks", "1", "d", NULL};
+	CHECK(ranks_of(few, &cl) == -EINVAL, "rank 1 (launcher) of --ranks 1 accepted");
+	setenv("OMPI_COMM_WORLD_RANK", "x1", 1);
+	CHECK(ranks_of(plain, &cl) == -EINVAL, "OMPI_COMM_WORLD_RANK=x1 accepted");
+	setenv("OMPI_COMM_WORLD_RANK", "-1", 1);
+	CHECK(ranks_of(plain, &cl) == -EINVAL, "OMPI_COMM_WORLD_RANK=-1 accepted");
+	clear_launcher();
+	/* PMIx alone gives a rank and no size: MPI tells it later, and without
+	 * MPI the paths step refuses. */
+	setenv("PMIX_RANK", "2", 1);
+	CHECK(ranks_of(plain, &cl) == 0 && cl.rank == 2 && cl.ranks == 1, "PMIx rank, no size");
+	CHECK(drv_cli_paths(&cl, 1, null ? null : stderr) == -EINVAL, "rank 2 of 1 ran");
+	clear_launcher();
+
+	/* {rank} everywhere in a path; FILE.RANK for several ranks' traces, and
+	 * for their JSON only when each rank reports alone. */
+	CHECK(drv_rank_path("/mnt/dl{rank}/x{rank}", 12, out, sizeof(out)) == 0 &&
+		  !strcmp(out, "/mnt/dl12/x12"),
+	      "{rank}: %s", out);
+	CHECK(drv_rank_path("/a/{rank", 1, out, sizeof(out)) == 0 && !strcmp(out, "/a/{rank"),
+	      "no token: %s", out);
+	CHECK(drv_rank_path("/0123456789012345678901234567/{rank}", 1000, out, sizeof(out)) ==
+		  -ENAMETOOLONG,
+	      "overflow not said");
+	char *paths[] = {"dlio-drive",	   "--config", "c",	    "--rank",	      "1",
+			 "--ranks",	   "2",	       "--json",    "r{rank}.json",   "--trace-files",
+			 "t.tsv",	   "--data-dir", "/m/dl{rank}", "--checkpoint-dir", "/ck/{rank}",
+			 NULL};
+	CHECK(ranks_of(paths, &cl) == 0 && drv_cli_paths(&cl, 0, stderr) == 0, "paths");
+	CHECK(!strcmp(cl.dir, "/m/dl1") && !strcmp(cl.json, "r1.json") &&
+		  !strcmp(cl.trace, "t.tsv.1") && !strcmp(cl.p.checkpoint_dir, "/ck/1"),
+	      "paths: %s %s %s %s", cl.dir, cl.json, cl.trace, cl.p.checkpoint_dir);
+	char *json[] = {"dlio-drive", "--config", "c",	 "--rank", "1", "--ranks",
+			"2",	      "--json",	  "r.json", "d",	NULL};
+	CHECK(ranks_of(json, &cl) == 0 && drv_cli_paths(&cl, 0, stderr) == 0 &&
+		  !strcmp(cl.json, "r.json"),
+	      "MPI: the job's JSON keeps its name: %s", cl.json);
+	CHECK(ranks_of(json, &cl) == 0 && drv_cli_paths(&cl, 1, stderr) == 0 &&
+		  !strcmp(cl.json, "r.json.1"),
+	      "alone: each rank's own JSON: %s", cl.json);
+	char *both[] = {"dlio-drive", "--config", "c", "--data-dir", "a", "b", NULL};
+	CHECK(ranks_of(both, &cl) == -EINVAL, "DIR and --data-dir accepted");
+	if (null)
+		fclose(null);
+}
+
 /* ---- decoders ---- */
 
 static void test_jpeg(void)
@@ -869,6 +975,7 @@ int main(void)
 	test_tfrecord();
 	test_yaml();
 	test_opts();
+	test_ranks();
 	test_jpeg();
 	test_png();
 	return tap_done("test_drive");

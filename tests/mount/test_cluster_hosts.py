@@ -274,7 +274,8 @@ class Mounts(unittest.TestCase):
 # barrier, every rank stats and reads it, the results are gathered; rank 0
 # removes it, a barrier, every rank checks it is gone within the timeout.
 # The same ranks then walk the synthetic tree, each in its own order, and
-# compare the walks. Rank 0 prints one JSON line.
+# compare the walks (path, st_ino, st_size, st_mode and readdir's d_ino).
+# Rank 0 prints one JSON line.
 PROBE = r"""
 import hashlib, json, os, sys, time, uuid
 from mpi4py import MPI
@@ -310,16 +311,19 @@ t0 = time.monotonic()
 while os.path.exists(path) and time.monotonic() - t0 < within:
     time.sleep(0.005)
 gone = comm.gather(None if os.path.exists(path) else time.monotonic() - t0)
-order = sorted if rank % 2 == 0 else (lambda x: sorted(x, reverse=True))
+order = sorted if rank % 2 == 0 else (lambda x, key: sorted(x, key=key, reverse=True))
 rows = []
-for d, dirs, files in os.walk(mnt):
-    if d == mnt:
-        dirs[:] = [x for x in dirs if x != "shared"]
-    dirs[:] = order(dirs)
-    for n in order(dirs + files):
-        s = os.lstat(os.path.join(d, n))
-        rows.append("%s %d %d %o" % (os.path.relpath(os.path.join(d, n), mnt), s.st_ino,
-                                      s.st_size, s.st_mode))
+def visit(d):
+    # readdir's d_ino (scandir's inode()) beside what lstat says.
+    for e in order(list(os.scandir(d)), key=lambda e: e.name):
+        if d == mnt and e.name == "shared":
+            continue
+        s = os.lstat(e.path)
+        rows.append("%s %d %d %o %d" % (os.path.relpath(e.path, mnt), s.st_ino, s.st_size,
+                                         s.st_mode, e.inode()))
+        if e.is_dir(follow_symlinks=False):
+            visit(e.path)
+visit(mnt)
 digest = comm.gather((len(rows), hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest()))
 if rank == 0:
     print(json.dumps({"name": name, "payload": payload.hex(), "real_ino": real_ino,

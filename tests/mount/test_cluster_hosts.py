@@ -179,6 +179,21 @@ class Mounts(unittest.TestCase):
         for d, ents in dc.items():
             self.assertEqual(ents, da[d], "listing of %s" % d)
 
+    def test_sink_listings_agree_with_stat(self):
+        """A sink is each node's own, but its listings' "." and ".." are
+        what stat says, as everywhere else on the mount."""
+        top = os.path.join(self.A, "ckpt")
+        os.makedirs(os.path.join(top, "run", "e0"))
+        self.addCleanup(shutil.rmtree, os.path.join(top, "run"), True)
+        with open(os.path.join(top, "run", "e0", "model.pt"), "wb") as f:
+            f.write(b"x" * 1000)
+        for d in (top, os.path.join(top, "run"), os.path.join(top, "run", "e0")):
+            ents = dict(getdents(d))
+            self.assertEqual(ents["."], os.lstat(d).st_ino, d)
+            self.assertEqual(ents[".."], os.lstat(os.path.join(d, "..")).st_ino, d)
+            for name, ino in ents.items():
+                self.assertEqual(ino, os.lstat(os.path.join(d, name)).st_ino, (d, name))
+
     def path(self, mnt, name):
         return os.path.join(mnt, "shared", name)
 

@@ -198,6 +198,9 @@ int dl_node_from_ino(const struct dl_fs *fs, fuse_ino_t ino, struct dl_node *out
 int dl_node_stat(struct dl_fs *fs, const struct dl_node *n, struct stat *st);
 int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const char *name,
 		   struct dl_node *out);
+/* The inode of directory n's parent (the root's is the root), for a
+ * listing's "..": the kernel passes readdir's numbers on as they are. */
+fuse_ino_t dl_node_parent_ino(const struct dl_node *n);
 /* Directory entry number k (0-based, "." and ".." excluded) of dir: 0 and the
  * child, or -ENOENT past the end. */
 int dl_node_child(const struct dl_fs *fs, const struct dl_node *dir, uint64_t k,

@@ -154,6 +154,23 @@ static int root_alias(const struct dl_fs *fs, uint64_t k, unsigned *ds, char *na
 	return -ENOENT;
 }
 
+fuse_ino_t dl_node_parent_ino(const struct dl_node *n)
+{
+	struct dl_node p = {.type = DL_NODE_ROOT};
+
+	switch (n->type) {
+	case DL_NODE_SPLIT:
+		p = (struct dl_node){.type = DL_NODE_DATASET, .ds = n->ds};
+		break;
+	case DL_NODE_SUBDIR:
+		p = (struct dl_node){.type = DL_NODE_SPLIT, .ds = n->ds, .split = n->split};
+		break;
+	default:
+		break;	/* the root, a dataset, the control directory: the root */
+	}
+	return dl_node_ino(&p);
+}
+
 int dl_node_lookup(const struct dl_fs *fs, const struct dl_node *parent, const char *name,
 		   struct dl_node *out)
 {

@@ -15,6 +15,14 @@ static const struct dl_tree_ops *tree_of(fuse_req_t req, fuse_ino_t ino)
 	return dl_tree_of(fuse_req_userdata(req), ino);
 }
 
+static int has_real_backing(const struct dl_fs *fs)
+{
+	for (unsigned i = 0; i < fs->cfg->nbacking; i++)
+		if (!fs->cfg->backing[i].sink)
+			return 1;
+	return 0;
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct dl_fs *fs = userdata;
@@ -35,7 +43,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	if (conn->capable & FUSE_CAP_READDIRPLUS_AUTO)
 		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
-	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
+	/* A real backing directory may be shared with other nodes' mounts (or
+	 * written on the host): their writes reach no kernel cache of ours, so
+	 * a changed mtime or size seen when attributes are fetched again
+	 * (BK_TIMEOUT) must drop the pages kept of the file, even while it is
+	 * open. Synthetic files never change: nothing to check for them. */
+	if (has_real_backing(fs) && (conn->capable & FUSE_CAP_AUTO_INVAL_DATA))
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	else
+		conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
 	if (conn->capable & FUSE_CAP_ASYNC_DIO)

@@ -570,7 +570,9 @@ static void sk_list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int 
 		used += need;
 	}
 	if (off < 2) {
-		st.st_ino = FUSE_ROOT_ID;
+		/* The parent as stat tells it (the kernel passes it on as is):
+		 * the sink's own is the mount's root; its root's id is 0. */
+		st.st_ino = d == &s->root ? FUSE_ROOT_ID : bk_ino(root, d->parent->id);
 		need = dl_add_dirent(req, (char *)r->buf + used, size - used, "..", &st, 2, plus);
 		if (need > size - used)
 			goto out;

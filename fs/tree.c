@@ -58,7 +58,7 @@ static int list(fuse_req_t req, struct dl_reply *r, fuse_ino_t ino, size_t size,
 			st.st_mode = S_IFDIR;
 			strcpy(name, ".");
 		} else if (pos == 1) {
-			st.st_ino = FUSE_ROOT_ID; /* the kernel fixes up ".." itself */
+			st.st_ino = dl_node_parent_ino(&dir);
 			st.st_mode = S_IFDIR;
 			strcpy(name, "..");
 		} else {

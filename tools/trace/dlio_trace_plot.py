@@ -55,7 +55,7 @@ def load(np, path):
     magic, version, rec_size, epoch_ns, start_mono, _mask, _res, config = HEADER.unpack_from(data)
     # Version 2 (what the mount writes since jobs) has the same record
     # layout; its pid is the client's process, not its thread.
-    if magic != MAGIC or version not in (1, 2) or rec_size < 56:
+    if magic != MAGIC or version not in (1, 2, 3) or rec_size < 56:
         raise ValueError("not a dliofs trace (magic %r, version %d)" % (magic, version))
     names = {}
     dropped = None

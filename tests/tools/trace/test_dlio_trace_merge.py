@@ -211,6 +211,21 @@ class MergeTest(unittest.TestCase):
         # A node's own trace has no node column.
         self.assertNotIn("node", run("export", "--csv", a).stdout.splitlines()[0])
 
+    def test_plot_reads_a_merged_trace(self):
+        """plot reads a merged trace (its 64-byte records), alone and beside
+        a node's own trace."""
+        ok = subprocess.run(["/usr/bin/python3", "-c", "import matplotlib, numpy"],
+                            capture_output=True).returncode == 0
+        dltest.require(ok, "python3-matplotlib not installed")
+        a, b, _, _ = self.two_nodes("p")
+        out = self.path("p.trc")
+        run("merge", "-o", out, a, b)
+        for args, png in (([out], "p.png"), ([out, a], "p2.png")):
+            r = run("plot", *args, "-o", self.path(png))
+            self.assertEqual(r.stderr.strip(), "")
+            with open(self.path(png), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
     def test_mono_keeps_monotonic_times(self):
         # One host: same monotonic clock, the wall clock stepped by 1 s
         # between the starts; --mono ignores the step.

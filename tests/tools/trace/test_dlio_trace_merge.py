@@ -226,6 +226,23 @@ class MergeTest(unittest.TestCase):
             with open(self.path(png), "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
+    def test_issued_calls_per_node(self):
+        """Two hosts, one pid and tid on both, each reading the same 2 MiB
+        as two 1 MiB pieces, interleaved in time: a node's pieces join into
+        one call, never with the other node's."""
+        def piece(t, off):
+            return (t, READ, 5, 5, 10, off, MiB, 100000, 1)
+        a = write_node(self.path("i1.trc"), 1, EPOCH, 10**9,
+                       [piece(0, 0), piece(200000, MiB)], {10: "f"})
+        b = write_node(self.path("i2.trc"), 2, EPOCH + 100000, 10**9 + 100000,
+                       [piece(0, 0), piece(200000, MiB)], {10: "f"})
+        out = self.path("i.trc")
+        run("merge", "-o", out, a, b)
+        s = json.loads(run("summary", out, "--json").stdout)
+        iss = s["ops"]["read"]["issued"]
+        self.assertEqual(iss["count"], 2, iss)
+        self.assertEqual([(h["lo"], h["count"]) for h in iss["size_hist"]], [(2 * MiB, 2)], iss)
+
     def test_mono_keeps_monotonic_times(self):
         # One host: same monotonic clock, the wall clock stepped by 1 s
         # between the starts; --mono ignores the step.

@@ -49,6 +49,16 @@ static int cmp_rec(const void *pa, const void *pb)
 	return a->op - b->op;
 }
 
+static int cmp_rec_node(const void *pa, const void *pb)
+{
+	const struct dl_trace_rec_node *a = pa, *b = pb;
+	int c = cmp_rec(&a->rec, &b->rec);
+
+	if (c)
+		return c;
+	return a->node < b->node ? -1 : a->node > b->node;
+}
+
 static int cmp_name(const void *pa, const void *pb)
 {
 	const struct dl_trace_file_name *a = pa, *b = pb;
@@ -111,6 +121,43 @@ static int load_names(struct dl_trace_file *t, const char *map, size_t names_end
 	return 0;
 }
 
+static int cmp_u32(const void *pa, const void *pb)
+{
+	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+/* A merged trace's records with their nodes, sorted together (the merge
+ * writes them in order; a crafted file need not be). */
+static int parse_nodes(struct dl_trace_file *t, const char *map)
+{
+	struct dl_trace_rec_node *v = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*v));
+	uint32_t *seen;
+
+	t->nodes = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*t->nodes));
+	if (!v || !t->nodes) {
+		free(v);
+		return -ENOMEM;
+	}
+	for (uint64_t i = 0; i < t->nrecs; i++)
+		memcpy(&v[i], map + sizeof(t->h) + i * t->h.rec_size, sizeof(*v));
+	qsort(v, t->nrecs, sizeof(*v), cmp_rec_node);
+	for (uint64_t i = 0; i < t->nrecs; i++) {
+		t->recs[i] = v[i].rec;
+		t->nodes[i] = v[i].node;
+	}
+	/* The distinct nodes: reuse the scratch for a sorted copy. */
+	seen = (uint32_t *)v;
+	memcpy(seen, t->nodes, t->nrecs * sizeof(*seen));
+	qsort(seen, t->nrecs, sizeof(*seen), cmp_u32);
+	t->nnodes = 0;
+	for (uint64_t i = 0; i < t->nrecs; i++)
+		t->nnodes += !i || seen[i] != seen[i - 1];
+	free(v);
+	return 0;
+}
+
 /* The checks and copies of dl_trace_load on bytes already in memory (also what
  * the fuzzer feeds): returns 0, or -EINVAL with *why set, or -errno. */
 static int parse(struct dl_trace_file *t, const char *map, size_t len, const char **why)
@@ -128,12 +175,15 @@ static int parse(struct dl_trace_file *t, const char *map, size_t len, const cha
 	}
 	/* Version 1 traces load as they are: their pid is the client's
 	 * thread, their tid the daemon's worker, and they have no jobs. */
-	if (t->h.version != 1 && t->h.version != DL_TRACE_VERSION) {
+	if (t->h.version != 1 && t->h.version != DL_TRACE_VERSION &&
+	    t->h.version != DL_TRACE_VERSION_MERGED) {
 		*why = "unsupported trace version";
 		return -EINVAL;
 	}
 	/* Later versions may grow the record: read the fields we know. */
-	if (t->h.rec_size < sizeof(struct dl_trace_rec) || t->h.rec_size > 4096) {
+	size_t need = t->h.version == DL_TRACE_VERSION_MERGED ? sizeof(struct dl_trace_rec_node)
+							      : sizeof(struct dl_trace_rec);
+	if (t->h.rec_size < need || t->h.rec_size > 4096) {
 		*why = "bad record size in the header";
 		return -EINVAL;
 	}
@@ -160,10 +210,18 @@ static int parse(struct dl_trace_file *t, const char *map, size_t len, const cha
 	t->recs = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*t->recs));
 	if (!t->recs)
 		return -ENOMEM;
-	for (uint64_t i = 0; i < t->nrecs; i++)
-		memcpy(&t->recs[i], map + sizeof(t->h) + i * t->h.rec_size, sizeof(*t->recs));
-	/* The file holds writer batches; everything downstream wants arrival order. */
-	qsort(t->recs, t->nrecs, sizeof(*t->recs), cmp_rec);
+	if (t->h.version == DL_TRACE_VERSION_MERGED) {
+		ret = parse_nodes(t, map);
+		if (ret)
+			return ret;
+	} else {
+		for (uint64_t i = 0; i < t->nrecs; i++)
+			memcpy(&t->recs[i], map + sizeof(t->h) + i * t->h.rec_size,
+			       sizeof(*t->recs));
+		/* The file holds writer batches; everything downstream wants arrival order. */
+		qsort(t->recs, t->nrecs, sizeof(*t->recs), cmp_rec);
+		t->nnodes = 1;
+	}
 	if (t->has_footer) {
 		ret = load_names(t, map, len - sizeof(t->f));
 		if (ret == -EINVAL)
@@ -246,9 +304,11 @@ out:
 void dl_trace_file_free(struct dl_trace_file *t)
 {
 	free(t->recs);
+	free(t->nodes);
 	free(t->names);
 	free(t->name_buf);
 	t->recs = NULL;
+	t->nodes = NULL;
 	t->names = NULL;
 	t->name_buf = NULL;
 	t->nrecs = 0;

@@ -10,6 +10,12 @@
  *   footer: struct dl_trace_footer (fixed size, last bytes of the file)
  * Version 2: pid is the client's process, tid its thread, job its job (fs/clients.h).
  * Version 1: pid was the client's thread, tid the daemon's worker thread, no job.
+ * Version 3: the traces of a cluster's nodes merged into one timeline (dlio-trace
+ *   merge): each record is a struct dl_trace_rec_node (its node after the
+ *   version 2 record), all on the monotonic clock of the node that started
+ *   first (the header's start_mono_ns and epoch_ns are that node's); file
+ *   and job ids are the merged ones (one per name), and the name table also
+ *   names each node's source trace under DL_TRACE_NODE_ID(node).
  */
 #ifndef DLIOFS_TRACE_H
 #define DLIOFS_TRACE_H
@@ -19,6 +25,8 @@
 
 #define DL_TRACE_MAGIC "DLIOTRC1"
 #define DL_TRACE_VERSION 2
+/* A merged trace: the records carry their node. */
+#define DL_TRACE_VERSION_MERGED 3
 
 enum dl_trace_op {
 	DL_TOP_LOOKUP = 1,
@@ -48,6 +56,10 @@ enum dl_trace_op {
 /* Names of jobs share the name table with files, under these ids. */
 #define DL_TRACE_JOB_BIT (1ULL << 63)
 #define DL_TRACE_JOB_ID(job) (DL_TRACE_JOB_BIT | (uint64_t)(job))
+/* A merged trace names each node's source trace under this id (both bits:
+ * a file's id may have bit 62, a job's never). */
+#define DL_TRACE_NODE_BIT (1ULL << 62)
+#define DL_TRACE_NODE_ID(node) (DL_TRACE_JOB_BIT | DL_TRACE_NODE_BIT | (uint64_t)(node))
 
 struct dl_trace_header {
 	char magic[8];		/* DL_TRACE_MAGIC */
@@ -76,6 +88,13 @@ struct dl_trace_rec {
 	uint64_t offset;
 	uint32_t size;		/* bytes requested */
 	uint32_t job;		/* the client's job (0: none known; version 1: always 0) */
+};
+
+/* A record of a merged trace (version 3): rec_size is at least its size. */
+struct dl_trace_rec_node {
+	struct dl_trace_rec rec;
+	uint32_t node;		/* the node that served it (rank + 1) */
+	uint32_t reserved;	/* 0 */
 };
 
 struct dl_trace_name {
@@ -177,6 +196,8 @@ struct dl_trace_file {
 	struct dl_trace_footer f;
 	uint64_t nrecs;
 	struct dl_trace_rec *recs;	  /* sorted by start time */
+	uint32_t *nodes;		  /* a merged trace: each record's node; else NULL */
+	uint32_t nnodes;		  /* distinct nodes among the records (1 unless merged) */
 	struct dl_trace_file_name *names; /* sorted by id */
 	size_t nnames;
 	char *name_buf;
@@ -197,6 +218,11 @@ void dl_trace_file_free(struct dl_trace_file *t);
 const char *dl_trace_name_find(const struct dl_trace_file *t, uint64_t id);
 /* Name of a file id, or "#ID" (written into tmp) when it has none. */
 const char *dl_trace_name_of(const struct dl_trace_file *t, uint64_t id, char *tmp, size_t len);
+/* The node of record i: its own in a merged trace, else the header's. */
+static inline uint32_t dl_trace_node(const struct dl_trace_file *t, uint64_t i)
+{
+	return t->nodes ? t->nodes[i] : t->h.node;
+}
 /* Seconds since the trace started (negative for requests that arrived
  * before tracing began and were replied to after). */
 double dl_trace_rel_s(const struct dl_trace_file *t, uint64_t mono_ns);

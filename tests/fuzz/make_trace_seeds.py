@@ -1,7 +1,9 @@
 """Seed traces for fuzz_trace, written by the golden-trace writer of
 tests/tools/trace/test_dlio_trace.py (which follows include/dliofs/trace.h on its own):
 each workload there with and without a footer, with drops, one record, and
-an empty trace. Usage: make_trace_seeds.py OUTDIR"""
+an empty trace; and a merged trace of two nodes (version 3: each record with
+its node). Usage: make_trace_seeds.py OUTDIR"""
+import struct
 import os
 import sys
 
@@ -23,7 +25,30 @@ def main(out):
         g.write_trace(os.path.join(out, name + "-nofooter.trace"), recs, names, footer=False)
     recs, names = g.seq_one_file(4)
     g.write_trace(os.path.join(out, "dropped.trace"), recs, names, dropped=12345)
+    write_merged(os.path.join(out, "merged.trace"))
     return 0
+
+
+def write_merged(path):
+    """Two nodes reading one file, records out of order (include/dliofs/trace.h,
+    version 3)."""
+    recs, names = g.two_procs(4, 2)
+    body = []
+    for k, r in enumerate(recs):
+        body.append(r.pack() + struct.pack("<II", 1 + k % 2, 0))
+    body.reverse()
+    out = g.HEADER.pack(g.MAGIC, 3, g.REC.size + 8, g.EPOCH_NS, g.START_MONO, 0xFFFF, 0,
+                        b"merged.yaml") + b"".join(body)
+    noff = len(out)
+    names = dict(names)
+    names[(1 << 63) | (1 << 62) | 1] = "t0.bin"
+    for fid in sorted(names):
+        nm = names[fid].encode()
+        out += g.NAME.pack(fid, len(nm), 0) + nm
+    end = g.START_MONO + max(r.t + r.dur for r in recs) + 1000
+    out += g.FOOTER.pack(len(recs), 0, noff, len(names), end, g.MAGIC)
+    with open(path, "wb") as f:
+        f.write(out)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
  *   summary  what the job asked for, per operation, file and client
  *   export   Chrome/Perfetto JSON, CSV, Darshan-DXT-like text
  *   plot     spatial / temporal pattern and throughput, one PNG (matplotlib)
- *   compare  similarity of two traces, per aspect and overall */
+ *   compare  similarity of two traces, per aspect and overall
+ *   merge    the traces of a cluster's nodes as one timeline */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@ static const char usage[] =
 	"  plot A B -o OUT.png                   two runs one above the other, same time\n"
 	"                                        scale: throughput, reads per file, lanes\n"
 	"  compare A B [--json]                  similarity of two traces in [0, 1]\n"
+	"  merge -o OUT TRACE... [--mono]        the traces of a cluster's nodes as one\n"
+	"                                        timeline, each record with its node\n"
 	"  COMMAND --help                        details of one command\n"
 	"\n"
 	"A trace is written by the mount (dliofs trace start MOUNTPOINT FILE [OPS],\n"
@@ -140,6 +143,8 @@ int main(int argc, char **argv)
 		return dt_export(argc - 1, argv + 1);
 	if (!strcmp(cmd, "compare"))
 		return dt_compare(argc - 1, argv + 1);
+	if (!strcmp(cmd, "merge"))
+		return dt_merge(argc - 1, argv + 1);
 	if (!strcmp(cmd, "plot"))
 		return run_plot(argc - 1, argv + 1);
 	if (!strcmp(cmd, "synth"))

@@ -41,8 +41,9 @@ static void meta_event(struct dl_jw *w, const char *what, uint32_t pid, uint32_t
 /* One "X" event per request; ts, dur and queue_us in microseconds with
  * three decimals, exactly (a double would round epoch microseconds to a
  * quarter). */
-static void request_event(struct dl_jw *w, const struct dl_trace_file *t, const struct dl_trace_rec *r)
+static void request_event(struct dl_jw *w, const struct dl_trace_file *t, uint64_t i)
 {
+	const struct dl_trace_rec *r = &t->recs[i];
 	const char *op = dt_op_name(r->op);
 	char tmp[32];
 
@@ -61,6 +62,8 @@ static void request_event(struct dl_jw *w, const struct dl_trace_file *t, const 
 	dl_jw_us(w, "queue_us", r->queue_ns);
 	dl_jw_bool(w, "hit", r->flags & 1);
 	dl_jw_i64(w, "result", r->result);
+	if (t->nodes)
+		dl_jw_u64(w, "node", t->nodes[i]);
 	dl_jw_end(w);
 	dl_jw_end(w);
 }
@@ -79,18 +82,23 @@ static int export_chrome(const struct dl_trace_file *t, FILE *fp)
 	for (uint64_t i = 0; i < t->nrecs; i++) {
 		const struct dl_trace_rec *r = &t->recs[i];
 
-		if (!dt_map_get(&seen, r->pid, UINT64_MAX, &created))
+		char prefix[40] = "client pid ";
+
+		/* A merged trace's process lanes say their node. */
+		if (t->nodes)
+			snprintf(prefix, sizeof(prefix), "node %u, client pid ", t->nodes[i]);
+		if (!dt_map_get(&seen, dt_proc(t, i), UINT64_MAX, &created))
 			goto nomem;
 		if (created)
-			meta_event(&w, "process_name", r->pid, r->pid, "client pid ", r->pid);
-		if (!dt_map_get(&seen, r->pid, r->tid, &created))
+			meta_event(&w, "process_name", r->pid, r->pid, prefix, r->pid);
+		if (!dt_map_get(&seen, dt_proc(t, i), r->tid, &created))
 			goto nomem;
 		if (created)
 			meta_event(&w, "thread_name", r->pid, r->tid, "tid ", r->tid);
 	}
 	dt_map_free(&seen);
 	for (uint64_t i = 0; i < t->nrecs; i++)
-		request_event(&w, t, &t->recs[i]);
+		request_event(&w, t, i);
 	dl_jw_end(&w);
 	dl_jw_str(&w, "displayTimeUnit", "ms");
 	dl_jw_obj(&w, "otherData");
@@ -109,9 +117,10 @@ static int export_csv(const struct dl_trace_file *t, FILE *fp)
 {
 	char tmp[32];
 
-	fputs("time_s,start_ns,dur_ns,queue_ns,op,pid,tid,file_id,file,offset,size,result,hit,"
-	      "error\n",
-	      fp);
+	/* A merged trace's records carry their node: one more column. */
+	fprintf(fp, "time_s,start_ns,dur_ns,queue_ns,op,pid,tid,file_id,file,offset,size,result,"
+		    "hit,error%s\n",
+		t->nodes ? ",node" : "");
 	for (uint64_t i = 0; i < t->nrecs; i++) {
 		const struct dl_trace_rec *r = &t->recs[i];
 		int64_t rel = (int64_t)(r->start_ns - t->h.start_mono_ns);
@@ -122,8 +131,11 @@ static int export_csv(const struct dl_trace_file *t, FILE *fp)
 			r->queue_ns, dt_op_name(r->op), r->pid, r->tid,
 			(unsigned long long)r->file_id);
 		dt_csv_str(fp, dl_trace_name_of(t, r->file_id, tmp, sizeof(tmp)));
-		fprintf(fp, ",%llu,%u,%d,%d,%d\n", (unsigned long long)r->offset, r->size,
+		fprintf(fp, ",%llu,%u,%d,%d,%d", (unsigned long long)r->offset, r->size,
 			r->result, r->flags & 1, (r->flags & 2) || r->result < 0);
+		if (t->nodes)
+			fprintf(fp, ",%u", t->nodes[i]);
+		fputc('\n', fp);
 	}
 	return 0;
 }

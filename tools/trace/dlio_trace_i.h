@@ -18,6 +18,12 @@
 /* dl_trace_load, its warning and error printed ("dlio-trace: PATH: ..."). */
 int dt_load(const char *path, struct dl_trace_file *t);
 const char *dt_op_name(unsigned op);
+/* A process of record i: its pid, with its node above (a merged trace's
+ * nodes may be hosts whose pids coincide). */
+static inline uint64_t dt_proc(const struct dl_trace_file *t, uint64_t i)
+{
+	return (uint64_t)dl_trace_node(t, i) << 32 | t->recs[i].pid;
+}
 unsigned dt_size_bucket(uint64_t size);
 /* Lower bound of a bucket, for labels. */
 uint64_t dt_bucket_lo(unsigned b);
@@ -84,6 +90,7 @@ struct dt_file_stats {
 
 struct dt_pid_stats {
 	uint32_t pid;
+	uint32_t node; /* its node (a merged trace; else the header's) */
 	uint64_t requests, reads, writes, opens;
 	uint64_t rbytes, wbytes;
 	uint64_t seq_reads;
@@ -96,7 +103,18 @@ struct dt_job_stats {
 	uint64_t requests, reads, writes, opens, releases;
 	uint64_t rbytes, wbytes;
 	uint64_t npids, ntids;
+	uint64_t nnodes; /* nodes it ran on (a merged trace) */
 	uint64_t first_ns, last_ns;
+};
+
+/* Per node of a merged trace: what it served, over its own span. */
+struct dt_node_stats {
+	uint32_t node;
+	uint64_t requests, reads, writes, opens;
+	uint64_t rbytes, wbytes;
+	uint64_t npids, njobs;
+	uint64_t first_ns, last_ns; /* first arrival, last reply */
+	uint64_t dfirst_ns, dlast_ns; /* the same of its reads and writes (0: none) */
 };
 
 struct dt_stats {
@@ -115,6 +133,8 @@ struct dt_stats {
 	size_t npids;
 	struct dt_job_stats *jobs; /* by first request (job 0: none known) */
 	size_t njobs;
+	struct dt_node_stats *nodes; /* a merged trace's nodes, by node; else none */
+	size_t nnodes;
 	uint64_t mode_files[DT_MODE__COUNT];
 	uint64_t data_procs; /* processes that read or wrote a file */
 	enum dt_pattern pattern;
@@ -208,6 +228,7 @@ void dt_fmt_ns(double ns, char *buf, size_t len);
 int dt_summary(int argc, char **argv);
 int dt_export(int argc, char **argv);
 int dt_compare(int argc, char **argv);
+int dt_merge(int argc, char **argv);
 /* Usage text of compare, with the method (also for the README). */
 extern const char dt_compare_help[];
 

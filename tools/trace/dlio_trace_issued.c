@@ -45,6 +45,16 @@ static int is_full(const struct dt_stats *s, const struct dl_trace_rec *r)
 	       (uint64_t)r->result == r->size;
 }
 
+/* A thread (version 1: the pid was the thread); a merged trace's node goes
+ * above the pid, which has 22 bits (Linux's largest pid is 2^22). */
+static uint64_t thread_key(const struct dl_trace_file *t, uint64_t i)
+{
+	const struct dl_trace_rec *r = &t->recs[i];
+	uint64_t who = t->h.version >= 2 ? (uint64_t)r->pid << 32 | r->tid : r->pid;
+
+	return t->nodes ? who ^ (uint64_t)t->nodes[i] << 54 : who;
+}
+
 int dt_issued_compute(const struct dl_trace_file *t, struct dt_stats *s, uint64_t max_request)
 {
 	struct dt_map open = {0};
@@ -62,7 +72,7 @@ int dt_issued_compute(const struct dl_trace_file *t, struct dt_stats *s, uint64_
 
 	for (uint64_t i = 0; i < t->nrecs; i++) {
 		const struct dl_trace_rec *r = &t->recs[i];
-		uint64_t who = t->h.version >= 2 ? (uint64_t)r->pid << 32 | r->tid : r->pid;
+		uint64_t who = thread_key(t, i);
 		uint64_t *slot, end = r->start_ns + dl_trace_dur(r);
 		struct call *c;
 		int cont;

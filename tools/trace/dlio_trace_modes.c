@@ -46,7 +46,7 @@ const char *dt_pattern_name(enum dt_pattern p)
 /* One read or write: its file (index in s->files), process and bytes. */
 struct piece {
 	size_t file;
-	uint32_t pid;
+	uint64_t pid; /* the process: its node above the pid (dt_proc) */
 	int read;
 	uint64_t off, end;
 };
@@ -143,11 +143,11 @@ int dt_modes_compute(const struct dl_trace_file *t, struct dt_stats *s)
 		x = dt_map_find(&idx, r->file_id, 0);
 		if (!x) /* every data request's file is in the stats */
 			continue;
-		v[n++] =
-		    (struct piece){*x, r->pid, r->op == DL_TOP_READ, r->offset, r->offset + got};
+		v[n++] = (struct piece){*x, dt_proc(t, i), r->op == DL_TOP_READ, r->offset,
+					r->offset + got};
 		if (r->op == DL_TOP_READ && got && r->offset + got > s->files[*x].extent)
 			s->files[*x].extent = r->offset + got;
-		if (!dt_map_get(&procs, r->pid, 0, &created))
+		if (!dt_map_get(&procs, dt_proc(t, i), 0, &created))
 			goto out;
 		s->data_procs += created;
 	}

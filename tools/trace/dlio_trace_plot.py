@@ -55,7 +55,7 @@ def load(np, path):
     magic, version, rec_size, epoch_ns, start_mono, _mask, _res, config = HEADER.unpack_from(data)
     # Version 2 (what the mount writes since jobs) has the same record
     # layout; its pid is the client's process, not its thread.
-    if magic != MAGIC or version not in (1, 2) or rec_size < 56:
+    if magic != MAGIC or version not in (1, 2, 3) or rec_size < 56:
         raise ValueError("not a dliofs trace (magic %r, version %d)" % (magic, version))
     names = {}
     dropped = None
@@ -76,9 +76,20 @@ def load(np, path):
               file=sys.stderr)
     n = (end - HEADER.size) // rec_size
     recs = np.frombuffer(data, dtype=rec_dtype(np, rec_size), count=n, offset=HEADER.size)
+    pid_label = lambda p: "pid %d" % p
+    if version == 3:
+        # A merged trace of a cluster's nodes: each record's node follows
+        # it. A process is a node and a pid (hosts reuse pids): the node
+        # goes above the pid's 22 bits (Linux's largest pid is 2^22).
+        node = np.frombuffer(data, dtype=np.dtype({"names": ["node"], "formats": ["<u4"],
+                                                   "offsets": [56], "itemsize": rec_size}),
+                             count=n, offset=HEADER.size)["node"]
+        recs = recs.copy()
+        recs["pid"] = (node.astype(np.uint32) << np.uint32(22)) | (recs["pid"] & 0x3FFFFF)
+        pid_label = lambda p: "node %d pid %d" % (p >> 22, p & 0x3FFFFF)
     recs = recs[np.argsort(recs["start_ns"], kind="stable")]
     return {"recs": recs, "names": names, "start_mono": start_mono, "dropped": dropped,
-            "version": version,
+            "version": version, "pid_label": pid_label,
             "config": config.split(b"\0", 1)[0].decode("utf-8", "replace")}
 
 
@@ -184,7 +195,8 @@ def pair_plot(np, plt, trs, labels, args):
         keys, lane = np.unique(key, return_inverse=True)
         lane = lane.astype(np.float64)
         pids = np.unique(recs["pid"])
-        lane_names = (["%d/%d" % (int(x) >> 32, int(x) & 0xFFFFFFFF) for x in keys]
+        lane_names = (["%s/%d" % (tr["pid_label"](int(x) >> 32)[4 if tr["version"] < 3 else 0:],
+                                  int(x) & 0xFFFFFFFF) for x in keys]
                   if tr["version"] >= 2 else [str(int(x)) for x in keys])
         sel = np.arange(len(recs))
         if len(sel) > args.max_points:
@@ -344,7 +356,7 @@ def single_plot(np, plt, tr, args):
             m = sel[d["client"][sel] == i]
             if len(m):
                 ax.scatter(d["time"][m], d["file"][m], s=msize, color=cmap(i % cmap.N),
-                           linewidths=0, label="pid %d" % p)
+                           linewidths=0, label=tr["pid_label"](p))
         if len(pids) <= 12 and ax.get_legend_handles_labels()[0]:
             ax.legend(loc="upper left", markerscale=3, fontsize="small")
     file_axis(ax, False)

@@ -14,10 +14,15 @@
 #include "dlio_trace_i.h"
 
 /* The reading thread: version 2 records the client's thread in tid,
- * version 1 had it in pid. Visits and runs are a thread's. */
-static uint64_t reader_of(const struct dl_trace_file *t, const struct dl_trace_rec *r)
+ * version 1 had it in pid; a merged trace's threads are its nodes' (hosts
+ * reuse tids). Visits and runs are a thread's. */
+static uint64_t reader_of(const struct dl_trace_file *t, uint64_t i)
 {
-	return t->h.version >= 2 ? r->tid : r->pid;
+	const struct dl_trace_rec *r = &t->recs[i];
+
+	if (t->h.version < 2)
+		return r->pid;
+	return (uint64_t)dl_trace_node(t, i) << 32 | r->tid;
 }
 
 static int is_data(const struct dl_trace_rec *r)
@@ -117,7 +122,7 @@ static int order_pass(const struct dl_trace_file *t, struct dt_shape *s)
 		goto out;
 	for (uint64_t i = 0; i < t->nrecs; i++) {
 		const struct dl_trace_rec *r = &t->recs[i];
-		uint64_t who = reader_of(t, r), f = r->file_id, *lp, *ep, *lf, *nx, *rb;
+		uint64_t who = reader_of(t, i), f = r->file_id, *lp, *ep, *lf, *nx, *rb;
 		uint64_t got = r->result > 0 ? (uint64_t)r->result : 0;
 		int restart;
 

@@ -64,8 +64,9 @@ static uint64_t rec_end_off(const struct dl_trace_rec *r)
  * their entries in the stats, and the running count of opens. */
 struct pass {
 	struct dt_stats *s;
-	struct dt_map files, pids, pidfile, pidtid, jobs, jobpid, jobtid;
-	size_t fcap, pcap, jcap;
+	struct dt_map files, pids, pidfile, pidtid, jobs, jobpid, jobtid, jobnode;
+	struct dt_map nodes, nodepid, nodejob;
+	size_t fcap, pcap, jcap, ncap;
 	uint64_t first;			/* the first arrival */
 	uint64_t open_sec, open_count;	/* the current second of opens */
 };
@@ -79,6 +80,10 @@ static void pass_free(struct pass *p)
 	dt_map_free(&p->jobs);
 	dt_map_free(&p->jobpid);
 	dt_map_free(&p->jobtid);
+	dt_map_free(&p->jobnode);
+	dt_map_free(&p->nodes);
+	dt_map_free(&p->nodepid);
+	dt_map_free(&p->nodejob);
 }
 
 static void count_op(struct dt_stats *s, const struct dl_trace_rec *r, unsigned op)
@@ -96,14 +101,14 @@ static void count_op(struct dt_stats *s, const struct dl_trace_rec *r, unsigned 
 		o->max_size = r->size;
 }
 
-/* The client (pid) of r, created at its first request. */
-static int count_client(struct pass *p, const struct dl_trace_rec *r, uint64_t end,
+/* The client (pid on its node) of r, created at its first request. */
+static int count_client(struct pass *p, const struct dl_trace_rec *r, uint64_t proc, uint64_t end,
 			struct dt_pid_stats **out)
 {
 	struct dt_stats *s = p->s;
 	struct dt_pid_stats *ps;
 	int created;
-	uint64_t *pv = dt_map_get(&p->pids, r->pid, 0, &created);
+	uint64_t *pv = dt_map_get(&p->pids, proc, 0, &created);
 
 	if (!pv)
 		return -ENOMEM;
@@ -112,13 +117,14 @@ static int count_client(struct pass *p, const struct dl_trace_rec *r, uint64_t e
 			return -ENOMEM;
 		*pv = s->npids++;
 		s->pids[*pv].pid = r->pid;
+		s->pids[*pv].node = (uint32_t)(proc >> 32);
 		s->pids[*pv].first_ns = r->start_ns;
 	}
 	ps = &s->pids[*pv];
 	ps->requests++;
 	if (end > ps->last_ns)
 		ps->last_ns = end;
-	if (!dt_map_get(&p->pidtid, r->pid, r->tid, &created))
+	if (!dt_map_get(&p->pidtid, proc, r->tid, &created))
 		return -ENOMEM;
 	ps->ntids += created;
 	*out = ps;
@@ -126,7 +132,8 @@ static int count_client(struct pass *p, const struct dl_trace_rec *r, uint64_t e
 }
 
 /* Per job (version 2: all processes and threads of one job). */
-static int count_job(struct pass *p, const struct dl_trace_rec *r, unsigned op, uint64_t end)
+static int count_job(struct pass *p, const struct dl_trace_rec *r, uint64_t proc, unsigned op,
+		     uint64_t end)
 {
 	struct dt_stats *s = p->s;
 	struct dt_job_stats *js;
@@ -146,12 +153,15 @@ static int count_job(struct pass *p, const struct dl_trace_rec *r, unsigned op, 
 	js->requests++;
 	if (end > js->last_ns)
 		js->last_ns = end;
-	if (!dt_map_get(&p->jobpid, r->job, r->pid, &created))
+	if (!dt_map_get(&p->jobpid, r->job, proc, &created))
 		return -ENOMEM;
 	js->npids += created;
-	if (!dt_map_get(&p->jobtid, r->job, r->tid, &created))
+	if (!dt_map_get(&p->jobtid, (uint64_t)r->job << 32 | proc >> 32, r->tid, &created))
 		return -ENOMEM;
 	js->ntids += created;
+	if (!dt_map_get(&p->jobnode, r->job, proc >> 32, &created))
+		return -ENOMEM;
+	js->nnodes += created;
 	js->opens += op == DL_TOP_OPEN || op == DL_TOP_CREATE;
 	js->releases += op == DL_TOP_RELEASE;
 	if (r->result > 0 && op == DL_TOP_READ) {
@@ -160,6 +170,52 @@ static int count_job(struct pass *p, const struct dl_trace_rec *r, unsigned op, 
 	} else if (r->result > 0 && op == DL_TOP_WRITE) {
 		js->writes++;
 		js->wbytes += (uint64_t)r->result;
+	}
+	return 0;
+}
+
+/* Per node of a merged trace. */
+static int count_node(struct pass *p, const struct dl_trace_rec *r, uint64_t proc, unsigned op,
+		      uint64_t end)
+{
+	struct dt_stats *s = p->s;
+	struct dt_node_stats *ns;
+	uint64_t node = proc >> 32;
+	int created;
+	uint64_t *nv = dt_map_get(&p->nodes, node, 0, &created);
+
+	if (!nv)
+		return -ENOMEM;
+	if (created) {
+		if (grow_array((void **)&s->nodes, &p->ncap, s->nnodes + 1, sizeof(*s->nodes)))
+			return -ENOMEM;
+		*nv = s->nnodes++;
+		s->nodes[*nv].node = (uint32_t)node;
+		s->nodes[*nv].first_ns = r->start_ns;
+	}
+	ns = &s->nodes[*nv];
+	ns->requests++;
+	if (end > ns->last_ns)
+		ns->last_ns = end;
+	if (!dt_map_get(&p->nodepid, proc, 0, &created))
+		return -ENOMEM;
+	ns->npids += created;
+	if (!dt_map_get(&p->nodejob, node, r->job, &created))
+		return -ENOMEM;
+	ns->njobs += created;
+	ns->opens += op == DL_TOP_OPEN || op == DL_TOP_CREATE;
+	if (op == DL_TOP_READ || op == DL_TOP_WRITE) {
+		if (!ns->dfirst_ns)
+			ns->dfirst_ns = r->start_ns;
+		if (end > ns->dlast_ns)
+			ns->dlast_ns = end;
+	}
+	if (r->result > 0 && op == DL_TOP_READ) {
+		ns->reads++;
+		ns->rbytes += (uint64_t)r->result;
+	} else if (r->result > 0 && op == DL_TOP_WRITE) {
+		ns->writes++;
+		ns->wbytes += (uint64_t)r->result;
 	}
 	return 0;
 }
@@ -184,7 +240,7 @@ static void count_open(struct pass *p, const struct dl_trace_rec *r, struct dt_p
 }
 
 /* Per file, and per (client, file) for sequentiality. */
-static int count_file(struct pass *p, const struct dl_trace_rec *r, unsigned op,
+static int count_file(struct pass *p, const struct dl_trace_rec *r, uint64_t proc, unsigned op,
 		      struct dt_pid_stats *ps)
 {
 	struct dt_stats *s = p->s;
@@ -205,7 +261,7 @@ static int count_file(struct pass *p, const struct dl_trace_rec *r, unsigned op,
 	}
 	fs = &s->files[*fv];
 	/* Per (client, file): last read's end + 1; 0 before any read. */
-	last = dt_map_get(&p->pidfile, r->pid, r->file_id, &created);
+	last = dt_map_get(&p->pidfile, proc, r->file_id, &created);
 	if (!last)
 		return -ENOMEM;
 	ps->nfiles += created;
@@ -242,22 +298,25 @@ static int count_file(struct pass *p, const struct dl_trace_rec *r, unsigned op,
 	return 0;
 }
 
-static int count_record(struct pass *p, const struct dl_trace_rec *r)
+static int count_record(struct pass *p, const struct dl_trace_file *t, uint64_t i)
 {
+	const struct dl_trace_rec *r = &t->recs[i];
 	unsigned op = r->op < DL_TOP__COUNT ? r->op : DL_TOP_OTHER;
-	uint64_t end = r->start_ns + dl_trace_dur(r);
+	uint64_t end = r->start_ns + dl_trace_dur(r), proc = dt_proc(t, i);
 	struct dt_pid_stats *ps;
 	int ret;
 
 	count_op(p->s, r, op);
-	ret = count_client(p, r, end, &ps);
+	ret = count_client(p, r, proc, end, &ps);
 	if (!ret)
-		ret = count_job(p, r, op, end);
+		ret = count_job(p, r, proc, op, end);
+	if (!ret && t->nodes)
+		ret = count_node(p, r, proc, op, end);
 	if (ret)
 		return ret;
 	if (op == DL_TOP_OPEN || op == DL_TOP_CREATE)
 		count_open(p, r, ps);
-	return is_data_op(op) ? count_file(p, r, op, ps) : 0;
+	return is_data_op(op) ? count_file(p, r, proc, op, ps) : 0;
 }
 
 /* Inter-arrival times and durations: one scratch array reused for each. */
@@ -302,16 +361,30 @@ static int percentiles(const struct dl_trace_file *t, struct dt_stats *s)
 	return 0;
 }
 
-/* Clients in pid order (insertion sort: they arrive nearly sorted). */
+static int pid_after(const struct dt_pid_stats *a, const struct dt_pid_stats *b)
+{
+	return a->node != b->node ? a->node > b->node : a->pid > b->pid;
+}
+
+/* Clients in (node, pid) order, nodes in node order (insertion sorts: they
+ * arrive nearly sorted, and nodes are few). */
 static void sort_clients(struct dt_stats *s)
 {
 	for (size_t i = 1; i < s->npids; i++) {
 		struct dt_pid_stats x = s->pids[i];
 		size_t j = i;
 
-		for (; j > 0 && s->pids[j - 1].pid > x.pid; j--)
+		for (; j > 0 && pid_after(&s->pids[j - 1], &x); j--)
 			s->pids[j] = s->pids[j - 1];
 		s->pids[j] = x;
+	}
+	for (size_t i = 1; i < s->nnodes; i++) {
+		struct dt_node_stats x = s->nodes[i];
+		size_t j = i;
+
+		for (; j > 0 && s->nodes[j - 1].node > x.node; j--)
+			s->nodes[j] = s->nodes[j - 1];
+		s->nodes[j] = x;
 	}
 }
 
@@ -332,7 +405,7 @@ int dt_stats_compute(const struct dl_trace_file *t, struct dt_stats *s)
 
 		if (end > last_end)
 			last_end = end;
-		ret = count_record(&p, r);
+		ret = count_record(&p, t, i);
 	}
 	pass_free(&p);
 	if (!ret) {
@@ -358,10 +431,12 @@ void dt_stats_free(struct dt_stats *s)
 	free(s->files);
 	free(s->pids);
 	free(s->jobs);
+	free(s->nodes);
 	s->files = NULL;
 	s->pids = NULL;
 	s->jobs = NULL;
-	s->nfiles = s->npids = s->njobs = 0;
+	s->nodes = NULL;
+	s->nfiles = s->npids = s->njobs = s->nnodes = 0;
 }
 
 static int cmp_bytes(const void *pa, const void *pb, void *arg)

@@ -129,16 +129,18 @@ static void text_clients(const struct dl_trace_file *t, const struct dt_stats *s
 {
 	char a[32], b[32], c[32];
 
-	printf("\nclients (%s):\n  %8s %6s %10s %10s %12s %10s %12s %8s %7s\n",
+	printf("\nclients (%s):\n  %s%8s %6s %10s %10s %12s %10s %12s %8s %7s\n",
 	       t->h.version >= 2 ? "processes and their threads"
 				 : "client threads (a version 1 trace: tids are the daemon's workers)",
-	       "pid", "tids",
+	       t->nodes ? " node " : "", "pid", "tids",
 	       "requests", "reads", "read bytes", "writes", "write bytes", "files", "seq%");
 	for (size_t i = 0; i < s->npids; i++) {
 		const struct dt_pid_stats *p = &s->pids[i];
 		dt_fmt_bytes((double)p->rbytes, a, sizeof(a));
 		dt_fmt_bytes((double)p->wbytes, b, sizeof(b));
 		fmt_pct(p->seq_reads, p->reads, c, sizeof(c));
+		if (t->nodes)
+			printf("  %5u", p->node);
 		printf("  %8u %6llu %10llu %10llu %12s %10llu %12s %8llu %7s\n", p->pid,
 		       (unsigned long long)p->ntids, (unsigned long long)p->requests,
 		       (unsigned long long)p->reads, a, (unsigned long long)p->writes, b,
@@ -146,19 +148,91 @@ static void text_clients(const struct dl_trace_file *t, const struct dt_stats *s
 	}
 	if (t->h.version < 2)
 		return;
-	printf("\njobs:\n  %5s %6s %6s %10s %10s %12s %8s %8s  %s\n", "job", "procs", "tids",
-	       "requests", "reads", "read bytes", "opens", "releases", "name");
+	printf("\njobs:\n  %5s %s%6s %6s %10s %10s %12s %8s %8s  %s\n", "job",
+	       t->nodes ? "nodes " : "", "procs", "tids", "requests", "reads", "read bytes", "opens",
+	       "releases", "name");
 	for (size_t i = 0; i < s->njobs; i++) {
 		const struct dt_job_stats *j = &s->jobs[i];
 		const char *name = j->job ? dl_trace_name_find(t, DL_TRACE_JOB_ID(j->job)) : NULL;
 
 		dt_fmt_bytes((double)j->rbytes, a, sizeof(a));
-		printf("  %5u %6llu %6llu %10llu %10llu %12s %8llu %8llu  %s\n", j->job,
-		       (unsigned long long)j->npids, (unsigned long long)j->ntids,
+		if (t->nodes)
+			printf("  %5u %5llu", j->job, (unsigned long long)j->nnodes);
+		else
+			printf("  %5u", j->job);
+		printf(" %6llu %6llu %10llu %10llu %12s %8llu %8llu  %s\n", (unsigned long long)j->npids, (unsigned long long)j->ntids,
 		       (unsigned long long)j->requests, (unsigned long long)j->reads, a,
 		       (unsigned long long)j->opens, (unsigned long long)j->releases,
 		       name ? name : j->job ? "?" : "(no job: the kernel)");
 	}
+}
+
+/* A node's data span: its first read or write's arrival to the last one's
+ * reply (a daemon's trace runs from its mount, long before the job). */
+static double node_span_s(const struct dt_node_stats *n)
+{
+	return n->dlast_ns > n->dfirst_ns ? (double)(n->dlast_ns - n->dfirst_ns) / 1e9 : 0.0;
+}
+
+static double node_mb_s(const struct dt_node_stats *n)
+{
+	double span = node_span_s(n);
+
+	return span > 0 ? (double)(n->rbytes + n->wbytes) / span / 1e6 : 0.0;
+}
+
+/* The cluster's data span: the first node's first read or write to the
+ * last one's last reply. */
+static double cluster_span_s(const struct dt_stats *s)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+
+	for (size_t i = 0; i < s->nnodes; i++) {
+		if (!s->nodes[i].dlast_ns)
+			continue;
+		first = s->nodes[i].dfirst_ns < first ? s->nodes[i].dfirst_ns : first;
+		last = s->nodes[i].dlast_ns > last ? s->nodes[i].dlast_ns : last;
+	}
+	return last > first ? (double)(last - first) / 1e9 : 0.0;
+}
+
+/* A merged trace: what each node served, its data rate over its own data
+ * span, and the cluster's over the cluster's. */
+static void text_nodes(const struct dl_trace_file *t, const struct dt_stats *s)
+{
+	char a[32], b[32];
+	uint64_t rb = 0, wb = 0;
+	double sum = 0;
+
+	if (!s->nnodes)
+		return;
+	printf("\nnodes (MB/s: bytes read and written, 10^6, over the node's data span, its "
+	       "first read or\n  write to the last one's reply; all: the cluster's over its "
+	       "data span):\n  %5s %6s %5s %10s %10s %12s %10s %12s %9s %9s %10s\n",
+	       "node", "procs", "jobs", "requests", "reads", "read bytes", "writes", "write bytes",
+	       "from s", "span s", "MB/s");
+	for (size_t i = 0; i < s->nnodes; i++) {
+		const struct dt_node_stats *n = &s->nodes[i];
+
+		dt_fmt_bytes((double)n->rbytes, a, sizeof(a));
+		dt_fmt_bytes((double)n->wbytes, b, sizeof(b));
+		printf("  %5u %6llu %5llu %10llu %10llu %12s %10llu %12s %9.3f %9.3f %10.1f\n",
+		       n->node, (unsigned long long)n->npids, (unsigned long long)n->njobs,
+		       (unsigned long long)n->requests, (unsigned long long)n->reads, a,
+		       (unsigned long long)n->writes, b,
+		       n->dlast_ns ? dl_trace_rel_s(t, n->dfirst_ns) : 0.0,
+		       node_span_s(n), node_mb_s(n));
+		rb += n->rbytes;
+		wb += n->wbytes;
+		sum += node_mb_s(n);
+	}
+	dt_fmt_bytes((double)rb, a, sizeof(a));
+	dt_fmt_bytes((double)wb, b, sizeof(b));
+	printf("  %5s %6llu %5s %10llu %10s %12s %10s %12s %9s %9.3f %10.1f  (sum of nodes "
+	       "%.1f)\n",
+	       "all", (unsigned long long)s->npids, "", (unsigned long long)s->nrecs, "", a, "", b,
+	       "", cluster_span_s(s),
+	       cluster_span_s(s) > 0 ? (double)(rb + wb) / cluster_span_s(s) / 1e6 : 0.0, sum);
 }
 
 static void text_top_files(const struct dl_trace_file *t, const struct dt_stats *s, const size_t *top,
@@ -196,6 +270,8 @@ static void print_text(const struct dl_trace_file *t, const struct dt_stats *s, 
 	char a[96];
 
 	printf("trace: %s\n", t->path);
+	if (t->nodes)
+		printf("merged: %u nodes on one timeline (dlio-trace merge)\n", t->nnodes);
 	if (t->h.config[0])
 		printf("config: %s\n", t->h.config);
 	fmt_epoch(t->h.epoch_ns, a, sizeof(a));
@@ -209,6 +285,7 @@ static void print_text(const struct dl_trace_file *t, const struct dt_stats *s, 
 			     : " (no footer: drop count unknown)");
 	text_ops(s);
 	text_access(s);
+	text_nodes(t, s);
 	text_clients(t, s);
 	text_top_files(t, s, top, ntop);
 }
@@ -314,6 +391,8 @@ static void json_clients(struct dl_jw *w, const struct dl_trace_file *t, const s
 		const struct dt_pid_stats *p = &s->pids[i];
 
 		dl_jw_obj(w, NULL);
+		if (t->nodes)
+			dl_jw_u64(w, "node", p->node);
 		dl_jw_u64(w, "pid", p->pid);
 		dl_jw_u64(w, "tids", p->ntids);
 		dl_jw_u64(w, "requests", p->requests);
@@ -342,6 +421,8 @@ static void json_jobs(struct dl_jw *w, const struct dl_trace_file *t, const stru
 		dl_jw_obj(w, NULL);
 		dl_jw_u64(w, "job", j->job);
 		dl_jw_str(w, "name", name ? name : "");
+		if (t->nodes)
+			dl_jw_u64(w, "nodes", j->nnodes);
 		dl_jw_u64(w, "processes", j->npids);
 		dl_jw_u64(w, "threads", j->ntids);
 		dl_jw_u64(w, "requests", j->requests);
@@ -355,6 +436,49 @@ static void json_jobs(struct dl_jw *w, const struct dl_trace_file *t, const stru
 		dl_jw_f64(w, "last_s", dl_trace_rel_s(t, j->last_ns), 9);
 		dl_jw_end(w);
 	}
+	dl_jw_end(w);
+}
+
+static void json_nodes(struct dl_jw *w, const struct dl_trace_file *t, const struct dt_stats *s)
+{
+	double sum = 0;
+	uint64_t bytes = 0;
+
+	if (!s->nnodes)
+		return;
+	dl_jw_arr(w, "nodes");
+	for (size_t i = 0; i < s->nnodes; i++) {
+		const struct dt_node_stats *n = &s->nodes[i];
+		const char *src = dl_trace_name_find(t, DL_TRACE_NODE_ID(n->node));
+
+		dl_jw_obj(w, NULL);
+		dl_jw_u64(w, "node", n->node);
+		dl_jw_str(w, "trace", src ? src : "");
+		dl_jw_u64(w, "processes", n->npids);
+		dl_jw_u64(w, "jobs", n->njobs);
+		dl_jw_u64(w, "requests", n->requests);
+		dl_jw_u64(w, "reads", n->reads);
+		dl_jw_u64(w, "read_bytes", n->rbytes);
+		dl_jw_u64(w, "writes", n->writes);
+		dl_jw_u64(w, "write_bytes", n->wbytes);
+		dl_jw_u64(w, "opens", n->opens);
+		dl_jw_f64(w, "first_s", dl_trace_rel_s(t, n->first_ns), 9);
+		dl_jw_f64(w, "last_s", dl_trace_rel_s(t, n->last_ns), 9);
+		dl_jw_f64(w, "data_first_s", n->dlast_ns ? dl_trace_rel_s(t, n->dfirst_ns) : 0.0, 9);
+		dl_jw_f64(w, "data_span_s", node_span_s(n), 9);
+		dl_jw_f64(w, "mb_per_s", node_mb_s(n), 9);
+		dl_jw_end(w);
+		sum += node_mb_s(n);
+		bytes += n->rbytes + n->wbytes;
+	}
+	dl_jw_end(w);
+	dl_jw_obj(w, "cluster");
+	dl_jw_u64(w, "nodes", s->nnodes);
+	dl_jw_u64(w, "bytes", bytes);
+	dl_jw_f64(w, "data_span_s", cluster_span_s(s), 9);
+	dl_jw_f64(w, "mb_per_s",
+		  cluster_span_s(s) > 0 ? (double)bytes / cluster_span_s(s) / 1e6 : 0.0, 9);
+	dl_jw_f64(w, "sum_of_nodes_mb_per_s", sum, 9);
 	dl_jw_end(w);
 }
 
@@ -404,8 +528,10 @@ static void print_json(const struct dl_trace_file *t, const struct dt_stats *s, 
 	dl_jw_u64(&w, "records", s->nrecs);
 	dl_jw_u64(&w, "dropped", s->dropped);
 	dl_jw_bool(&w, "complete", t->has_footer);
+	dl_jw_u64(&w, "version", t->h.version);
 	json_ops(&w, s);
 	json_totals(&w, s);
+	json_nodes(&w, t, s);
 	json_clients(&w, t, s);
 	json_jobs(&w, t, s);
 	json_top_files(&w, t, s, top, ntop);

@@ -125,6 +125,9 @@ static const struct tool_opts predict_opts = {
 		"AU (dlio-drive) or data-wait share (a job under dlio-stall) and samples/s\n"
 		"with the job's own figures from TRACE.json (written beside the trace by\n"
 		"sweep --trace); without them only the I/O is predicted.\n"
+		"A merged trace of a cluster's nodes (dlio-trace merge) replays as the\n"
+		"whole cluster on one pacer at the cluster's limits, each node's part of a\n"
+		"job a job of its own (each node had its own pacer).\n"
 		"\n",
 	.tail = "\n"
 		"example:\n"

@@ -2,8 +2,9 @@
  * through the same pacer library the mount uses (a pure library with an
  * injected clock), and only the storage's answers change.
  *
- * What stays as recorded is the client: each thread (pid, tid) keeps its own
- * order of requests and its think time. A thread's request follows one event
+ * What stays as recorded is the client: each thread (pid, tid; and its node
+ * in a merged trace of a cluster's nodes) keeps its own order of requests
+ * and its think time. A thread's request follows one event
  * of its own, the latest before it: the reply of one of its earlier requests
  * (the read it waited for) or, when requests overlap (readahead), its
  * previous request's arrival. The gap after that event is the client's own
@@ -42,6 +43,7 @@ struct rreq {
 	uint64_t e, g;	/* the daemon's lateness after due, and its floor */
 	uint64_t delta; /* gap after the anchor event */
 	struct dl_pacer_req preq;
+	uint32_t job;	      /* the trace's job (preq.job: the pacer's, per node) */
 	int64_t anchor;	      /* request it follows; -1: the origin */
 	uint8_t on_reply;     /* follows the anchor's reply, else its arrival */
 	uint32_t dep0, ndeps; /* its dependents: deps[dep0 .. dep0 + ndeps) */
@@ -125,14 +127,26 @@ static struct ev hpop(struct ev *h, size_t *n)
 	return top;
 }
 
+/* A thread is (job, node, pid, tid): a merged trace's nodes may be hosts
+ * whose pids and tids coincide. */
+static int same_thread(const struct dl_trace_file *t, uint32_t i, uint32_t j)
+{
+	const struct dl_trace_rec *a = &t->recs[i], *b = &t->recs[j];
+
+	return a->job == b->job && dl_trace_node(t, i) == dl_trace_node(t, j) &&
+	       a->pid == b->pid && a->tid == b->tid;
+}
+
 static int cmp_thread(const void *pa, const void *pb, void *arg)
 {
-	const struct dl_trace_rec *recs = arg;
-	const struct dl_trace_rec *a = &recs[*(const uint32_t *)pa];
-	const struct dl_trace_rec *b = &recs[*(const uint32_t *)pb];
+	const struct dl_trace_file *t = arg;
+	uint32_t ia = *(const uint32_t *)pa, ib = *(const uint32_t *)pb;
+	const struct dl_trace_rec *a = &t->recs[ia], *b = &t->recs[ib];
 
 	if (a->job != b->job)
 		return a->job < b->job ? -1 : 1;
+	if (dl_trace_node(t, ia) != dl_trace_node(t, ib))
+		return dl_trace_node(t, ia) < dl_trace_node(t, ib) ? -1 : 1;
 	if (a->pid != b->pid)
 		return a->pid < b->pid ? -1 : 1;
 	if (a->tid != b->tid)
@@ -294,10 +308,17 @@ static int build(const struct dl_trace_file *t, uint64_t origin, struct model *m
 	uint32_t *idx = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*idx));
 	struct ev *heap = malloc((t->nrecs ? t->nrecs : 1) * sizeof(*heap));
 	uint64_t maxdur = 0;
+	uint32_t jstride = 1;
 	int ret = -ENOMEM;
 
 	if (!idx || !heap)
 		goto out;
+	/* A merged trace's nodes each had a pacer of their own: a job's
+	 * streams and runs on one node are not another node's, so each node's
+	 * part of a job is a job of its own to the one pacer here. */
+	for (size_t i = 0; t->nodes && i < t->nrecs; i++)
+		if (t->recs[i].job >= jstride)
+			jstride = t->recs[i].job + 1;
 	for (size_t i = 0; i < t->nrecs; i++) {
 		const struct dl_trace_rec *x = &t->recs[i];
 		struct rreq *q = &m->r[i];
@@ -308,7 +329,8 @@ static int build(const struct dl_trace_file *t, uint64_t origin, struct model *m
 		q->preq.file_id = x->file_id;
 		q->preq.off = x->offset;
 		q->preq.len = x->op == DL_TOP_READ || x->op == DL_TOP_WRITE ? x->size : 0;
-		q->preq.job = x->job;
+		q->job = x->job;
+		q->preq.job = x->job + (t->nodes ? t->nodes[i] * jstride : 0);
 		q->preq.flags = nodev(x) ? DL_PREQ_NODEV : 0;
 		if (x->flags & 4)
 			q->preq.flags |= DL_PREQ_BUFFERED;
@@ -318,23 +340,17 @@ static int build(const struct dl_trace_file *t, uint64_t origin, struct model *m
 		if (q->preq.cls == DL_OP_META && x->op != DL_TOP_LOOKUP &&
 		    x->op != DL_TOP_READDIR)
 			q->preq.inode = x->file_id;
-		rjob[i] = x->job;
+		rjob[i] = q->preq.job;
 	}
 	file_sizes(t, m, idx);
 	for (size_t i = 0; i < t->nrecs; i++) {
 		idx[i] = (uint32_t)i;
 		maxdur = m->r[i].d > maxdur ? m->r[i].d : maxdur;
 	}
-	qsort_r(idx, t->nrecs, sizeof(*idx), cmp_thread, (void *)t->recs);
+	qsort_r(idx, t->nrecs, sizeof(*idx), cmp_thread, (void *)t);
 	for (size_t lo = 0, hi; lo < t->nrecs; lo = hi) {
-		const struct dl_trace_rec *a = &t->recs[idx[lo]];
-
-		for (hi = lo + 1; hi < t->nrecs; hi++) {
-			const struct dl_trace_rec *b = &t->recs[idx[hi]];
-
-			if (b->job != a->job || b->pid != a->pid || b->tid != a->tid)
-				break;
-		}
+		for (hi = lo + 1; hi < t->nrecs && same_thread(t, idx[lo], idx[hi]); hi++)
+			;
 		thread_anchors(m, idx, lo, hi, rjob, maxdur, heap);
 	}
 	ret = link_deps(m);
@@ -489,12 +505,15 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int model_jobs(struct model *m, const uint32_t *rjob)
+/* The trace's jobs, for the figures per job (a merged trace's job on
+ * several nodes is one). */
+static int model_jobs(struct model *m)
 {
 	m->jobs = malloc((m->n ? m->n : 1) * sizeof(*m->jobs));
 	if (!m->jobs)
 		return -ENOMEM;
-	memcpy(m->jobs, rjob, m->n * sizeof(*rjob));
+	for (size_t i = 0; i < m->n; i++)
+		m->jobs[i] = m->r[i].job;
 	qsort(m->jobs, m->n, sizeof(*m->jobs), cmp_u32);
 	for (size_t i = 0; i < m->n; i++)
 		if (!m->njobs || m->jobs[m->njobs - 1] != m->jobs[i])
@@ -535,10 +554,13 @@ static int replay(const struct dl_trace_file *t, const struct model *m, struct d
 	size_t cap = 1024, nh = 0;
 	struct ev *heap = malloc(cap * sizeof(*heap));
 	uint64_t lat_sum = 0, nreads = 0, rbytes = 0, first = UINT64_MAX, last = 0;
-	uint32_t stride = m->njobs ? m->jobs[m->njobs - 1] + 1 : 1;
+	uint32_t stride = 1;
 
 	if (!heap)
 		return -ENOMEM;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->r[i].preq.job >= stride)
+			stride = m->r[i].preq.job + 1;
 	/* An event's index: request i of client c is c * n + i. */
 	for (unsigned c = 0; c < clients; c++)
 		for (size_t i = 0; i < m->n; i++)
@@ -568,12 +590,12 @@ static int replay(const struct dl_trace_file *t, const struct model *m, struct d
 			return -EINVAL;
 		}
 		if (res.flags & DL_PRES_NEW_JOB)
-			name_job(p, t, req.job, q->preq.job, c);
+			name_job(p, t, req.job, q->job, c);
 		reply = res.due_ns + q->e;
 		if (ev.t + q->g > reply)
 			reply = ev.t + q->g;
 		dl_pacer_complete(p, &req, &res, reply);
-		jb = &out->jobs[c * m->njobs + job_slot(m, q->preq.job)];
+		jb = &out->jobs[c * m->njobs + job_slot(m, q->job)];
 		if (ev.t < jb->first_ns)
 			jb->first_ns = ev.t;
 		if (reply > jb->last_ns)
@@ -638,7 +660,7 @@ int wi_replay_run(const struct dl_trace_file *t, uint64_t origin, const struct d
 		goto out;
 	ret = build(t, origin, &m, rjob);
 	if (!ret)
-		ret = model_jobs(&m, rjob);
+		ret = model_jobs(&m);
 	if (!ret)
 		ret = split_daemon_time(&m, rec, seed, &out->daemon_share, &start);
 	if (ret)

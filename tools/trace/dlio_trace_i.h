@@ -156,8 +156,12 @@ const char *dt_pattern_name(enum dt_pattern p);
 /* A piece continues a call when it arrives at most this long after the
  * previous piece's reply (the kernel sends the next piece of a split call
  * once the previous one is answered: 0.5-0.7 ms later on a loaded 2-core
- * machine). */
-#define DT_PIECE_GAP_NS 2000000ULL
+ * machine, but more than 2 ms now and then at load 4: the calling thread
+ * waits for a core before it sends the next piece, and a 2 ms gap split
+ * one 10 MiB pread in two in about 1 run of 3). Only full-size pieces
+ * that continue each other are joined, so a longer gap can join only
+ * back-to-back full-size calls, which look like one call anyway. */
+#define DT_PIECE_GAP_NS 10000000ULL
 /* The kernel splits at the user buffer's pages: a piece but the last is at
  * most a page short of the largest request. */
 #define DT_PIECE_SLACK 4096ULL

@@ -474,9 +474,9 @@ class Issued(TraceTest):
         # nine of 1 MiB, 48 B), each 0.5 ms after the previous reply.
         recs, t = pread_pieces(50, 51, 1, 0, 10 * MiB, 0)
         self.assertEqual(len(recs), 11)
-        # The same thread's next call, 5 ms later, at the next offset:
+        # The same thread's next call, 15 ms later, at the next offset:
         # 2 MiB + 100 B, its own call.
-        more, t = pread_pieces(50, 51, 1, 10 * MiB, 2 * MiB + 100, t + 5 * 10**6, misalign=0)
+        more, t = pread_pieces(50, 51, 1, 10 * MiB, 2 * MiB + 100, t + 15 * 10**6, misalign=0)
         recs += more
         # Another thread, 4 KiB reads back to back: never joined.
         recs += reads_of(50, 2, [(i * 4096, 4096) for i in range(8)], tid=52, gap=1000)
@@ -484,9 +484,9 @@ class Issued(TraceTest):
         # follows on.
         recs.append(Rec(0, "read", 50, 2, 0, MiB, result=1000, tid=53, dur=1000))
         recs.append(Rec(2000, "read", 50, 2, MiB, MiB, tid=53, dur=1000))
-        # A piece 3 ms after the previous reply: a new call.
+        # A piece 10.001 ms after the previous reply: a new call.
         recs.append(Rec(0, "read", 50, 3, 0, MiB, tid=54, dur=1000))
-        recs.append(Rec(3001000, "read", 50, 3, MiB, 4096, tid=54, dur=1000))
+        recs.append(Rec(10002000, "read", 50, 3, MiB, 4096, tid=54, dur=1000))
         # Pieces of two threads on one file interleave: each its own call.
         a, _ = pread_pieces(60, 61, 4, 0, 3 * MiB, 0, misalign=0)
         b, _ = pread_pieces(60, 62, 4, 3 * MiB, 3 * MiB, 100, misalign=0)
@@ -499,7 +499,7 @@ class Issued(TraceTest):
         self.assertEqual(sum(h["count"] for h in o["size_hist"]), o["count"])
         iss = o["issued"]
         self.assertEqual(iss["split_at"], MiB)
-        self.assertEqual(iss["piece_gap_ns"], 2000000)
+        self.assertEqual(iss["piece_gap_ns"], 10000000)
         # 10 MiB, 2 MiB + 100, eight 4 KiB, 1 MiB (short) + 1 MiB,
         # 1 MiB + 4 KiB, 3 MiB twice.
         self.assertEqual(iss["count"], 1 + 1 + 8 + 2 + 2 + 2)

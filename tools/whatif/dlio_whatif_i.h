@@ -211,8 +211,8 @@ int wi_figs_load(const char *path, enum wi_job_kind kind, struct wi_figs *figs,
  * the cache's hit ratios their mean, samples/s and MB/s their sum. */
 void wi_figs_total(const struct wi_figs *copies, unsigned n, struct wi_figs *total);
 /* Each rank's figures of a dlio-drive report of several ranks (per_rank[]:
- * AU, samples/s, MB/s, the rank's own means over epochs): how many, 0 with
- * one rank. */
+ * AU, data wait, samples/s, MB/s, the rank's own means over epochs): how
+ * many, 0 with one rank. */
 unsigned wi_figs_load_ranks(const char *path, struct wi_figs *node, unsigned max);
 /* What the model predicts of a job whose I/O ended delta_s later (or
  * earlier) than in its recorded run, its reads taking rho times as long in

@@ -131,6 +131,10 @@ class Sweep(Base):
             self.assertAlmostEqual(sum(nodes), c, delta=0.02 * c)
             for n in nodes:
                 self.assertLess(abs(n / (bw / 2) - 1), 0.2, nodes)
+            # Each node's data wait is its rank's own; the job's, their mean.
+            waits = [n["wait_share"] for n in run0["nodes"]]
+            self.assertAlmostEqual(sum(waits) / 2, run0["total"]["wait_share"], delta=0.1,
+                                   msg=(waits, run0["total"]))
             self.assertEqual(len(pc["node_stats"]), 2)
             self.assertEqual(pc["node_stats"][1]["mb_per_s"]["n"], 1)
         self.assertIn("a cluster of 2 mounts", r2.stdout)

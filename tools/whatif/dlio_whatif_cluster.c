@@ -329,9 +329,9 @@ int wi_cluster_init(struct wi_env *e, const struct wi_opts *o)
 	if (o->launcher) {
 		e->remote = 1;
 		if (!o->mountpoint || o->mountpoint[0] != '/')
-			return refuse("--launcher: give --mountpoint /DIR, the same absolute "
-				      "directory on every node ({rank} in it for several nodes on "
-				      "one machine)");
+			return refuse("--launcher (or DLIO_WHATIF_LAUNCHER): give --mountpoint "
+				      "/DIR, the same absolute directory on every node ({rank} in "
+				      "it for several nodes on one machine)");
 		if (strlen(o->mountpoint) >= sizeof(e->mnt))
 			return refuse("--mountpoint: too long");
 		snprintf(e->mnt, sizeof(e->mnt), "%s", o->mountpoint);

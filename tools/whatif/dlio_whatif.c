@@ -22,6 +22,8 @@ static const char usage[] =
     "  predict TRACE [--set KEY=V1,V2,...] [--clients N]\n"
     "                      what the traced job would get under other settings, or\n"
     "                      N copies of it on one shared device, without running it\n"
+    "  sweep|search ... --nodes N  on a cluster of N mounts that share one storage\n"
+    "                      model, the job (dlio-drive) one rank per mount\n"
     "  COMMAND --help      details of one command\n"
     "\n"
     "JOB is any command; {mount} in it is replaced by the mountpoint. dlio-drive\n"
@@ -61,6 +63,9 @@ int main(int argc, char **argv)
 		return stopped(wi_search(argc - 1, argv + 1));
 	if (!strcmp(cmd, "predict"))
 		return wi_predict(argc - 1, argv + 1);
+	/* Not in the usage: what each node of a --nodes cluster runs. */
+	if (!strcmp(cmd, "node"))
+		return wi_node(argc - 1, argv + 1);
 	fprintf(stderr, "dlio-whatif: unknown command '%s'\n%s", cmd, usage);
 	return 2;
 }

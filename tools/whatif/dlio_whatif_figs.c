@@ -140,6 +140,42 @@ int wi_figs_load(const char *path, enum wi_job_kind kind, struct wi_figs *figs,
 	return 0;
 }
 
+unsigned wi_figs_load_ranks(const char *path, struct wi_figs *node, unsigned max)
+{
+	struct dl_jdoc j;
+	unsigned n = 0;
+
+	if (read_doc(path, &j))
+		return 0;
+	for (; n < max && !isnan(num(&j, "per_rank.%u.rank", n)); n++) {
+		double mb = 0, wait = 0;
+		unsigned k = 0, kw = 0;
+
+		memset(&node[n], 0, sizeof(node[n]));
+		wi_figs_set(&node[n], WI_M_AU, num(&j, "per_rank.%u.au_mean", n));
+		wi_figs_set(&node[n], WI_M_SPS, num(&j, "per_rank.%u.samples_per_s_mean", n));
+		/* The job's MB/s is the mean over epochs of the ranks' sum: each
+		 * rank's is the mean over epochs of its own. */
+		for (; !isnan(num(&j, "per_rank.%u.epochs.%u.mb_per_s", n, k)); k++) {
+			double st = num(&j, "per_rank.%u.epochs.%u.stall_s", n, k);
+			double wall = num(&j, "per_rank.%u.epochs.%u.wall_s", n, k);
+
+			mb += num(&j, "per_rank.%u.epochs.%u.mb_per_s", n, k);
+			if (st >= 0 && wall > 0) {
+				wait += st / wall;
+				kw++;
+			}
+		}
+		if (k)
+			wi_figs_set(&node[n], WI_M_MBPS, mb / k);
+		/* Its data-wait share: its own waits over its own epochs. */
+		if (kw)
+			wi_figs_set(&node[n], WI_M_WAIT, wait / kw);
+	}
+	dl_jdoc_free(&j);
+	return n;
+}
+
 void wi_figs_total(const struct wi_figs *c, unsigned n, struct wi_figs *t)
 {
 	memset(t, 0, sizeof(*t));

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "dliofs/pacer.h"
 #include "tool_progress_i.h"
@@ -20,6 +21,7 @@
 #define WI_MAX_VALS 64
 #define WI_MAX_COPIES 64
 #define WI_MAX_EPOCHS 64
+#define WI_MAX_NODES 64
 
 /* ---- dlio_whatif_args.c: settings, grids, targets ---- */
 
@@ -208,6 +210,10 @@ int wi_figs_load(const char *path, enum wi_job_kind kind, struct wi_figs *figs,
 /* The copies of one run together: run_s the longest, au, wait_share and
  * the cache's hit ratios their mean, samples/s and MB/s their sum. */
 void wi_figs_total(const struct wi_figs *copies, unsigned n, struct wi_figs *total);
+/* Each rank's figures of a dlio-drive report of several ranks (per_rank[]:
+ * AU, data wait, samples/s, MB/s, the rank's own means over epochs): how
+ * many, 0 with one rank. */
+unsigned wi_figs_load_ranks(const char *path, struct wi_figs *node, unsigned max);
 /* What the model predicts of a job whose I/O ended delta_s later (or
  * earlier) than in its recorded run, its reads taking rho times as long in
  * all (out: run_s, au, wait_share, samples_per_s; NAN where it cannot say;
@@ -243,6 +249,16 @@ struct wi_env {
 	int quiet;	       /* no progress line (-q, or stderr no terminal) */
 	uint64_t t0;	       /* when the verb started (progress) */
 	struct tool_progress pl;
+	/* --nodes N: a cluster of N mounts (dlio_whatif_cluster.c); mnt is
+	 * then the mountpoint with {rank} in it, the same on every node. */
+	unsigned nodes;		 /* 0: one plain mount */
+	char **launcher;	 /* what starts one process per node (NULL-ended) */
+	int remote;		 /* --launcher: the nodes' mounts are not ours to see */
+	char cluster_cfg[PATH_MAX]; /* the config with cluster:, a copy if we wrote it */
+	int cfg_copy;		 /* cluster_cfg is ours to remove */
+	pid_t daemons;		 /* the launcher of the running cluster's daemons */
+	char self[PATH_MAX];	 /* this dlio-whatif, for `dlio-whatif node` on each node */
+	char daemons_log[PATH_MAX + 64];
 };
 
 struct wi_run {
@@ -251,6 +267,8 @@ struct wi_run {
 	struct wi_figs copy[WI_MAX_COPIES];
 	struct wi_figs total; /* the hit ratios: the mount's over the run */
 	double elapsed_s; /* wall time of the run, mount to unmount */
+	unsigned nnodes;  /* --nodes: each rank's own figures (dlio-drive's per_rank) */
+	struct wi_figs node[WI_MAX_NODES];
 	char trace[PATH_MAX];
 	char note[256];
 };
@@ -274,8 +292,40 @@ int wi_run_once(struct wi_env *e, const struct wi_kv *kv, unsigned n, const char
 /* The mount's side (dlio_whatif_mount.c). */
 int wi_mount(struct wi_env *e, const char *log);
 int wi_umount(struct wi_env *e);
-/* Apply kv as one transaction, drop the caches, reset the statistics. */
+/* Apply kv as one transaction, drop the caches, reset the statistics (on
+ * every node of a cluster); wi_cold_at: on the mount mnt. */
 int wi_cold(struct wi_env *e, const struct wi_kv *kv, unsigned n);
+int wi_cold_at(const char *mnt, const struct wi_kv *kv, unsigned n);
+/* NAME beside this binary, else $ENV, else NAME on the PATH. */
+void wi_find_tool(const char *name, const char *env, char *buf, size_t len);
+/* Run argv with stdout and stderr appended to out: its exit status. */
+int wi_run_cmd(char *const argv[], const char *out);
+void wi_show_file(const char *path, const char *what);
+
+/* ---- dlio_whatif_cluster.c: --nodes N, one storage system of N mounts ----
+ * The daemons are one `mpirun -np N dliofs mount -f DIR/m{rank} CONFIG`
+ * (cluster: in CONFIG, added to a copy where it is missing), the job one
+ * `mpirun -np N dlio-drive ...` whose rank r reads mount r; with
+ * --launcher the same commands start under srun or mpirun -H, one process
+ * per node, and the nodes' mounts are reached through the launcher
+ * (`dlio-whatif node`). */
+/* Check the options, make the cluster's config, find the launcher. -errno,
+ * said (the caller exits 2 on -EINVAL). */
+int wi_cluster_init(struct wi_env *e, const struct wi_opts *o);
+void wi_cluster_fini(struct wi_env *e);
+/* The N daemons, up when every node answers; unmounted all, whatever
+ * happened (-EIO: something was left to the lazy unmount). */
+int wi_cluster_mount(struct wi_env *e, const char *log);
+int wi_cluster_umount(struct wi_env *e);
+int wi_cluster_cold(struct wi_env *e, const struct wi_kv *kv, unsigned n);
+/* The job's argv with the launcher before it; each rank has {rank}
+ * replaced in every argument by `dlio-whatif node exec`. */
+char **wi_cluster_job_argv(const struct wi_env *e, char **job);
+/* `dlio-whatif node OP MOUNTPOINT ...`: what one node does for a launcher
+ * ({rank} in MOUNTPOINT from the launcher's environment). */
+int wi_node(int argc, char **argv);
+/* This process's rank from mpirun's or srun's environment, -1: none. */
+int wi_env_rank(void);
 int wi_trace_start(struct wi_env *e, const char *path);
 int wi_trace_stop(struct wi_env *e);
 /* The emulated cache's hit ratios over the run from the mount's statistics,
@@ -298,6 +348,9 @@ void wi_json_settings(struct dl_jw *w, const struct wi_kv *kv, unsigned n);
  * the total (copy < 0) or of one copy. */
 void wi_point_stats(const struct wi_run *runs, unsigned nruns, unsigned warmup, int copy,
 		    struct wi_stat st[WI_NM]);
+/* The same of one node of a cluster. */
+void wi_node_stats(const struct wi_run *runs, unsigned nruns, unsigned warmup, unsigned node,
+		   struct wi_stat st[WI_NM]);
 void wi_json_stats(struct dl_jw *w, const char *key, const struct wi_stat st[WI_NM]);
 void wi_json_runs(struct dl_jw *w, const struct wi_run *runs, unsigned nruns, unsigned warmup);
 /* "target": {text, metric, op, value}. */
@@ -326,6 +379,9 @@ struct wi_opts {
 	double resolution; /* search: hi / lo at most 1 + resolution */
 	int keep, quiet;
 	int progress; /* --progress: a line per run into a log too */
+	unsigned nodes;		/* --nodes N, 0: not given */
+	const char *launcher;	/* --launcher 'srun ...' (or $DLIO_WHATIF_LAUNCHER) */
+	const char *mountpoint; /* --mountpoint DIR: each node's, with --launcher */
 	char **argv; /* the job */
 };
 

@@ -98,6 +98,13 @@ static pid_t start_copy(const struct wi_env *e, unsigned c, struct copy *cp)
 	char job[32];
 	pid_t pid;
 
+	/* A cluster's job: one rank per node, started by the launcher. */
+	if (av && e->nodes) {
+		char **one = av;
+
+		av = wi_cluster_job_argv(e, one);
+		wi_argv_free(one);
+	}
 	if (!av)
 		return -ENOMEM;
 	snprintf(job, sizeof(job), "whatif-%u", c);
@@ -110,6 +117,13 @@ static pid_t start_copy(const struct wi_env *e, unsigned c, struct copy *cp)
 		 * the mount, and a signal to the group reaches its workers. */
 		setsid();
 		setenv("DLIOFS_JOB", job, 1);
+		if (e->nodes) {
+			/* mpirun would hand the terminal's input to rank 0. */
+			int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+			if (in >= 0)
+				dup2(in, 0);
+		}
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
@@ -205,6 +219,27 @@ static int write_side(const struct wi_env *e, const struct wi_kv *kv, unsigned n
 	return wi_json_close(&w, f);
 }
 
+/* A cluster's job: each rank's figures, and a job that was not one job of
+ * N ranks (a dlio-drive without MPI runs N jobs of one rank, each reading
+ * everything) is a failed run, not figures. */
+static void node_figs(const struct wi_env *e, const struct copy *cp, struct wi_run *out)
+{
+	out->nnodes = wi_figs_load_ranks(cp->report, out->node, WI_MAX_NODES);
+	if (out->nnodes == e->nodes || (e->nodes == 1 && out->nnodes == 0)) {
+		if (e->nodes == 1) {
+			out->nnodes = 1;
+			out->node[0] = out->copy[0];
+		}
+		return;
+	}
+	out->ok = 0;
+	snprintf(out->note, sizeof(out->note),
+		 "the job reported %u rank%s, not one per node (%u): is dlio-drive built with "
+		 "the MPI of the launcher? (see %.120s)",
+		 out->nnodes ? out->nnodes : 1, out->nnodes > 1 ? "s" : "", e->nodes, cp->log);
+	out->nnodes = 0;
+}
+
 /* Start the copies, wait for them, read what they reported. */
 static void run_copies(struct wi_env *e, const char *tag, struct copy *cp,
 		       struct wi_jobmodel *models, struct wi_run *out)
@@ -245,6 +280,8 @@ static void run_copies(struct wi_env *e, const char *tag, struct copy *cp,
 			models[c].t_end = cp[c].t_end;
 			models[c].figs = out->copy[c];
 			snprintf(models[c].name, sizeof(models[c].name), "whatif-%u", c);
+			if (e->nodes)
+				node_figs(e, &cp[c], out);
 		} else {
 			out->ok = 0;
 			if (!code)

@@ -25,8 +25,7 @@
 #include "dliofs/exepath.h"
 #include "dliofs/json.h"
 
-/* NAME beside this binary, else $ENV, else NAME on the PATH. */
-static void find_tool(const char *name, const char *env, char *buf, size_t len)
+void wi_find_tool(const char *name, const char *env, char *buf, size_t len)
 {
 	const char *e = getenv(env);
 	char dir[PATH_MAX];
@@ -64,8 +63,8 @@ int wi_env_init(struct wi_env *e, const char *config, const char *mount, char **
 	e->argv = argv;
 	e->copies = copies ? copies : 1;
 	e->kind = is_drive(argv[0]) ? WI_JOB_DRIVE : WI_JOB_STALL;
-	find_tool("dliofs", "DLIOFS", e->dliofs, sizeof(e->dliofs));
-	find_tool("dlio-stall", "DLIO_STALL", e->stall, sizeof(e->stall));
+	wi_find_tool("dliofs", "DLIOFS", e->dliofs, sizeof(e->dliofs));
+	wi_find_tool("dlio-stall", "DLIO_STALL", e->stall, sizeof(e->stall));
 	snprintf(e->workdir, sizeof(e->workdir), "%s/dlio-whatif-XXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(e->workdir)) {
@@ -107,7 +106,7 @@ int wi_env_from_opts(struct wi_env *e, const struct wi_opts *o)
 	tool_progress_init(&e->pl, e->quiet, 1);
 	e->trace_dir = o->trace_dir[0] ? o->trace_dir : NULL;
 	e->t0 = dl_mono_ns();
-	return 0;
+	return o->nodes ? wi_cluster_init(e, o) : 0;
 }
 
 static int rm_tree(const char *dir)
@@ -128,6 +127,7 @@ void wi_env_fini(struct wi_env *e)
 {
 	if (!e->workdir[0])
 		return;
+	wi_cluster_fini(e);
 	if (e->keep && !tool_stop_requested()) {
 		fprintf(stderr, "dlio-whatif: the runs' files are kept in %s\n", e->workdir);
 		return;
@@ -138,8 +138,7 @@ void wi_env_fini(struct wi_env *e)
 	rm_tree(e->workdir);
 }
 
-/* Run argv with stdout and stderr into out (appended); its exit status. */
-static int run_cmd(char *const argv[], const char *out)
+int wi_run_cmd(char *const argv[], const char *out)
 {
 	pid_t pid = fork();
 	int st;
@@ -165,7 +164,7 @@ static int run_cmd(char *const argv[], const char *out)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static void show_file(const char *path, const char *what)
+void wi_show_file(const char *path, const char *what)
 {
 	FILE *f = fopen(path, "r");
 	char line[1024];
@@ -184,16 +183,18 @@ int wi_mount(struct wi_env *e, const char *log)
 	char *argv[] = {e->dliofs, "mount", e->mnt, (char *)e->config, "--log", (char *)log, NULL};
 	int rc;
 
+	if (e->nodes)
+		return wi_cluster_mount(e, log);
 	if (!e->own)
 		return 0;
 	snprintf(out, sizeof(out), "%s/mount.out", e->workdir);
 	unlink(out);
-	rc = run_cmd(argv, out);
+	rc = wi_run_cmd(argv, out);
 	if (rc) {
 		fprintf(stderr, "dlio-whatif: %s mount %s %s failed (%d)\n", e->dliofs, e->mnt,
 			e->config, rc);
-		show_file(out, "its output");
-		show_file(log, "the daemon's log");
+		wi_show_file(out, "its output");
+		wi_show_file(log, "the daemon's log");
 		return -EIO;
 	}
 	return 0;
@@ -205,18 +206,20 @@ int wi_umount(struct wi_env *e)
 	char *argv[] = {e->dliofs, "umount", e->mnt, NULL};
 	int rc;
 
+	if (e->nodes)
+		return wi_cluster_umount(e);
 	if (!e->own)
 		return 0;
 	snprintf(out, sizeof(out), "%s/umount.out", e->workdir);
-	rc = run_cmd(argv, out);
+	rc = wi_run_cmd(argv, out);
 	if (rc) {
 		char *lazy[] = {"fusermount3", "-u", "-z", "--", e->mnt, NULL};
 
 		fprintf(stderr, "dlio-whatif: %s umount %s failed (%d)\n", e->dliofs, e->mnt, rc);
-		show_file(out, "its output");
+		wi_show_file(out, "its output");
 		/* Still busy (a job's process that outlived it): detached now, the
 		 * daemon exits when the last file on it closes. */
-		if (run_cmd(lazy, out) == 0)
+		if (wi_run_cmd(lazy, out) == 0)
 			fprintf(stderr, "dlio-whatif: %s unmounted lazily\n", e->mnt);
 		return -EIO;
 	}
@@ -225,6 +228,11 @@ int wi_umount(struct wi_env *e)
 
 int wi_cold(struct wi_env *e, const struct wi_kv *kv, unsigned n)
 {
+	return e->nodes ? wi_cluster_cold(e, kv, n) : wi_cold_at(e->mnt, kv, n);
+}
+
+int wi_cold_at(const char *mnt, const struct wi_kv *kv, unsigned n)
+{
 	char text[WI_MAX_AXES * (WI_KEY + WI_VAL + 2) + 1] = "";
 	size_t off = 0;
 	int ret;
@@ -232,13 +240,13 @@ int wi_cold(struct wi_env *e, const struct wi_kv *kv, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		off += (size_t)snprintf(text + off, sizeof(text) - off, "%s=%s\n", kv[i].key,
 					kv[i].val);
-	if (n && (ret = dl_ctl_send(e->mnt, DL_CTL_PACER, text, off,
-				    "dlio-whatif: setting the point on %s failed", e->mnt)))
+	if (n && (ret = dl_ctl_send(mnt, DL_CTL_PACER, text, off,
+				    "dlio-whatif: setting the point on %s failed", mnt)))
 		return ret;
-	ret = dl_ctl_cache_drop(e->mnt, "dlio-whatif: cache drop on %s failed", e->mnt);
+	ret = dl_ctl_cache_drop(mnt, "dlio-whatif: cache drop on %s failed", mnt);
 	if (!ret)
-		ret = dl_ctl_send(e->mnt, DL_CTL_STATS, "reset\n", 6,
-				  "dlio-whatif: statistics reset on %s failed", e->mnt);
+		ret = dl_ctl_send(mnt, DL_CTL_STATS, "reset\n", 6,
+				  "dlio-whatif: statistics reset on %s failed", mnt);
 	return ret;
 }
 
@@ -269,18 +277,19 @@ struct cache_scan {
 	int job_copy[64]; /* stats.json's jobs.N: which copy, -1 none */
 };
 
+/* Added up: a cluster's nodes are read one after another into one scan. */
 static void count_field(struct cache_count *c, const char *field, double v)
 {
 	if (!strcmp(field, "hits"))
-		c->hits = v;
+		c->hits += v;
 	else if (!strcmp(field, "misses"))
-		c->misses = v;
+		c->misses += v;
 	else if (!strcmp(field, "partial"))
-		c->partial = v;
+		c->partial += v;
 	else if (!strcmp(field, "hit_bytes"))
-		c->hit_bytes = v;
+		c->hit_bytes += v;
 	else if (!strcmp(field, "miss_bytes"))
-		c->miss_bytes = v;
+		c->miss_bytes += v;
 }
 
 static int scan_stats(void *arg, const char *path, const char *value, int is_string)
@@ -316,24 +325,44 @@ static void set_ratios(struct wi_figs *f, const struct cache_count *c)
 	wi_figs_from_cache(f, &n);
 }
 
+/* One mount's statistics into s (its job numbers are its own). 0 or -errno. */
+static int scan_mount(const char *mnt, struct cache_scan *s)
+{
+	char *text = NULL;
+	size_t len;
+	int ret;
+
+	for (size_t j = 0; j < 64; j++)
+		s->job_copy[j] = -1;
+	ret = dl_ctl_read(mnt, DL_CTL_STATS, &text, &len);
+	if (!ret)
+		ret = dl_json_flatten(text, len, scan_stats, s);
+	free(text);
+	return ret;
+}
+
 void wi_cache_figs(struct wi_env *e, struct wi_run *out)
 {
 	struct cache_scan *s = calloc(1, sizeof(*s));
-	char *text = NULL;
-	size_t len;
+	char mnt[PATH_MAX + 16];
 
 	if (!s)
 		return;
-	for (size_t j = 0; j < 64; j++)
-		s->job_copy[j] = -1;
-	/* The statistics were reset when the run began: this is the run's. */
-	if (dl_ctl_read(e->mnt, DL_CTL_STATS, &text, &len) ||
-	    dl_json_flatten(text, len, scan_stats, s) || !s->emulated)
+	/* The statistics were reset when the run began: this is the run's. A
+	 * cluster's are its nodes' together; a remote one's are not read. */
+	if (e->remote)
+		goto out;
+	for (unsigned r = 0; r < (e->nodes ? e->nodes : 1); r++) {
+		if (e->nodes)
+			snprintf(mnt, sizeof(mnt), "%s/m%u", e->workdir, r);
+		if (scan_mount(e->nodes ? mnt : e->mnt, s))
+			goto out;
+	}
+	if (!s->emulated)
 		goto out;
 	set_ratios(&out->total, &s->all);
 	for (unsigned c = 0; c < out->ncopies && c < WI_MAX_COPIES; c++)
 		set_ratios(&out->copy[c], &s->copy[c]);
 out:
-	free(text);
 	free(s);
 }

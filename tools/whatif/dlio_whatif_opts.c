@@ -1,7 +1,8 @@
 /* The command line sweep and search share:
  *   VERB CONFIG [--set K=V,...] [--vary K=LO..HI] [--repeat R] [--warmup W]
  *        [--jobs N] [--json F] [--plot F.png] [--metric M] [--target T]
- *        [--workload NAME] [--mount DIR] [--trace DIR] [--keep] [-q] -- JOB...
+ *        [--workload NAME] [--mount DIR] [--trace DIR] [--keep] [-q]
+ *        [--nodes N [--launcher 'CMD' --mountpoint DIR]] -- JOB...
  * Options are read up to the "--"; what follows is the job, untouched. */
 #include <errno.h>
 #include <limits.h>
@@ -121,6 +122,14 @@ static int one_opt(struct wi_opts *o, int c, const char *arg)
 	case 'P':
 		o->progress = 1;
 		return 0;
+	case 'N':
+		return parse_uint("--nodes", arg, 1, WI_MAX_NODES, &o->nodes);
+	case 'L':
+		o->launcher = arg;
+		return 0;
+	case 'D':
+		o->mountpoint = arg;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -142,6 +151,16 @@ static const char *workload_of(const struct wi_opts *o)
 
 static int finish(struct wi_opts *o, int range_axes)
 {
+	if (!o->nodes && (o->launcher || o->mountpoint)) {
+		fprintf(stderr, "dlio-whatif %s: %s is for a cluster: give --nodes N too\n",
+			o->verb, o->launcher ? "--launcher" : "--mountpoint");
+		return -EINVAL;
+	}
+	if (o->nodes && !o->launcher) {
+		const char *l = getenv("DLIO_WHATIF_LAUNCHER");
+
+		o->launcher = l && *l ? l : NULL;
+	}
 	if (!strcmp(o->verb, "sweep") && range_axes) {
 		fprintf(stderr, "dlio-whatif sweep: --vary is search's; give --set lists\n");
 		return -EINVAL;
@@ -211,6 +230,19 @@ static const struct tool_opt sweep_opt[] = {
     {.name = "quiet", .letter = 'q', .kind = TOOL_OPT_CALL, .set = set_one, .value = 'q',
      .help = "no progress line (it is drawn only when stderr is a\nterminal)"},
     ROW("progress", 'P', NULL, "a progress line per run even into a file or a pipe"),
+    ROW("nodes", 'N', "N",
+	"a cluster of N mounts sharing one storage model (the\n"
+	"config's limits are the cluster's), the job (dlio-drive)\n"
+	"one rank per mount under mpirun; each point set on\n"
+	"every node; the total and each node reported"),
+    ROW("launcher", 'L', "'CMD'",
+	"what starts one process per node on a real allocation\n"
+	"('srun --overlap -N 4 --ntasks-per-node=1', 'mpirun -np\n"
+	"4 -H a,b,c,d'; default $DLIO_WHATIF_LAUNCHER, else\n"
+	"mpirun -np N on this machine)"),
+    ROW("mountpoint", 'D', "DIR",
+	"with --launcher: each node's mountpoint, the same\n"
+	"directory on every node ({rank} in it: the node's rank)"),
     ROW("vary", 'v', "KEY=LOW..HIGH", NULL),
     ROW("resolution", 'R', "R", NULL),
     {.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
@@ -237,6 +269,9 @@ static const struct tool_opt search_opt[] = {
     ROW("keep", 'k', NULL, NULL),
     {.name = "quiet", .letter = 'q', .kind = TOOL_OPT_CALL, .set = set_one, .value = 'q'},
     ROW("progress", 'P', NULL, NULL),
+    ROW("nodes", 'N', "N", NULL),
+    ROW("launcher", 'L', "'CMD'", NULL),
+    ROW("mountpoint", 'D', "DIR", NULL),
     {.name = "help", .letter = 'h', .kind = TOOL_OPT_HELP},
 };
 /* clang-format on */
@@ -280,7 +315,8 @@ static const struct tool_opts search_opts = {
 	"\n",
     .tail =
 	"  --repeat, --warmup, --jobs, --json, --plot, --workload, --mount, --trace,\n"
-	"  --keep, -q, --progress  as for sweep (dlio-whatif sweep --help)\n"
+	"  --keep, -q, --progress, --nodes, --launcher, --mountpoint\n"
+	"                   as for sweep (dlio-whatif sweep --help)\n"
 	"\n"
 	"example:\n"
 	"  dlio-whatif search job.yaml --vary read.bandwidth=10MB/s..10GB/s \\\n"

@@ -92,6 +92,24 @@ void wi_point_stats(const struct wi_run *runs, unsigned nruns, unsigned warmup, 
 	}
 }
 
+void wi_node_stats(const struct wi_run *runs, unsigned nruns, unsigned warmup, unsigned node,
+		   struct wi_stat st[WI_NM])
+{
+	double v[256];
+
+	for (int m = 0; m < WI_NM; m++) {
+		unsigned k = 0;
+
+		for (unsigned r = warmup; r < nruns && k < 256; r++) {
+			const struct wi_figs *f = &runs[r].node[node];
+
+			v[k++] = runs[r].ok && node < runs[r].nnodes && wi_figs_has(f, m) ? f->v[m]
+											   : NAN;
+		}
+		wi_stat_of(v, k, &st[m]);
+	}
+}
+
 void wi_json_stats(struct dl_jw *w, const char *key, const struct wi_stat st[WI_NM])
 {
 	dl_jw_obj(w, key);
@@ -127,6 +145,12 @@ void wi_json_runs(struct dl_jw *w, const struct wi_run *runs, unsigned nruns, un
 		for (unsigned c = 0; c < runs[r].ncopies; c++)
 			wi_json_figs(w, NULL, &runs[r].copy[c]);
 		dl_jw_end(w);
+		if (runs[r].nnodes) {
+			dl_jw_arr(w, "nodes");
+			for (unsigned q = 0; q < runs[r].nnodes; q++)
+				wi_json_figs(w, NULL, &runs[r].node[q]);
+			dl_jw_end(w);
+		}
 		dl_jw_end(w);
 	}
 	dl_jw_end(w);
@@ -159,7 +183,8 @@ void wi_json_head(struct dl_jw *w, const char *verb, const struct wi_env *e, uns
 	dl_jw_str(w, "command", verb);
 	dl_jw_str(w, "version", DLIOFS_VERSION);
 	dl_jw_str(w, "config", e->config);
-	dl_jw_str(w, "mount", e->own ? "fresh per run" : e->mnt);
+	dl_jw_str(w, "mount", e->own ? (e->nodes ? "a fresh cluster per run" : "fresh per run")
+				     : e->mnt);
 	dl_jw_str(w, "job_kind", e->kind == WI_JOB_DRIVE ? "dlio-drive" : "dlio-stall");
 	dl_jw_arr(w, "job");
 	for (size_t i = 0; e->argv[i]; i++)
@@ -168,6 +193,15 @@ void wi_json_head(struct dl_jw *w, const char *verb, const struct wi_env *e, uns
 	dl_jw_u64(w, "repeat", repeat);
 	dl_jw_u64(w, "warmup", warmup);
 	dl_jw_u64(w, "jobs", e->copies);
+	if (e->nodes) {
+		dl_jw_u64(w, "nodes", e->nodes);
+		dl_jw_str(w, "mountpoint", e->mnt);
+		dl_jw_str(w, "cluster_config", e->cluster_cfg);
+		dl_jw_arr(w, "launcher");
+		for (size_t i = 0; e->launcher && e->launcher[i]; i++)
+			dl_jw_str(w, NULL, e->launcher[i]);
+		dl_jw_end(w);
+	}
 }
 
 int wi_plot(const char *json, const char *png, const char *metric)

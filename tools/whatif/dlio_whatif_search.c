@@ -271,9 +271,14 @@ static int report(struct ctx *c, struct search *ss, size_t n)
 
 		answer_line(c, &ss[k], line, sizeof(line));
 		printf("%s\n", line);
-		printf("  (%zu probe%s, %zu run%s; resolution %.3g%%; every run cold)\n",
-		       ss[k].nprobes, ss[k].nprobes == 1 ? "" : "s", runs, runs == 1 ? "" : "s",
+		printf("  (%zu probe%s, %zu run%s; resolution %.3g%%; every run cold", ss[k].nprobes,
+		       ss[k].nprobes == 1 ? "" : "s", runs, runs == 1 ? "" : "s",
 		       c->o->resolution * 100);
+		if (c->e->nodes)
+			printf("; a cluster of %u mounts, the setting on every node, the job's "
+			       "ranks together",
+			       c->e->nodes);
+		printf(")\n");
 		if (ss[k].failed)
 			rc = 1;
 		else if (ss[k].found < 0 && !rc)
@@ -301,8 +306,11 @@ int wi_search(int argc, char **argv)
 	ret = wi_opts_parse(argc, argv, "search", &o);
 	if (ret)
 		return ret > 0 ? 0 : 2;
-	if (wi_env_from_opts(&e, &o))
+	ret = wi_env_from_opts(&e, &o);
+	if (ret) {
+		rc = ret == -EINVAL ? 2 : 1; /* refused before anything ran: as a bad option */
 		goto out;
+	}
 	for (unsigned a = 0; a < o.grid.nax; a++)
 		if (o.grid.ax[a].range)
 			var = a;

@@ -51,6 +51,44 @@ static void cell(int m, const struct wi_stat *s, char *buf, size_t len)
 	snprintf(buf, len, "%s +-%s", a, b);
 }
 
+/* A cluster's point: each node's figures (its rank's), and how far apart
+ * the nodes' MB/s are. */
+static void print_nodes(const struct wi_opts *o, const struct wi_env *e, const struct wi_run *runs,
+			unsigned seen)
+{
+	unsigned nr = o->warmup + o->repeat;
+	double lo = 0, hi = 0;
+	char buf[96];
+
+	if (e->nodes < 2)
+		return;
+	for (unsigned q = 0; q < e->nodes; q++) {
+		struct wi_stat ns[WI_NM];
+
+		wi_node_stats(runs, nr, o->warmup, q, ns);
+		if (!ns[WI_M_MBPS].n)
+			continue;
+		printf("  node %-12u ", q);
+		for (unsigned a = 1; a < o->grid.nax; a++)
+			printf("%-18s ", "");
+		for (int m = 0; m < WI_NM; m++) {
+			if (!(seen >> m & 1))
+				continue;
+			cell(m, &ns[m], buf, sizeof(buf));
+			printf("%-17s ", buf);
+		}
+		printf("\n");
+		if (!lo || ns[WI_M_MBPS].mean < lo)
+			lo = ns[WI_M_MBPS].mean;
+		if (ns[WI_M_MBPS].mean > hi)
+			hi = ns[WI_M_MBPS].mean;
+	}
+	if (lo > 0)
+		printf("  spread over %u nodes: MB/s %.1f..%.1f (the slowest %.1f%% below the "
+		       "fastest)\n",
+		       e->nodes, lo, hi, (1 - lo / hi) * 100);
+}
+
 static void print_table(const struct wi_opts *o, const struct wi_env *e, struct wi_run *runs,
 			const struct wi_stat (*st)[WI_NM], size_t np)
 {
@@ -60,10 +98,13 @@ static void print_table(const struct wi_opts *o, const struct wi_env *e, struct 
 	char buf[96];
 
 	printf("dlio-whatif sweep: %zu point%s x %u run%s%s, %u job%s at once (%s), every run "
-	       "cold\n",
+	       "cold",
 	       np, np == 1 ? "" : "s", o->repeat, o->repeat == 1 ? "" : "s",
 	       o->warmup ? " after warm-up" : "", e->copies, e->copies == 1 ? "" : "s",
 	       e->kind == WI_JOB_DRIVE ? "dlio-drive" : "under dlio-stall");
+	if (e->nodes)
+		printf("; a cluster of %u mounts, one rank per node", e->nodes);
+	printf("\n");
 	for (unsigned a = 0; a < o->grid.nax; a++)
 		printf("%-18s ", o->grid.ax[a].key);
 	for (int m = 0; m < WI_NM; m++)
@@ -101,7 +142,12 @@ static void print_table(const struct wi_opts *o, const struct wi_env *e, struct 
 			}
 			printf("\n");
 		}
+		print_nodes(o, e, &runs[p * nr], seen);
 	}
+	if (e->nodes > 1)
+		printf("(per point: the job's ranks together, as dlio-drive reports them: "
+		       "samples/s and MB/s summed, AU and data wait the ranks' mean; per node its "
+		       "rank's own; spread: the slowest node's MB/s against the fastest's)\n");
 	if (e->copies > 1)
 		printf("(per point: run time the longest job's, AU and data wait the jobs' mean, "
 		       "samples/s and MB/s their sum)\n");
@@ -158,6 +204,16 @@ static int write_json(const char *path, const struct wi_opts *o, const struct wi
 			wi_json_stats(&w, NULL, cs);
 		}
 		dl_jw_end(&w);
+		if (e->nodes) {
+			dl_jw_arr(&w, "node_stats");
+			for (unsigned q = 0; q < e->nodes; q++) {
+				struct wi_stat ns[WI_NM];
+
+				wi_node_stats(&runs[p * nr], nr, o->warmup, q, ns);
+				wi_json_stats(&w, NULL, ns);
+			}
+			dl_jw_end(&w);
+		}
 		wi_json_runs(&w, &runs[p * nr], nr, o->warmup);
 		dl_jw_end(&w);
 	}
@@ -209,8 +265,11 @@ int wi_sweep(int argc, char **argv)
 	ret = wi_opts_parse(argc, argv, "sweep", &o);
 	if (ret)
 		return ret > 0 ? 0 : 2;
-	if (wi_env_from_opts(&e, &o))
+	ret = wi_env_from_opts(&e, &o);
+	if (ret) {
+		rc = ret == -EINVAL ? 2 : 1; /* refused before anything ran: as a bad option */
 		goto out;
+	}
 	np = wi_grid_points(&o.grid);
 	nr = o.warmup + o.repeat;
 	runs = calloc(np * nr, sizeof(*runs));

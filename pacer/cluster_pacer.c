@@ -127,21 +127,22 @@ uint32_t pacer_cluster_in_service(const struct pacer_class *k)
 	return k->busy + (uint32_t)(o + 0.5);
 }
 
-void pacer_cluster_hold(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t start,
-			uint64_t due, uint64_t len, int merged)
+void pacer_cluster_hold(const struct pacer_class *k, struct pacer_dev *d,
+			const struct pacer_rates *rt, uint64_t start, uint64_t due, uint64_t len,
+			int merged)
 {
-	if (merged || due <= start || due == UINT64_MAX)
+	if (!k->cl_on || merged || due <= start || due == UINT64_MAX)
 		return;
-	if (rt->slot_hold > 1 && rt->queue_depth && d->nslots)
+	if (k->cl_slot_hold > 1 && rt->queue_depth && d->nslots)
 		for (uint32_t i = 0; i < d->nslots; i++)
 			if (d->slots[i] == due) {
-				double x = (double)start + (double)(due - start) * rt->slot_hold;
+				double x = (double)start + (double)(due - start) * k->cl_slot_hold;
 
 				d->slots[i] = x >= 1.8e19 ? UINT64_MAX : (uint64_t)x;
 				pacer_heap_down(d->slots, d->nslots, i);
 				break;
 			}
-	if (rt->lane_hold > 1 && rt->transfer && rt->lanes) {
+	if (k->cl_lane_hold > 1 && rt->transfer && rt->lanes) {
 		unsigned nl = rt->lanes > DL_PACER_MAX_LANES ? DL_PACER_MAX_LANES
 							     : (unsigned)rt->lanes;
 		/* Its time on the data path: serial and its bytes. */
@@ -149,7 +150,7 @@ void pacer_cluster_hold(struct pacer_dev *d, const struct pacer_rates *rt, uint6
 
 		for (unsigned l = 0; l < nl; l++)
 			if (d->lane_free[l] == due) {
-				double x = (double)due + on * (rt->lane_hold - 1);
+				double x = (double)due + on * (k->cl_lane_hold - 1);
 
 				d->lane_free[l] = x >= 1.8e19 ? UINT64_MAX : (uint64_t)x;
 				break;

@@ -256,15 +256,14 @@ static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
 {
 	struct pacer_job_cls *jc = &k->jobs[js];
 	struct dl_dev_model scaled;
-	double slot_hold, lane_hold;
 
 	/* In a cluster: this node's share of the cluster's device. */
-	m = pacer_cluster_model(k, m, len, &scaled, &slot_hold, &lane_hold);
+	m = pacer_cluster_model(k, m, len, &scaled, &k->cl_slot_hold, &k->cl_lane_hold);
 	k->cl_rate = m->bandwidth;
 	if (p->cfg.share.policy != DL_SHARE_FAIR) {
 		*rt = (struct pacer_rates){m->bandwidth, m->burst,	  m->iops,	 m->queue_depth,
 					   m->transfer,	 m->refill_ns, m->iops_burst, m->lanes,
-					   m->serial_ns, slot_hold,    lane_hold};
+					   m->serial_ns};
 		return &k->dev;
 	}
 	/* A job's own heap has room for the whole queue depth: its share may
@@ -280,8 +279,6 @@ static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
 			   rt);
 	if (rt->queue_depth > jc->dev.slots_cap)
 		rt->queue_depth = jc->dev.slots_cap;
-	rt->slot_hold = slot_hold;
-	rt->lane_hold = lane_hold;
 	return &jc->dev;
 }
 
@@ -321,7 +318,7 @@ static uint64_t serve(struct pacer_class *k, const struct dl_dev_model *m, struc
 					    pacer_noise(m->noise_ppm, k->noise_key, i),
 					    pacer_stall(m->stall_every, m->stall_ns, k->stall_key, i),
 					    len, io, start, held, merged);
-	pacer_cluster_hold(d, rt, *start, due, len, *merged);
+	pacer_cluster_hold(k, d, rt, *start, due, len, *merged);
 	return due;
 }
 

@@ -189,11 +189,6 @@ struct pacer_rates {
 	uint32_t queue_depth;
 	/* device model (device.c): 0 transfer means the plain model */
 	uint64_t transfer, refill_ns, iops_burst, lanes, serial_ns;
-	/* In a cluster: a node's share of the queue slots (and data paths) is
-	 * fractional; it gets the whole number above it, each held this much
-	 * longer than its request (1 or 0: as long), so that its slots serve
-	 * its fraction of the device's (cluster_pacer.c). */
-	double slot_hold, lane_hold;
 };
 
 /* What held a request back (for fair sharing's demand estimate). */
@@ -371,6 +366,11 @@ struct pacer_class {
 	int cl_on;
 	uint64_t cl_window_ns;
 	uint64_t cl_busy_at;	/* clc.busy_ns counts up to here */
+	/* Its share of the queue slots (and data paths) is fractional: it
+	 * gets the whole number above it, each held this much longer than
+	 * its request (1: as long), so that they serve its fraction of the
+	 * device's (set with the model a request meets). */
+	double cl_slot_hold, cl_lane_hold;
 	uint64_t cl_rate;	/* the bandwidth its latest request was timed at */
 	/* The latest share that grew (dl_pacer_cluster_grant): at cl_boost_at
 	 * the waiting times still ahead shrank by cl_boost_c; generation
@@ -415,9 +415,10 @@ const struct dl_dev_model *pacer_cluster_model(const struct pacer_class *k,
  * (busy, this one included) and, in a cluster, the other nodes'. */
 uint32_t pacer_cluster_in_service(const struct pacer_class *k);
 /* A request holds its queue slot (and data path) from start to due, longer
- * by rt's holds in a cluster (merged: it went on a run, nothing to hold). */
-void pacer_cluster_hold(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t start,
-			uint64_t due, uint64_t len, int merged);
+ * by k's holds in a cluster (merged: it went on a run, nothing to hold). */
+void pacer_cluster_hold(const struct pacer_class *k, struct pacer_dev *d,
+			const struct pacer_rates *rt, uint64_t start, uint64_t due, uint64_t len,
+			int merged);
 /* clc.busy_ns up to now (before busy changes; class lock held). */
 void pacer_cluster_busy(struct pacer_class *k, uint64_t now);
 /* A re-time after the node's share grew (k->cl_boost_gen is the class's

@@ -15,7 +15,10 @@
  *      a core for the slowest node (Open MPI polls), and the daemons share
  *      the machine with the readers they serve;
  *   3. every node runs the same allocation on the same table and installs
- *      its own share; the table is kept for stats.json.
+ *      its own share; the table is kept for stats.json. When the share
+ *      grew enough that the node's waiting requests should go faster (a
+ *      node that became busy after idle time), the daemon re-times them
+ *      (the retime callback: its timer's waiting replies).
  * A node leaving (unmounted) says so in its record; after that round every
  * node calls MPI_Comm_split without it, and the rest go on among
  * themselves. The leaving node then waits in MPI_Finalize for the others
@@ -45,6 +48,8 @@ struct dl_cluster {
 	MPI_Comm comm;
 #endif
 	struct dl_pacer *pacer;
+	void (*retime)(void *); /* the waiting requests again, after a share grew */
+	void *retime_arg;
 	pthread_t th;
 	int started, joined; /* the thread runs; it ran (and left in order) */
 	atomic_int stop;
@@ -235,9 +240,11 @@ static int round_once(struct dl_cluster *cl, uint64_t now)
 		return 0;
 	/* The records come in rank order: the lowest rank's policy. */
 	pol = (enum dl_share_policy)cl->live[0].policy;
-	if (!dl_cluster_allocate(cl->live, live, pol, cl->grants))
-		dl_pacer_cluster_grant(cl->pacer, (uint32_t)cl->rank, cl->live, cl->grants, live,
-				       cl->rounds, cl->cfg.period_ns, cl->cfg.window_ns);
+	if (!dl_cluster_allocate(cl->live, live, pol, cl->grants) &&
+	    dl_pacer_cluster_grant(cl->pacer, (uint32_t)cl->rank, cl->live, cl->grants, live,
+				   cl->rounds, cl->cfg.period_ns, cl->cfg.window_ns, now) == 1 &&
+	    cl->retime)
+		cl->retime(cl->retime_arg);
 	return 0;
 }
 
@@ -264,13 +271,16 @@ static void *exchange(void *arg)
 	return NULL;
 }
 
-int dl_cluster_start(struct dl_cluster *cl, struct dl_pacer *p)
+int dl_cluster_start(struct dl_cluster *cl, struct dl_pacer *p, void (*retime)(void *),
+		     void *arg)
 {
 	int ret;
 
 	if (!cl || !p)
 		return -EINVAL;
 	cl->pacer = p;
+	cl->retime = retime;
+	cl->retime_arg = arg;
 	ret = pthread_create(&cl->th, NULL, exchange, cl);
 	if (ret)
 		return -ret;
@@ -322,10 +332,13 @@ int dl_cluster_init(int *argc, char ***argv, const struct dl_cluster_cfg *cfg,
 	return -ENOTSUP;
 }
 
-int dl_cluster_start(struct dl_cluster *cl, struct dl_pacer *p)
+int dl_cluster_start(struct dl_cluster *cl, struct dl_pacer *p, void (*retime)(void *),
+		     void *arg)
 {
 	(void)cl;
 	(void)p;
+	(void)retime;
+	(void)arg;
 	return -ENOTSUP;
 }
 

@@ -25,8 +25,12 @@ int dl_cluster_expand(const struct dl_cluster *cl, const char *in, char *out, si
 /* Whether the exchange was started: a node that never started it must end
  * the cluster with dl_cluster_abort, as the others wait for it. */
 int dl_cluster_started(const struct dl_cluster *cl);
-/* Start exchanging for pacer p (the daemon's, until dl_cluster_stop). */
-int dl_cluster_start(struct dl_cluster *cl, struct dl_pacer *p);
+/* Start exchanging for pacer p (the daemon's, until dl_cluster_stop);
+ * retime(arg), called from the exchange thread when a grant says so
+ * (dl_pacer_cluster_grant), re-times the requests waiting for their
+ * replies; it must stay valid until dl_cluster_stop. */
+int dl_cluster_start(struct dl_cluster *cl, struct dl_pacer *p, void (*retime)(void *),
+		     void *arg);
 /* Leave the exchange (the others go on without this node) and join the
  * thread. */
 void dl_cluster_stop(struct dl_cluster *cl);

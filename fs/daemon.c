@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,21 @@
 #define DL_MAX_READ (1u << 20)
 
 static void fs_fini(struct dl_fs *fs);
+
+/* The cluster's exchange re-times the waiting replies once the timer that
+ * holds them runs (set after it started, read by the exchange thread). */
+struct cl_retime {
+	struct dl_fs *fs;
+	atomic_int up;
+};
+
+static void cluster_retime(void *arg)
+{
+	struct cl_retime *c = arg;
+
+	if (atomic_load(&c->up))
+		dl_timer_retime(c->fs->timer);
+}
 
 static int fs_init(struct dl_fs *fs, struct dl_config *cfg, int no_pacer)
 {
@@ -102,13 +118,15 @@ static int redirect_stdio(const char *log_path);
 /* The mount answers: start what serves it (timer, control thread,
  * readahead) and serve until unmounted or signalled. What is started here
  * is stopped by the caller. */
-static int serve(struct dl_fs *fs, const struct dl_mount_opts *o)
+static int serve(struct dl_fs *fs, const struct dl_mount_opts *o, struct cl_retime *clr)
 {
 	struct fuse_loop_config *lc;
 	int ret;
 
 	dl_fs_start_readahead(o);
 	ret = dl_timer_start(fs, &fs->timer);
+	if (!ret)
+		atomic_store(&clr->up, 1);
 	if (!ret)
 		ret = dl_ctl_worker_start(fs, &fs->ctl_worker);
 	if (ret)
@@ -136,6 +154,7 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	struct fuse_session *se = NULL;
 	struct dl_s3_server *s3srv = NULL;
 	struct dl_fs fs;
+	struct cl_retime clr = {&fs, 0};
 
 	ret = fs_init(&fs, cfg, o->no_pacer);
 	fs.fuse_overhead_ns = o->fuse_overhead_ns;
@@ -226,7 +245,7 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 	}
 	mounted = 1;
 	/* One storage system with the other nodes from the first request on. */
-	if (o->cluster && (ret = dl_cluster_start(o->cluster, fs.pacer))) {
+	if (o->cluster && (ret = dl_cluster_start(o->cluster, fs.pacer, cluster_retime, &clr))) {
 		notify(ready_fd, "cannot start the cluster's exchange\n");
 		goto out;
 	}
@@ -236,12 +255,15 @@ static int run_session(struct dl_config *cfg, const struct dl_mount_opts *o, int
 		/* Logging is lost, the mount still works. */
 	}
 
-	ret = serve(&fs, o);
+	ret = serve(&fs, o, &clr);
 out:
 	/* Parked replies still reference the session: flush them before it goes.
 	 * The control thread answers nothing more; its job in progress may wait
 	 * on this mount, which the unmount fails, so it is joined after. */
 	dl_ctl_worker_quiesce(fs.ctl_worker);
+	/* Leave the cluster before the timer its re-times walk goes (and
+	 * before the pacer it samples). */
+	dl_cluster_stop(o->cluster);
 	dl_timer_stop(fs.timer);
 	fs.timer = NULL;
 	if (se && mounted)
@@ -257,8 +279,6 @@ out:
 		fuse_session_destroy(se);
 	}
 	fuse_opt_free_args(&args);
-	/* Leave the cluster before the pacer it samples goes. */
-	dl_cluster_stop(o->cluster);
 	fs_fini(&fs);
 	return ret;
 }

@@ -34,8 +34,16 @@
  *     up to limit/N until the next exchange counts it;
  *   - a request keeps the due time it was given: after a node's share
  *     shrinks, the requests it had admitted finish at the old rate (at most
- *     its queue depth of requests);
+ *     its queue depth of requests); after it grows DL_CLUSTER_BOOST-fold or
+ *     more, what they still wait for goes at the new rate
+ *     (cluster_pacer.c), so a node that starts alone gets the whole budget
+ *     from the exchange after its start, not from its requests after that;
  *   - each node's token bucket holds its share of the burst.
+ * Latency under load is the cluster's: a node's fraction of the queue
+ * slots serves its fraction of the device's (whole slots held longer, as
+ * fractional ones would be), so N nodes with k requests each wait as N x k
+ * in one queue; and each node counts the others' requests in the device
+ * (their mean over the window) where a latency grows with them.
  * The README's Cluster section has the measured figures. */
 #include <errno.h>
 #include <math.h>
@@ -69,6 +77,7 @@ static void want_of(const struct dl_cluster_count *o, const struct dl_cluster_co
 	if (c->outstanding > peak)
 		peak = c->outstanding;
 	w->peak = peak > 1 ? peak : 1;
+	w->in_flight = (double)sub(c->busy_ns, o->busy_ns) / (double)span;
 	w->used_bps = (double)bytes * 1e9 / (double)span;
 	w->used_iops = (double)ops * 1e9 / (double)span;
 	/* No "newcomer" rule as share.c has for jobs: a node idle when its
@@ -342,11 +351,21 @@ int dl_cluster_allocate(const struct dl_cluster_node *nodes, unsigned n, enum dl
 			alloc_fair(nodes, n, c, grants, &s, nj);
 		else
 			alloc_fcfs(nodes, n, c, grants, &s);
+		double all = 0;
+
+		for (unsigned i = 0; i < n; i++)
+			if (nodes[i].w[c].in_flight > 0 && nodes[i].w[c].in_flight < 1e9)
+				all += nodes[i].w[c].in_flight;
 		for (unsigned i = 0; i < n; i++) {
 			const struct dl_cluster_want *w = &nodes[i].w[c];
+			double mine = w->in_flight > 0 && w->in_flight < 1e9 ? w->in_flight : 0;
 
 			grants[i].c[c].floor = 1.0 / (double)n;
 			grants[i].c[c].idle = w->peak == 0;
+			/* The requests the device serves for the others: a
+			 * request here meets them as well as its own node's. */
+			grants[i].c[c].others = all - mine > 0 ? all - mine : 0;
+			grants[i].c[c].dev = all > 0 ? mine / all : 0;
 		}
 	}
 	ret = 0;

@@ -4,7 +4,10 @@
  * fraction of each (pacer_cluster_model), so the token bucket, the IOPS
  * spacing and the queue slots a request goes through are the node's part
  * of the cluster's, and every request is still decided here, with no round
- * trip. The arithmetic is cluster.c's. */
+ * trip. Fractions of queue slots and data paths are whole ones held longer
+ * (part()); a latency that grows with the requests in service counts the
+ * other nodes' (pacer_cluster_in_service); a share that grows re-times the
+ * node's waiting requests (boost()). The arithmetic is cluster.c's. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,14 +32,45 @@ static uint64_t scale(uint64_t v, double f)
 	return x < 1 ? 1 : x >= (double)v ? v : (uint64_t)x;
 }
 
+/* A fraction f of v slots (queue slots, data paths): n, the whole number
+ * at or above x = f v, each held n / x times as long, so that they serve
+ * x of the device's: a node with 2.5 of a device's 10
+ * slots serves what 2.5 do, not 2 or 3 (a shared FIFO queue serves each
+ * node in proportion to the requests it keeps there). */
+static uint32_t part(uint64_t v, double f, double *hold)
+{
+	double x;
+	uint64_t n;
+
+	*hold = 1;
+	if (!v)
+		return 0; /* no limit stays none */
+	if (!(f > 0))
+		f = 0;
+	x = (double)v * f;
+	if (x >= (double)v)
+		return (uint32_t)v;
+	/* A node with next to nothing still has a slot, held at most as
+	 * long as the largest cluster's share of one would be. */
+	if (x < 1.0 / DL_CLUSTER_MAX_NODES)
+		x = 1.0 / DL_CLUSTER_MAX_NODES;
+	n = (uint64_t)ceil(x - 1e-9);
+	if (n < 1)
+		n = 1;
+	*hold = (double)n / x;
+	return (uint32_t)n;
+}
+
 const struct dl_dev_model *pacer_cluster_model(const struct pacer_class *k,
 					       const struct dl_dev_model *m, uint64_t len,
-					       struct dl_dev_model *tmp)
+					       struct dl_dev_model *tmp, double *slot_hold,
+					       double *lane_hold)
 {
 	const struct dl_cluster_cls_grant *g = &k->cl;
-	double fb = g->bw, fi = g->iops, fq = g->q;
+	double fb = g->bw, fi = g->iops, fq = g->q, fl = g->dev;
 	uint64_t window = k->cl_window_ns ? k->cl_window_ns : CL_WINDOW_NS;
 
+	*slot_hold = *lane_hold = 1;
 	if (!k->cl_on)
 		return m;
 	/* At least its fair fraction: a node idle when its share was
@@ -49,12 +83,23 @@ const struct dl_dev_model *pacer_cluster_model(const struct pacer_class *k,
 		fi = fmax(fi, g->floor);
 		fq = fmax(fq, g->floor);
 	}
+	/* No requests counted in the device (too short to be seen, or a
+	 * peer's record made none of it): its fair fraction. */
+	if (!(fq > 0))
+		fq = g->floor;
+	if (g->idle || !(fl > 0))
+		fl = fmax(fl, g->floor);
 	if (m->bandwidth && len && (double)len * 1e9 > (double)m->bandwidth * fb * (double)window)
 		fb = fmax(fb, g->floor);
 	*tmp = *m;
 	tmp->bandwidth = scale(m->bandwidth, fb);
 	tmp->iops = scale(m->iops, fi);
-	tmp->queue_depth = (uint32_t)scale(m->queue_depth, fq);
+	/* Its fraction of the queue slots (fcfs weighs the shares by the
+	 * requests each node keeps in the device) and of the device model's
+	 * data paths (as its requests in the device are of the cluster's). */
+	tmp->queue_depth = part(m->queue_depth, fq, slot_hold);
+	if (m->transfer && m->lanes)
+		tmp->lanes = part(m->lanes, fl, lane_hold);
 	/* Its part of the burst too: the nodes' buckets together hold the
 	 * cluster's one, not N of them; but at least this request, so that a
 	 * node reading now and then, under its share, gets each read at once
@@ -69,6 +114,120 @@ const struct dl_dev_model *pacer_cluster_model(const struct pacer_class *k,
 	if (m->iops_burst)
 		tmp->iops_burst = scale(m->iops_burst, fi);
 	return tmp;
+}
+
+uint32_t pacer_cluster_in_service(const struct pacer_class *k)
+{
+	double o = k->cl_on ? k->cl.others : 0;
+
+	if (!(o > 0))
+		return k->busy;
+	if (o > 1e6)
+		o = 1e6;
+	return k->busy + (uint32_t)(o + 0.5);
+}
+
+void pacer_cluster_hold(const struct pacer_class *k, struct pacer_dev *d,
+			const struct pacer_rates *rt, uint64_t start, uint64_t due, uint64_t len,
+			int merged)
+{
+	if (!k->cl_on || merged || due <= start || due == UINT64_MAX)
+		return;
+	if (k->cl_slot_hold > 1 && rt->queue_depth && d->nslots)
+		for (uint32_t i = 0; i < d->nslots; i++)
+			if (d->slots[i] == due) {
+				double x = (double)start + (double)(due - start) * k->cl_slot_hold;
+
+				d->slots[i] = x >= 1.8e19 ? UINT64_MAX : (uint64_t)x;
+				pacer_heap_down(d->slots, d->nslots, i);
+				break;
+			}
+	if (k->cl_lane_hold > 1 && rt->transfer && rt->lanes) {
+		unsigned nl = rt->lanes > DL_PACER_MAX_LANES ? DL_PACER_MAX_LANES
+							     : (unsigned)rt->lanes;
+		/* Its time on the data path: serial and its bytes. */
+		double on = (double)rt->serial_ns + (double)len * 1e9 / (double)rt->transfer;
+
+		for (unsigned l = 0; l < nl; l++)
+			if (d->lane_free[l] == due) {
+				double x = (double)due + on * (k->cl_lane_hold - 1);
+
+				d->lane_free[l] = x >= 1.8e19 ? UINT64_MAX : (uint64_t)x;
+				break;
+			}
+	}
+}
+
+void pacer_cluster_busy(struct pacer_class *k, uint64_t now)
+{
+	if (now > k->cl_busy_at) {
+		k->clc.busy_ns += (uint64_t)k->busy * (now - k->cl_busy_at);
+		k->cl_busy_at = now;
+	}
+}
+
+/* The boost's map of a time: what was still ahead at `at` shrinks by c. */
+static uint64_t boost_map(uint64_t x, uint64_t at, double c)
+{
+	if (x <= at || x == UINT64_MAX)
+		return x;
+	return at + (uint64_t)((double)(x - at) * c + 0.5);
+}
+
+/* A device's waiting times after its node's bandwidth share grew: the
+ * plain model's pipe (when its bucket is empty), the device model's byte
+ * bucket and the throttle's last start (a request held there has not
+ * started), and the queue slots and data paths the re-timed requests hold
+ * until their due times (the same map: order kept, so the heap stays one;
+ * a request whose data was ready later than the map says frees its slot
+ * that much early). The IOPS spacing stays: that share is another's. */
+static void boost_dev(struct pacer_dev *d, uint64_t at, double c, int slices)
+{
+	d->pipe_x = boost_map(d->pipe_x, at, c);
+	for (uint32_t i = 0; i < d->nslots; i++)
+		d->slots[i] = boost_map(d->slots[i], at, c);
+	if (slices)
+		return; /* blk-throttle's slices grant what they grant */
+	if (d->bytes.primed) {
+		d->thr_last = boost_map(d->thr_last, at, c);
+		d->bytes.ref = boost_map(d->bytes.ref, at, c);
+	}
+	for (unsigned l = 0; l < DL_PACER_MAX_LANES; l++)
+		d->lane_free[l] = boost_map(d->lane_free[l], at, c);
+	for (unsigned i = 0; i < PACER_MERGE_STREAMS; i++)
+		d->merge[i].due = boost_map(d->merge[i].due, at, c);
+}
+
+void pacer_cluster_boost_retime(const struct pacer_class *k, int device_model,
+				struct dl_pacer_result *res, uint64_t now)
+{
+	uint64_t arrival = res->due_ns - res->queue_ns - res->service_ns, start, due, floor;
+
+	start = arrival + res->queue_ns;
+	if (device_model) {
+		/* Only a request still held by the throttle moves: its start,
+		 * and its due time with it. */
+		uint64_t s = boost_map(start, k->cl_boost_at, k->cl_boost_c);
+
+		if (start <= now || s >= start)
+			return;
+		if (s < now)
+			s = now;
+		res->due_ns -= start - s;
+		res->queue_ns = s - arrival;
+		return;
+	}
+	/* The plain model: its bytes still to come through the node's pipe. */
+	due = boost_map(res->due_ns, k->cl_boost_at, k->cl_boost_c);
+	floor = res->ready_ns > start ? res->ready_ns : start;
+	if (floor < now)
+		floor = now;
+	if (due < floor)
+		due = floor;
+	if (due >= res->due_ns)
+		return;
+	res->due_ns = due;
+	res->service_ns = due - start;
 }
 
 static void count(struct dl_cluster_count *c, uint64_t len, unsigned held, unsigned bw_held)
@@ -149,6 +308,7 @@ int dl_pacer_cluster_sample(struct dl_pacer *p, uint64_t now_ns, struct dl_clust
 		s->bandwidth[c] = p->cfg.enabled ? m->bandwidth : 0;
 		s->iops[c] = p->cfg.enabled ? m->iops : 0;
 		s->queue_depth[c] = p->cfg.enabled ? m->queue_depth : 0;
+		pacer_cluster_busy(k, now_ns);
 		s->cls[c] = k->clc;
 		s->cls[c].outstanding = k->busy;
 		k->clc.peak = k->busy;
@@ -175,12 +335,52 @@ void pacer_cluster_free(struct pacer_cluster *cl)
 	free(cl);
 }
 
+/* Class k's share grew to g (class lock held): when the bandwidth its
+ * waiting requests were timed at is DL_CLUSTER_BOOST or more below what
+ * it now gets, what they still wait for goes at the new rate. A node that
+ * becomes busy after idle time goes at its fair fraction until the next
+ * exchange counts it; without this its first requests (a reader's streams
+ * and their readahead) would keep their slow times, and the node would
+ * lose their worth of the budget at each start. Returns 1 when the
+ * waiting requests are to be re-timed. */
+static int boost(struct dl_pacer *p, struct pacer_class *k, int c,
+		 const struct dl_cluster_cls_grant *g, uint64_t now)
+{
+	const struct dl_dev_model *m = pacer_model_at(p, c, now);
+	uint64_t r1;
+	double x;
+
+	if (!p->cfg.enabled || !m->bandwidth || g->idle || !k->cl_rate || !k->busy)
+		return 0;
+	x = (double)m->bandwidth * g->bw;
+	r1 = x >= (double)m->bandwidth ? m->bandwidth : (uint64_t)x;
+	if ((double)r1 < DL_CLUSTER_BOOST * (double)k->cl_rate)
+		return 0;
+	k->cl_boost_at = now;
+	k->cl_boost_c = (double)k->cl_rate / (double)r1;
+	boost_dev(&k->dev, now, k->cl_boost_c, m->transfer && m->refill_ns);
+	for (unsigned j = 0; j < PACER_JOB_SLOTS; j++)
+		boost_dev(&k->jobs[j].dev, now, k->cl_boost_c, m->transfer && m->refill_ns);
+	/* A buffered reader's readahead windows are there when their IOs
+	 * are: the IOs are re-timed, and so are they (a read inside one,
+	 * the rest of a read the kernel split, is due with it). */
+	for (unsigned i = 0; i < PACER_RUN_SLOTS; i++)
+		k->runs.run[i].due = boost_map(k->runs.run[i].due, now, k->cl_boost_c);
+	k->cl_rate = r1;
+	/* A generation of its own: the re-time moves the waiting requests by
+	 * the map alone (no restart of the device, whose state is mapped). */
+	k->gen++;
+	k->cl_boost_gen = k->gen;
+	return 1;
+}
+
 int dl_pacer_cluster_grant(struct dl_pacer *p, uint32_t rank, const struct dl_cluster_node *table,
 			   const struct dl_cluster_grant *grants, unsigned n, uint64_t exchanges,
-			   uint64_t period_ns, uint64_t window_ns)
+			   uint64_t period_ns, uint64_t window_ns, uint64_t now_ns)
 {
 	struct pacer_cluster *cl, *old;
 	const struct dl_cluster_grant *g = NULL;
+	int retime = 0;
 
 	if (!p || !table || !grants || !n)
 		return -EINVAL;
@@ -211,6 +411,7 @@ int dl_pacer_cluster_grant(struct dl_pacer *p, uint32_t rank, const struct dl_cl
 		pthread_mutex_lock(&k->lock);
 		k->cl = g->c[c];
 		k->cl_on = 1;
+		retime |= boost(p, k, c, &g->c[c], now_ns);
 		k->cl_window_ns = window_ns;
 		/* Each local job's weight in the node's fair share: what the
 		 * cluster gave it, or a newcomer's fair part. */
@@ -233,7 +434,7 @@ int dl_pacer_cluster_grant(struct dl_pacer *p, uint32_t rank, const struct dl_cl
 	p->cl = cl;
 	pthread_mutex_unlock(&p->cl_lock);
 	pacer_cluster_free(old);
-	return 0;
+	return retime;
 }
 
 static void w_want(struct dl_jw *w, const char *name, const struct dl_cluster_want *x,
@@ -243,6 +444,7 @@ static void w_want(struct dl_jw *w, const char *name, const struct dl_cluster_wa
 	dl_jw_fixed(w, "MBps", x->used_bps / 1e6, 3);
 	dl_jw_fixed(w, "iops", x->used_iops, 1);
 	dl_jw_u64(w, "peak_in_device", (uint64_t)x->peak);
+	dl_jw_fixed(w, "mean_in_device", x->in_flight, 2);
 	if (g) {
 		dl_jw_fixed(w, "share_bandwidth", g->bw, 4);
 		dl_jw_fixed(w, "share_iops", g->iops, 4);

@@ -8,7 +8,8 @@
  *   3. latency: a seeded draw L (by the request's size with
  *      latency_by_size, times k bw(1) / bw(k) with bandwidth_by_concurrency
  *      and k requests in service, i.e. submitted to the device and not yet
- *      completed: curves.c); the data is ready at start + L.
+ *      completed, in a cluster of mounts the other nodes' too, as last
+ *      exchanged: curves.c); the data is ready at start + L.
  *   4. bandwidth: a token bucket of `burst` bytes refilled at `bandwidth`
  *      B/s, shared by the class. It is kept as the time X at which it is empty
  *      (level at time t: min(burst, (t - X) * bandwidth)); a transfer of n
@@ -257,7 +258,8 @@ static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
 	struct dl_dev_model scaled;
 
 	/* In a cluster: this node's share of the cluster's device. */
-	m = pacer_cluster_model(k, m, len, &scaled);
+	m = pacer_cluster_model(k, m, len, &scaled, &k->cl_slot_hold, &k->cl_lane_hold);
+	k->cl_rate = m->bandwidth;
 	if (p->cfg.share.policy != DL_SHARE_FAIR) {
 		*rt = (struct pacer_rates){m->bandwidth, m->burst,	  m->iops,	 m->queue_depth,
 					   m->transfer,	 m->refill_ns, m->iops_burst, m->lanes,
@@ -306,12 +308,18 @@ static uint64_t serve(struct pacer_class *k, const struct dl_dev_model *m, struc
 		      uint64_t len, const struct pacer_io *io, uint64_t *start, unsigned *held,
 		      int *merged)
 {
+	uint64_t due;
+
 	*merged = 0;
 	if (!rt->transfer)
-		return pacer_device(d, rt, t, lat, len, start, held);
-	return pacer_device_model_io(d, rt, t, lat, pacer_noise(m->noise_ppm, k->noise_key, i),
-				     pacer_stall(m->stall_every, m->stall_ns, k->stall_key, i), len,
-				     io, start, held, merged);
+		due = pacer_device(d, rt, t, lat, len, start, held);
+	else
+		due = pacer_device_model_io(d, rt, t, lat,
+					    pacer_noise(m->noise_ppm, k->noise_key, i),
+					    pacer_stall(m->stall_every, m->stall_ns, k->stall_key, i),
+					    len, io, start, held, merged);
+	pacer_cluster_hold(k, d, rt, *start, due, len, *merged);
+	return due;
 }
 
 /* The miss bytes of request r (class lock held): from the client's inode
@@ -323,7 +331,7 @@ static uint64_t serve(struct pacer_class *k, const struct dl_dev_model *m, struc
  * service until completed. */
 static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 			      const struct dl_pacer_req *r, uint32_t js, uint64_t now, uint64_t miss,
-			      uint64_t *start, int *busy)
+			      uint64_t *start, uint64_t *ready, int *busy)
 {
 	const struct dl_dev_model *m = model_at(p, r->cls, now);
 	int buffered = r->cls == DL_OP_READ && (r->flags & DL_PREQ_BUFFERED);
@@ -340,6 +348,7 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 	    .job = r->job};
 
 	*busy = 0;
+	*ready = now;
 	if (r->cls == DL_OP_META && m->cached_latency.kind != DL_LAT_NONE &&
 	    pacer_inode_seen(&k->inodes, r->inode)) {
 		k->st.cached++;
@@ -355,12 +364,17 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 	lat = pacer_dev_latency(m, k->key, i, miss);
 	d = device_for(p, k, m, js, now, miss, 1, &rt);
 	/* In service: the requests of the class submitted to the device and
-	 * not yet completed, this one included. */
+	 * not yet completed, this one included; in a cluster, the other
+	 * nodes' too (as the last exchange counted them): the device is
+	 * theirs as well. */
+	pacer_cluster_busy(k, now);
 	k->busy++;
 	*busy = 1;
-	if (m->conc.n && k->busy > 1)
-		lat = stretch(lat, pacer_conc_factor(&m->conc, miss, k->busy));
+	if (m->conc.n && pacer_cluster_in_service(k) > 1)
+		lat = stretch(lat, pacer_conc_factor(&m->conc, miss, pacer_cluster_in_service(k)));
 	due = serve(k, m, d, &rt, i, now, lat, miss, &io, start, &held, &merged);
+	if (!rt.transfer)
+		*ready = sat_add(*start, lat);
 	pacer_share_account(&k->jobs[js], held);
 	pacer_cluster_count(k, &k->jobs[js], miss, held, rt.transfer != 0);
 	if (buffered)
@@ -368,6 +382,8 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 	/* Its first part came with the window before. */
 	if (due < after)
 		due = after;
+	if (*ready < after)
+		*ready = after;
 	/* A piece that went on its run is no IO of its own. */
 	if (merged)
 		k->st.merged++;
@@ -389,7 +405,7 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 	struct pacer_class *k;
 	struct pacer_cls_stats *st;
 	struct pacer_job_cls *jc;
-	uint64_t hit = 0, hit_due = now_ns, due = now_ns, start = now_ns, rem, hbw;
+	uint64_t hit = 0, hit_due = now_ns, due = now_ns, start = now_ns, ready = now_ns, rem, hbw;
 	int emulated = 0, is_new = 0, busy;
 	uint32_t js;
 
@@ -438,7 +454,8 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 	pacer_share_begin(jc, now_ns);
 	if (p->cfg.enabled) {
 		if (!emulated || hit < r->len) {
-			due = model_request(p, k, r, js, now_ns, r->len - hit, &start, &busy);
+			due = model_request(p, k, r, js, now_ns, r->len - hit, &start, &ready,
+					    &busy);
 			if (busy) {
 				res->flags |= DL_PRES_BUSY;
 				res->gen = k->gen;
@@ -446,8 +463,11 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 		}
 		if (hit_due > due)
 			due = hit_due;
+		if (hit_due > ready)
+			ready = hit_due;
 	}
 	res->due_ns = due;
+	res->ready_ns = ready < due ? ready : due;
 	res->queue_ns = start - now_ns;
 	res->service_ns = due - start;
 	res->hit_bytes = hit;
@@ -481,8 +501,10 @@ void dl_pacer_complete(struct dl_pacer *p, const struct dl_pacer_req *r,
 	}
 	k = &p->cls[r->cls];
 	pthread_mutex_lock(&k->lock);
-	if ((res->flags & DL_PRES_BUSY) && k->busy)
+	if ((res->flags & DL_PRES_BUSY) && k->busy) {
+		pacer_cluster_busy(k, replied_ns);
 		k->busy--;
+	}
 	if (k->st.in_flight)
 		k->st.in_flight--;
 	k->st.completed++;
@@ -515,6 +537,17 @@ int dl_pacer_retime(struct dl_pacer *p, const struct dl_pacer_req *r,
 	if (!(res->flags & DL_PRES_BUSY) || res->gen == k->gen)
 		goto out;
 	res->gen = k->gen;
+	if (k->cl_boost_c > 0 && k->cl_boost_gen == k->gen) {
+		/* Its node's share grew (cluster_pacer.c): its wait still
+		 * ahead goes at the new rate; the device was not restarted. */
+		uint64_t was = res->due_ns;
+
+		if (was > now_ns)
+			pacer_cluster_boost_retime(k, model_at(p, r->cls, now_ns)->transfer != 0,
+						   res, now_ns);
+		moved = res->due_ns < was;
+		goto out;
+	}
 	arrival = res->due_ns - res->queue_ns - res->service_ns;
 	if (p->cfg.enabled) {
 		const struct dl_dev_model *m = model_at(p, r->cls, now_ns);
@@ -523,8 +556,9 @@ int dl_pacer_retime(struct dl_pacer *p, const struct dl_pacer_req *r,
 		struct pacer_dev *d;
 		unsigned held;
 
-		if (m->conc.n && k->busy > 1)
-			lat = stretch(lat, pacer_conc_factor(&m->conc, res->miss_bytes, k->busy));
+		if (m->conc.n && pacer_cluster_in_service(k) > 1)
+			lat = stretch(lat, pacer_conc_factor(&m->conc, res->miss_bytes,
+							     pacer_cluster_in_service(k)));
 		/* Its latency runs from its arrival, not from the change. */
 		ready = sat_add(arrival, lat);
 		d = device_for(p, k, m, res->slot, now_ns, res->miss_bytes, 0, &rt);
@@ -540,6 +574,8 @@ int dl_pacer_retime(struct dl_pacer *p, const struct dl_pacer_req *r,
 			res->queue_ns = due - arrival;
 		res->service_ns = due - arrival - res->queue_ns;
 		res->due_ns = due;
+		if (res->ready_ns > due)
+			res->ready_ns = due;
 		moved = 1;
 	}
 out:

@@ -365,6 +365,19 @@ struct pacer_class {
 	struct dl_cluster_cls_grant cl;
 	int cl_on;
 	uint64_t cl_window_ns;
+	uint64_t cl_busy_at;	/* clc.busy_ns counts up to here */
+	/* Its share of the queue slots (and data paths) is fractional: it
+	 * gets the whole number above it, each held this much longer than
+	 * its request (1: as long), so that they serve its fraction of the
+	 * device's (set with the model a request meets). */
+	double cl_slot_hold, cl_lane_hold;
+	uint64_t cl_rate;	/* the bandwidth its latest request was timed at */
+	/* The latest share that grew (dl_pacer_cluster_grant): at cl_boost_at
+	 * the waiting times still ahead shrank by cl_boost_c; generation
+	 * cl_boost_gen (a re-time under it moves a request by that alone). */
+	uint64_t cl_boost_at;
+	double cl_boost_c;
+	uint32_t cl_boost_gen;
 };
 
 struct dl_pacer {
@@ -396,7 +409,23 @@ struct pacer_cluster {
  * Class lock held. */
 const struct dl_dev_model *pacer_cluster_model(const struct pacer_class *k,
 					       const struct dl_dev_model *m, uint64_t len,
-					       struct dl_dev_model *tmp);
+					       struct dl_dev_model *tmp, double *slot_hold,
+					       double *lane_hold);
+/* The requests in the device that a request of class k meets: its node's
+ * (busy, this one included) and, in a cluster, the other nodes'. */
+uint32_t pacer_cluster_in_service(const struct pacer_class *k);
+/* A request holds its queue slot (and data path) from start to due, longer
+ * by k's holds in a cluster (merged: it went on a run, nothing to hold). */
+void pacer_cluster_hold(const struct pacer_class *k, struct pacer_dev *d,
+			const struct pacer_rates *rt, uint64_t start, uint64_t due, uint64_t len,
+			int merged);
+/* clc.busy_ns up to now (before busy changes; class lock held). */
+void pacer_cluster_busy(struct pacer_class *k, uint64_t now);
+/* A re-time after the node's share grew (k->cl_boost_gen is the class's
+ * generation): the request's wait still ahead at cl_boost_at shrinks by
+ * cl_boost_c, never before now or its ready time. Class lock held. */
+void pacer_cluster_boost_retime(const struct pacer_class *k, int device_model,
+				struct dl_pacer_result *res, uint64_t now);
 /* Count a request that went to the device (class lock held). */
 void pacer_cluster_count(struct pacer_class *k, struct pacer_job_cls *jc, uint64_t len,
 			 unsigned held, int model);

@@ -249,6 +249,8 @@ struct dl_pacer_result {
 	uint32_t slot;		/* the job's accounting slot (for dl_pacer_complete) */
 	uint32_t flags;		/* DL_PRES_* */
 	uint32_t gen;		/* the class's model generation it was timed under */
+	uint64_t ready_ns;	/* its data ready (the plain model: start + latency): a
+				 * re-time never answers it before */
 };
 
 int dl_pacer_new(const struct dl_pacer_cfg *cfg, uint64_t now_ns, uint64_t seed,
@@ -321,6 +323,7 @@ struct dl_cluster_count {
 	uint64_t ops, bytes;			/* requests that went to the device, their bytes */
 	uint64_t held_bw, held_iops, held_q;	/* of those, held back by the node's own limits */
 	uint32_t outstanding, peak;		/* in the device now; most at once since the last sample */
+	uint64_t busy_ns;			/* requests in the device times ns (their mean: / time) */
 };
 
 #define DL_CLUSTER_SAMPLE_JOBS 65
@@ -351,6 +354,7 @@ struct dl_cluster_want {
 	double bw, iops, q;
 	double used_bps, used_iops;	/* what it moved over the window (the table) */
 	double peak;			/* most requests it had in the device at once */
+	double in_flight;		/* requests it had in the device, on average */
 };
 struct dl_cluster_job {
 	uint64_t key;
@@ -374,6 +378,12 @@ struct dl_cluster_cls_grant {
 				 * the node was idle in the class when this was computed, or
 				 * when its share would take longer than a window to move it */
 	int idle;
+	double others;		/* requests the other nodes had in the device over the
+				 * window, on average: a request's contention is the
+				 * cluster's (its node's in service plus these) */
+	double dev;		/* its fraction of the cluster's requests in the device
+				 * (their means): its share of the device model's data
+				 * paths, which serve requests in turn */
 };
 struct dl_cluster_grant {
 	struct dl_cluster_cls_grant c[DL_OP__COUNT];
@@ -406,12 +416,18 @@ int dl_cluster_allocate(const struct dl_cluster_node *nodes, unsigned n, enum dl
 
 /* The node's counts now (class locks, one at a time); the peaks restart. */
 int dl_pacer_cluster_sample(struct dl_pacer *p, uint64_t now_ns, struct dl_cluster_sample *s);
-/* Install this node's share (from the next request on) and keep the
- * cluster's table (n nodes, their grants) for stats.json; rank is this
- * node's. Before the first call the pacer has the whole device. */
+/* Install this node's share at now_ns (from the next request on) and keep
+ * the cluster's table (n nodes, their grants) for stats.json; rank is this
+ * node's. Before the first call the pacer has the whole device. Returns 1
+ * when the node's bandwidth share grew by DL_CLUSTER_BOOST or more while it
+ * had requests waiting for it (typically a node that became busy after
+ * idle time, timed at its fair fraction until this exchange): the caller
+ * then re-times its waiting requests (dl_pacer_retime, in order of due
+ * time), whose remaining wait goes at the new rate; else 0, or -errno. */
+#define DL_CLUSTER_BOOST 1.5
 int dl_pacer_cluster_grant(struct dl_pacer *p, uint32_t rank, const struct dl_cluster_node *table,
 			   const struct dl_cluster_grant *grants, unsigned n, uint64_t exchanges,
-			   uint64_t period_ns, uint64_t window_ns);
+			   uint64_t period_ns, uint64_t window_ns, uint64_t now_ns);
 
 /* ---- a device model in virtual time (pacer/sim.c, pacer/fit.c) ---- */
 

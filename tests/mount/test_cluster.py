@@ -7,9 +7,12 @@ processes of one node, and the readers each use one mount, as one rank per
 node does on a real allocation.
 
 - 4 readers, one per mount: together within 5% of the budget, even shares;
-- one reader alone: the whole budget (the idle nodes' shares go to it);
+- one reader alone: the whole budget (the idle nodes' shares go to it),
+  from its first requests on (none waits much longer than the rest);
 - a checkpoint written from one node: the whole write bandwidth;
 - share.policy fair: a job on 3 nodes and a job on 1 get half each;
+- latency under load is the cluster's: 4 nodes with 2 requests each on a
+  device of 6 queue slots wait as 8 requests in one queue would;
 - `dliofs stat` on any node shows the cluster's table; each node's trace
   (trace.file with {rank}) carries its node;
 - a config with {rank} and no cluster: section, and a cluster node in the
@@ -175,6 +178,31 @@ class Cluster(unittest.TestCase):
         self.assertLess(abs((a + b) / BUDGET - 1), 0.05, "total %.2f MB/s" % ((a + b) / 1e6))
         self.assertLess(abs(b / a - 1), 0.10, "A %.2f, B %.2f MB/s" % (a / 1e6, b / 1e6))
 
+    def test_5_latency_under_load_is_the_clusters(self):
+        """A device of 6 queue slots and 50 ms a request, no bandwidth
+        limit: 4 readers of 2 streams, one per node, keep 8 requests in it,
+        so a request waits as it would behind the others' in one queue:
+        8 x 50 / 6 = 67 ms, 8 MiB per 67 ms between them (126 MB/s). Each
+        node has 1.5 of the 6 slots: 2, each held 4/3 as long (with 1,
+        as before, each node's 2 requests took 100 ms: 84 MB/s)."""
+        model = ["read.bandwidth=none", "read.queue_depth=6", "read.latency=constant(50ms)"]
+        for m in self.mnts:
+            r = subprocess.run([dltest.DLIOFS, "set", m] + model, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(lambda: [subprocess.run(
+            [dltest.DLIOFS, "set", m, "read.bandwidth=100MB/s", "read.queue_depth=none",
+             "read.latency=none"], capture_output=True) for m in self.mnts])
+        time.sleep(0.3)
+        rates = self.clients([("r", os.path.join(m, "d", "train"), 16 * i)
+                              for i, m in enumerate(self.mnts)])
+        total = sum(rates)
+        want = 8 * (1 << 20) / (8 * 0.050 / 6)
+        print("latency under load: 4 x 2 streams on 6 slots of 50 ms: %s MB/s, total %.2f "
+              "(one queue: %.2f)" % (" ".join("%.2f" % (r / 1e6) for r in rates), total / 1e6,
+                                     want / 1e6))
+        self.assertLess(abs(total / want - 1), 0.10, "total %.2f MB/s" % (total / 1e6))
+        self.assertGreater(min(rates), 0.85 * max(rates), "even: %s" % rates)
+
     def clients(self, jobs, streams=2, probe=None, env=None):
         """Run (mode, root, first) clients from one common start for SECS;
         the rate of each (bytes/s). With probe (a mountpoint), its
@@ -231,17 +259,29 @@ class Cluster(unittest.TestCase):
 
     def test_2_one_reader_gets_the_whole_budget(self):
         time.sleep(0.3)
+        subprocess.run([dltest.DLIOFS, "stat", self.mnts[1], "--reset"], check=True)
         # Twice the streams of each of the four readers: one node alone
         # has to keep the device as busy as four did, on a loaded machine.
         rate = self.clients([("r", os.path.join(self.mnts[1], "d", "train"), 0)], 4,
                             probe=self.mnts[0])[0]
-        print("1 reader alone: %.2f MB/s" % (rate / 1e6))
+        # What the reader saw: replied - submitted (the model's service
+        # time is counted when a request is first timed).
+        lat = self.stats(self.mnts[1])["classes"]["read"]["latency_us"]
+        print("1 reader alone: %.2f MB/s, latency p50 %.1f ms, p99 %.1f ms, max %.1f ms" %
+              (rate / 1e6, lat["p50"] / 1e3, lat["p99"] / 1e3, lat["max"] / 1e3))
         # The table (on another node) halfway: node 1 has all of the read
         # bandwidth, the others none.
         table = {n["node"]: n for n in self.mid["cluster"]["table"]}
         self.assertEqual(len(table), NODES)
         self.assertGreater(table[1]["read"]["share_bandwidth"], 0.99, table[1])
-        self.assertLess(abs(rate / BUDGET - 1), 0.05, "%.2f MB/s" % (rate / 1e6))
+        # The whole budget: the node starts at its fair quarter, and when
+        # the next exchange gives it all, its waiting requests go at the
+        # new rate (before, they kept their times at a quarter: 96 MB/s,
+        # and its first requests took up to 4 x as long as the rest).
+        self.assertLess(abs(rate / BUDGET - 1), 0.02, "%.2f MB/s" % (rate / 1e6))
+        # 4 streams of 1 MiB queue 4 MiB at 100 MB/s: about 42 ms each;
+        # the first ones at a quarter took up to 4 x that.
+        self.assertLess(lat["max"], 2 * 4 * (1 << 20) / BUDGET * 1e6, lat)
 
     def test_3_checkpoint_gets_the_whole_write_bandwidth(self):
         time.sleep(0.3)

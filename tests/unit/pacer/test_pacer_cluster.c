@@ -24,12 +24,12 @@ static double rel(double a, double b) { return fabs(a / b - 1); }
 
 static struct dl_cluster_want busy(void)
 {
-	return (struct dl_cluster_want){INFINITY, INFINITY, INFINITY, 1e6, 1, 1};
+	return (struct dl_cluster_want){INFINITY, INFINITY, INFINITY, 1e6, 1, 1, 1};
 }
 
 static struct dl_cluster_want using(double f)
 {
-	return (struct dl_cluster_want){f, f, f, 1e6, 1, 1};
+	return (struct dl_cluster_want){f, f, f, 1e6, 1, 1, 1};
 }
 
 static void node(struct dl_cluster_node *n, uint32_t rank, int cls, struct dl_cluster_want w)
@@ -192,13 +192,22 @@ static void test_node_make(void)
 
 #define NODES 8
 #define RING 64
+#define STREAMS 8
 
-struct reader {
-	int on;
-	uint64_t next;
+/* One request in flight of a node's reader (a thread of a data loader). */
+struct stream {
+	uint64_t next; /* its next event: the reply to the pending one, then the next read */
+	uint64_t sent; /* when the pending one was submitted */
+	uint64_t off;  /* buffered: where its next read starts */
 	int pending;
 	struct dl_pacer_req req;
 	struct dl_pacer_result res;
+};
+
+struct reader {
+	int on;
+	unsigned n; /* streams */
+	struct stream s[STREAMS];
 };
 
 struct vcluster {
@@ -208,15 +217,52 @@ struct vcluster {
 	struct dl_cluster_sample *ring; /* [RING][NODES] */
 	uint64_t rounds, period, window;
 	uint64_t think[NODES]; /* a reader's pause between a reply and its next read */
+	unsigned streams[NODES]; /* requests a node keeps in flight (0: 1) */
+	uint64_t len;		 /* of each request (0: 1 MiB) */
+	int no_retime;		 /* ignore the grants' re-time (what a daemon without it did) */
+	/* buffered readers through the emulated readahead, each 1 MiB read
+	 * in two pieces as FUSE splits one into an unaligned buffer: 1 MiB
+	 * less 16 bytes, then 16 bytes inside what the first fetched */
+	int buffered;
 	enum dl_share_policy pol;
 	double bytes[NODES];
 	/* bytes completed in each 10 ms from the run's start */
 	double bin[400];
+	/* requests completed over the measured time, their summed latency */
+	double done[NODES], lat_sum[NODES], worst[NODES];
+	uint64_t retimes;
 };
 
 static struct dl_cluster_sample *at(struct vcluster *v, uint64_t round, unsigned i)
 {
 	return &v->ring[(round % RING) * NODES + i];
+}
+
+/* What a daemon's timer does when a grant says so (fs/timer.c): re-time
+ * the node's waiting requests in order of due time. */
+static void retime_node(struct vcluster *v, unsigned i, uint64_t now)
+{
+	struct reader *rd = &v->r[i];
+	unsigned ord[STREAMS], m = 0;
+
+	for (unsigned k = 0; k < rd->n; k++)
+		if (rd->s[k].pending && rd->s[k].res.due_ns > now)
+			ord[m++] = k;
+	for (unsigned a = 1; a < m; a++)
+		for (unsigned b = a; b > 0 && rd->s[ord[b]].res.due_ns < rd->s[ord[b - 1]].res.due_ns;
+		     b--) {
+			unsigned t = ord[b];
+
+			ord[b] = ord[b - 1];
+			ord[b - 1] = t;
+		}
+	for (unsigned a = 0; a < m; a++) {
+		struct stream *st = &rd->s[ord[a]];
+
+		if (dl_pacer_retime(v->p[i], &st->req, &st->res, now) == 1)
+			st->next = st->res.due_ns;
+	}
+	v->retimes++;
 }
 
 static void exchange(struct vcluster *v, uint64_t now)
@@ -234,12 +280,16 @@ static void exchange(struct vcluster *v, uint64_t now)
 	if (dl_cluster_allocate(nd, v->n, v->pol, g))
 		abort();
 	for (unsigned i = 0; i < v->n; i++)
-		dl_pacer_cluster_grant(v->p[i], i, nd, g, v->n, r, v->period, v->window);
+		if (dl_pacer_cluster_grant(v->p[i], i, nd, g, v->n, r, v->period, v->window, now) ==
+			1 &&
+		    !v->no_retime)
+			retime_node(v, i, now);
 	v->rounds++;
 }
 
-/* Closed-loop 1 MiB readers (writers with cls) on the nodes in `on`, from
- * `from` for secs; bytes per node counted over the last `measure` s. */
+/* Closed-loop readers (writers with cls) on the nodes in `on`, each with
+ * its streams of requests, from `from` for secs; bytes, requests and
+ * latency per node counted over the last `measure` s. */
 static uint64_t run(struct vcluster *v, const int *on, enum dl_op_class cls, uint64_t from,
 		    double secs, double measure)
 {
@@ -248,44 +298,77 @@ static uint64_t run(struct vcluster *v, const int *on, enum dl_op_class cls, uin
 
 	memset(v->bytes, 0, sizeof(v->bytes));
 	memset(v->bin, 0, sizeof(v->bin));
-	for (unsigned i = 0; i < v->n; i++)
-		v->r[i] = (struct reader){.on = on[i], .next = from};
+	memset(v->done, 0, sizeof(v->done));
+	memset(v->lat_sum, 0, sizeof(v->lat_sum));
+	memset(v->worst, 0, sizeof(v->worst));
+	for (unsigned i = 0; i < v->n; i++) {
+		memset(&v->r[i], 0, sizeof(v->r[i]));
+		v->r[i].on = on[i];
+		v->r[i].n = v->streams[i] ? v->streams[i] : 1;
+		for (unsigned k = 0; k < v->r[i].n; k++)
+			v->r[i].s[k].next = from;
+	}
 	for (;;) {
-		unsigned c = NODES;
+		unsigned c = NODES, ck = 0;
 
 		for (unsigned i = 0; i < v->n; i++)
-			if (v->r[i].on && (c == NODES || v->r[i].next < v->r[c].next))
-				c = i;
-		if (c == NODES || v->r[c].next >= end)
+			for (unsigned k = 0; v->r[i].on && k < v->r[i].n; k++)
+				if (c == NODES || v->r[i].s[k].next < v->r[c].s[ck].next) {
+					c = i;
+					ck = k;
+				}
+		if (c == NODES || v->r[c].s[ck].next >= end)
 			break;
-		while (next_x <= v->r[c].next) {
+		if (next_x <= v->r[c].s[ck].next) {
+			/* A grant may re-time: choose the next event again. */
 			exchange(v, next_x);
 			next_x += v->period;
+			continue;
 		}
-		struct reader *rd = &v->r[c];
+		struct stream *st = &v->r[c].s[ck];
 
-		if (rd->pending) {
-			uint64_t due = rd->res.due_ns;
+		if (st->pending) {
+			uint64_t due = st->res.due_ns;
 			unsigned b = (unsigned)((due - from) / (10 * MS));
 
-			dl_pacer_complete(v->p[c], &rd->req, &rd->res, due);
-			rd->pending = 0;
-			if (due >= mfrom && due < end)
-				v->bytes[c] += (double)rd->req.len;
+			dl_pacer_complete(v->p[c], &st->req, &st->res, due);
+			st->pending = 0;
+			if (due >= mfrom && due < end) {
+				v->bytes[c] += (double)st->req.len;
+				v->done[c]++;
+				v->lat_sum[c] += (double)(due - st->sent);
+				if ((double)(due - st->sent) > v->worst[c])
+					v->worst[c] = (double)(due - st->sent);
+			}
 			if (b < 400)
-				v->bin[b] += (double)rd->req.len;
+				v->bin[b] += (double)st->req.len;
+			st->next = due + v->think[c];
+			continue;
 		}
-		rd->req = (struct dl_pacer_req){.cls = cls, .file_id = c + 1, .len = MiB, .job = 1};
-		if (dl_pacer_submit(v->p[c], &rd->req, rd->next, &rd->res))
+		st->req = (struct dl_pacer_req){.cls = cls,
+						.file_id = c * STREAMS + ck + 1,
+						.len = v->len ? v->len : MiB,
+						.job = 1};
+		if (v->buffered) {
+			st->req.flags = DL_PREQ_BUFFERED;
+			st->req.file_size = 1024 * MiB;
+			st->req.off = st->off;
+			st->req.len = st->off % MiB ? 16 : MiB - 16;
+			st->off += st->req.len;
+		}
+		if (dl_pacer_submit(v->p[c], &st->req, st->next, &st->res))
 			abort();
-		if (rd->res.flags & DL_PRES_NEW_JOB)
+		if (st->res.flags & DL_PRES_NEW_JOB)
 			dl_pacer_job_info(v->p[c], 1, "python train.py", 1, 1);
-		rd->pending = 1;
-		rd->next = rd->res.due_ns + v->think[c];
+		st->sent = st->next;
+		st->pending = 1;
+		st->next = st->res.due_ns;
 	}
 	for (unsigned i = 0; i < v->n; i++)
-		if (v->r[i].pending)
-			dl_pacer_complete(v->p[i], &v->r[i].req, &v->r[i].res, v->r[i].res.due_ns);
+		for (unsigned k = 0; k < v->r[i].n; k++)
+			if (v->r[i].s[k].pending)
+				dl_pacer_complete(v->p[i], &v->r[i].s[k].req, &v->r[i].s[k].res,
+						  v->r[i].s[k].res.due_ns);
 	return end;
 }
 
@@ -442,6 +525,152 @@ static void test_virtual_fair(void)
 	vc_free(&v);
 }
 
+/* A reader that starts after idle time, alone on its node and in the
+ * cluster: 4 streams of 1 MiB (a data loader's workers). Before the next
+ * exchange counts it the node goes at its fair fraction; when the share
+ * that exchange gives it is larger, the requests it has waiting go at the
+ * new rate (the grant says to re-time them, as the daemon's timer does).
+ * Without that, its first 4 requests keep their times at 1/N of the
+ * budget (the last one due after 4 x 1/N x 42 ms) and the reader loses
+ * their worth at every start. Its first 0.5 s, against a cluster of 1. */
+static double lone_start(unsigned n, int how, double *worst_ms)
+{
+	const char *plain[] = {"read.bandwidth=100MB/s", NULL};
+	/* the device model: a throttle of 100 MB/s before a fast device */
+	const char *dev[] = {"read.bandwidth=100MB/s", "read.transfer=2GB/s", "read.lanes=1",
+			     NULL};
+	const char *const *kv = how == 2 ? dev : plain;
+	int buffered = how == 1;
+	int one[NODES] = {0};
+	struct vcluster v;
+	double got;
+
+	if (vc_new(&v, n, kv)) {
+		vc_free(&v);
+		return -1;
+	}
+	v.buffered = buffered;
+	for (unsigned i = 0; i < n; i++)
+		one[i] = 1;
+	/* Every node busy for a second, the cluster idle for one (every
+	 * node's window empty), then the reader. */
+	run(&v, one, DL_OP_READ, T0, 1.0, 1.0);
+	for (uint64_t t = T0 + SEC; t < T0 + 2 * SEC; t += v.period)
+		exchange(&v, t);
+	memset(one, 0, sizeof(one));
+	v.streams[n - 1] = 4;
+	one[n - 1] = 1;
+	run(&v, one, DL_OP_READ, T0 + 2 * SEC, 0.5, 0.5);
+	got = v.bytes[n - 1] / 0.5;
+	*worst_ms = v.worst[n - 1] / 1e6;
+	vc_free(&v);
+	return got;
+}
+
+static void test_virtual_lone_start(void)
+{
+	for (int buffered = 0; buffered < 3; buffered++) {
+		const char *how = buffered == 2   ? "direct, device model"
+				  : buffered == 1 ? "buffered, 2 pieces a read"
+						  : "direct";
+		double one_ms, ms, base = lone_start(1, buffered, &one_ms);
+
+		CHECK(base > 0.9 * 100e6, "a cluster of 1: one reader %.4g", base);
+		for (unsigned n = 2; n <= NODES; n *= 2) {
+			double got = lone_start(n, buffered, &ms);
+			/* What it may lose: one period at its fair fraction,
+			 * and a request's worth of the 10 ms bins. */
+			double bound = (1 - 1.0 / n) * 100e6 * 0.010 + MiB;
+
+			printf("# one reader (4 streams, %s) starting alone on node %u of %u: first "
+			       "0.5 s %.2f MB/s, %.2f MB short of a cluster of 1; its slowest "
+			       "request %.1f ms (a cluster of 1: %.1f)\n",
+			       how, n - 1, n, got / 1e6, (base - got) * 0.5 / 1e6, ms, one_ms);
+			CHECK((base - got) * 0.5 <= bound,
+			      "%u nodes, %s: a lone reader starting gets the whole budget but for "
+			      "a period at 1/N: %.4g of %.4g B/s (%.3g B short, at most %.3g)",
+			      n, how, got, base, (base - got) * 0.5, bound);
+			/* Its first requests wait no longer than the rest but
+			 * for that period. */
+			CHECK(ms <= one_ms + 10, "%u nodes, %s: slowest request %.1f ms, %.1f alone",
+			      n, how, ms, one_ms);
+		}
+	}
+}
+
+/* Latency under load is the cluster's: N nodes each with k requests in
+ * flight meet what one mount with N x k in flight meets. Each node decides
+ * alone: its fraction of the queue slots (and of the device model's data
+ * paths) serves its fraction of the device's, and a latency that grows
+ * with the requests in service counts the other nodes' (their mean in the
+ * device, as exchanged). Mean latency over the last 2 s of 3. */
+static double mean_latency(const char *const *kv, unsigned n, unsigned k, uint64_t len,
+			   double *rate)
+{
+	int all[NODES] = {0};
+	struct vcluster v;
+	double lat = 0, done = 0, bytes = 0;
+
+	if (vc_new(&v, n, kv)) {
+		vc_free(&v);
+		return -1;
+	}
+	v.len = len;
+	for (unsigned i = 0; i < n; i++) {
+		all[i] = 1;
+		v.streams[i] = k;
+	}
+	run(&v, all, DL_OP_READ, T0, 3.0, 2.0);
+	for (unsigned i = 0; i < n; i++) {
+		lat += v.lat_sum[i];
+		done += v.done[i];
+		bytes += v.bytes[i];
+	}
+	*rate = bytes / 2.0;
+	vc_free(&v);
+	return done ? lat / done : -1;
+}
+
+static void test_virtual_contention(void)
+{
+	static const struct {
+		const char *what;
+		const char *kv[8];
+		unsigned n, k;
+		uint64_t len;
+	} c[] = {
+	    /* 16 requests for 10 slots: 2.5 slots a node */
+	    {"10 queue slots, 10 ms each",
+	     {"read.queue_depth=10", "read.latency=constant(10ms)", NULL}, 4, 4, 4096},
+	    {"8 queue slots, 3 nodes", {"read.queue_depth=8", "read.latency=constant(10ms)", NULL},
+	     3, 5, 4096},
+	    /* a latency that grows with the requests in service */
+	    {"bandwidth_by_concurrency",
+	     {"read.latency=constant(2ms)", "read.bandwidth_by_concurrency.1MiB.1=500MB/s",
+	      "read.bandwidth_by_concurrency.1MiB.16=1000MB/s", NULL},
+	     4, 2, MiB},
+	    /* the device model: 8 channels, one data path */
+	    {"device model, one data path",
+	     {"read.transfer=200MB/s", "read.queue_depth=8", "read.lanes=1",
+	      "read.latency=constant(1ms)", NULL},
+	     4, 3, MiB},
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		double r1, rn, one = mean_latency(c[i].kv, 1, c[i].n * c[i].k, c[i].len, &r1);
+		double all = mean_latency(c[i].kv, c[i].n, c[i].k, c[i].len, &rn);
+
+		printf("# %s: %u nodes x %u in flight: mean latency %.3f ms, %.4g req/s; one mount "
+		       "with %u: %.3f ms, %.4g req/s\n",
+		       c[i].what, c[i].n, c[i].k, all / 1e6, rn / (double)c[i].len, c[i].n * c[i].k,
+		       one / 1e6, r1 / (double)c[i].len);
+		CHECK(one > 0 && all > 0 && rel(all, one) < 0.05,
+		      "%s: latency of %u nodes x %u within 5%% of one mount with %u: %.4g vs %.4g",
+		      c[i].what, c[i].n, c[i].k, c[i].n * c[i].k, all, one);
+		CHECK(rel(rn, r1) < 0.05, "%s: the same throughput: %.4g vs %.4g", c[i].what, rn, r1);
+	}
+}
+
 int main(void)
 {
 	test_alloc_fcfs();
@@ -453,5 +682,7 @@ int main(void)
 	test_virtual(8);
 	test_virtual_light();
 	test_virtual_fair();
+	test_virtual_lone_start();
+	test_virtual_contention();
 	return tap_done("pacer_cluster");
 }

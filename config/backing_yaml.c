@@ -349,3 +349,55 @@ int cfg_parse_backing(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *node
 	free(at_nodes);
 	return 0;
 }
+
+/* `overlay: {path: /dir}`: one real directory under the synthetic tree.
+ * It has no name of its own under the root (it is the root's, the
+ * datasets' and the splits' writable half) and always takes writes. */
+void cfg_parse_overlay(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *node,
+		       struct dl_config *cfg)
+{
+	struct dl_backing_cfg *b = &cfg->overlay;
+	yaml_node_t *path = NULL;
+	const char *s;
+
+	b->loc = cfg_node_loc(node);
+	if (node->type != YAML_MAPPING_NODE) {
+		cfg_error(c, cfg_node_loc(node), "overlay",
+			  "expected a mapping {path: /shared/dir}, got %s", cfg_kind_of(node));
+		return;
+	}
+	for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(doc, p->value);
+		const char *name = k ? scalar(k) : NULL;
+
+		if (!k || !v)
+			continue;
+		if (name && !strcmp(name, "path") && !path) {
+			path = v;
+			continue;
+		}
+		cfg_error(c, cfg_node_loc(k), "overlay",
+			  name && !strcmp(name, "path") ? "duplicate key path"
+			  : name && (!strcmp(name, "at") || !strcmp(name, "writable") ||
+				     !strcmp(name, "sink"))
+				  ? "an overlay has no name of its own and always takes writes; "
+				    "give path only"
+				  : "unknown key (expected path)");
+	}
+	if (!path) {
+		cfg_error(c, b->loc, "overlay.path",
+			  "missing: the real (shared) directory that takes the names created in "
+			  "synthetic directories");
+		return;
+	}
+	if (!(s = scalar(path))) {
+		cfg_error(c, cfg_node_loc(path), "overlay.path", "expected a path, got %s",
+			  cfg_kind_of(path));
+		return;
+	}
+	if (check_path(c, path, "overlay.path", s, b))
+		b->path[0] = 0;
+	b->writable = 1;
+}

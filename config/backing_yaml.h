@@ -12,4 +12,8 @@
 int cfg_parse_backing(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *node,
 		      struct dl_config *cfg);
 
+/* Parse `overlay: {path: /dir}` into cfg->overlay (problems through c). */
+void cfg_parse_overlay(struct cfg_ctx *c, yaml_document_t *doc, yaml_node_t *node,
+		       struct dl_config *cfg);
+
 #endif

@@ -240,6 +240,11 @@ int dl_config_dump(const struct dl_config *cfg, FILE *out)
 			fprintf(out, ", writable: %s}\n", b->writable ? "true" : "false");
 		}
 	}
+	if (cfg->overlay.path[0]) {
+		fprintf(out, "overlay: {path: ");
+		put_quoted(out, cfg->overlay.path);
+		fprintf(out, "}\n");
+	}
 	if (ferror(out))
 		return -EIO;
 	return 0;

@@ -12,11 +12,11 @@
 
 enum top_key {
 	TK_SEED, TK_IO, TK_DATASETS, TK_PACER, TK_CACHE, TK_BACKING, TK_TRACE, TK_S3, TK_CLUSTER,
-	TK__COUNT
+	TK_OVERLAY, TK__COUNT
 };
 
 static const char *const top_keys[TK__COUNT] = {
-	"seed", "io", "datasets", "pacer", "cache", "backing", "trace", "s3", "cluster",
+	"seed", "io", "datasets", "pacer", "cache", "backing", "trace", "s3", "cluster", "overlay",
 };
 
 /* ---- the dataset mapping ---- */
@@ -464,6 +464,8 @@ int cfg_parse(struct cfg_ctx *c, yaml_document_t *doc, struct dl_config *cfg,
 	}
 	/* After the datasets: a backing name must not clash with one. */
 	src->backing = vals[TK_BACKING];
+	if (vals[TK_OVERLAY])
+		cfg_parse_overlay(c, doc, vals[TK_OVERLAY], cfg);
 	if (vals[TK_BACKING] && cfg_parse_backing(c, doc, vals[TK_BACKING], cfg))
 		c->oom = 1;
 	return c->oom ? -ENOMEM : 0;

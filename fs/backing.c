@@ -235,7 +235,10 @@ int bk_path(struct dl_fs *fs, fuse_ino_t ino, char *buf, size_t len)
 	}
 	if (ret)
 		return ret;
-	k = snprintf(buf, len, "%s%s%s", r->cfg->at, rel[0] ? "/" : "", rel);
+	if (!r->cfg->at[0]) /* the overlay: its paths are the synthetic tree's */
+		k = snprintf(buf, len, "%s", rel[0] ? rel : ".");
+	else
+		k = snprintf(buf, len, "%s%s%s", r->cfg->at, rel[0] ? "/" : "", rel);
 	return k < 0 || (size_t)k >= len ? -ENAMETOOLONG : k;
 }
 
@@ -247,8 +250,10 @@ void dl_bk_stats_write(struct dl_fs *fs, struct dl_jw *w)
 	for (unsigned i = 0; i < fs->backing->n; i++) {
 		struct bk_root *r = &fs->backing->roots[i];
 
-		dl_jw_obj(w, r->cfg->at);
-		dl_jw_str(w, "kind", r->sink ? "sink" : r->writable ? "writable" : "read-only");
+		/* The overlay has no name under the root: "" can be no entry's. */
+		dl_jw_obj(w, r->cfg->at[0] ? r->cfg->at : "(overlay)");
+		dl_jw_str(w, "kind", r->sink ? "sink" : !r->cfg->at[0] ? "overlay" :
+				     r->writable ? "writable" : "read-only");
 		dl_jw_u64(w, "read_bytes", atomic_load(&r->rd_bytes));
 		dl_jw_u64(w, "reads", atomic_load(&r->rd_ops));
 		dl_jw_u64(w, "write_bytes", atomic_load(&r->wr_bytes));
@@ -350,22 +355,23 @@ int dl_backing_new(const struct dl_config *cfg, const char *mountpoint, struct d
 	int ret = 0, real_dirs = 0;
 
 	*out = NULL;
-	if (!cfg->nbacking)
+	if (!cfg->nbacking && !cfg->overlay.path[0])
 		return 0;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
-	b->roots = calloc(cfg->nbacking, sizeof(*b->roots));
+	/* The overlay is one more real directory, after the entries. */
+	b->roots = calloc(cfg->nbacking + 1, sizeof(*b->roots));
 	if (!b->roots) {
 		free(b);
 		return -ENOMEM;
 	}
 	mnt_real = mountpoint ? realpath(mountpoint, NULL) : NULL;
-	for (unsigned i = 0; i < cfg->nbacking; i++) {
+	for (unsigned i = 0; i < cfg->nbacking + !!cfg->overlay.path[0]; i++) {
 		struct bk_root *r = &b->roots[i];
 
 		r->index = i;
-		r->cfg = &cfg->backing[i];
+		r->cfg = i < cfg->nbacking ? &cfg->backing[i] : &cfg->overlay;
 		r->writable = r->cfg->writable || r->cfg->sink;
 		r->top.fd = -1;
 		r->next_id = 1;

@@ -22,4 +22,17 @@ struct dl_jw;
 void dl_bk_stats_write(struct dl_fs *fs, struct dl_jw *w);
 void dl_bk_stats_reset(struct dl_fs *fs);
 
+/* The overlay (backing_overlay.c): names created in synthetic
+ * directories live in a real directory. */
+int dl_overlay_on(struct dl_fs *fs);
+/* Listing offsets from here on are the overlay's (after the synthetic
+ * names). */
+#define DL_OVERLAY_OFF (1ULL << 62)
+/* Append synthetic directory dir's overlay names (those the synthetic
+ * directory does not have) from entry `from` of the real directory to buf,
+ * as readdir (plus: readdirplus, names only). 0 or -errno. */
+#include <fuse_lowlevel.h>
+int dl_overlay_list(struct dl_fs *fs, fuse_req_t req, fuse_ino_t dir, uint64_t from, char *buf,
+		    size_t size, size_t *used, int plus);
+
 #endif

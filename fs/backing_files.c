@@ -155,7 +155,7 @@ void bk_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 
 	if (!r)
 		return;
-	ret = bk_node_of(fs, parent, &root, &p);
+	ret = bk_parent_of(fs, parent, name, 1, -EEXIST, &root, &p);
 	if (ret)
 		goto fail;
 	if (!root->writable) {
@@ -428,7 +428,10 @@ static ino_t dirent_ino(const struct bk_root *r, const struct bk_node *n,
 		return de->d_ino;
 	if (n == &r->top && de->d_name[1])
 		return FUSE_ROOT_ID;
-	return de->d_ino == r->top.ino ? bk_ino(r, 0) : de->d_ino;
+	/* The overlay's top is the mount's root. */
+	if (de->d_ino == r->top.ino)
+		return r->cfg->at[0] ? bk_ino(r, 0) : FUSE_ROOT_ID;
+	return de->d_ino;
 }
 
 /* Streamed: each call reads only what fits, and offsets are the real

@@ -204,6 +204,12 @@ struct bk_file {
 
 /* The node of ino in a real (not sink) backing directory, or -ESTALE. */
 int bk_node_of(struct dl_fs *fs, fuse_ino_t ino, struct bk_root **r, struct bk_node **n);
+/* The directory a name in parent lives in, as bk_node_of; for a
+ * synthetic directory, with the overlay on, the overlay's directory at its
+ * path (made when mk), or `taken` when the synthetic directory has name
+ * (taken 0 or name NULL: not checked); -EROFS without an overlay. */
+int bk_parent_of(struct dl_fs *fs, fuse_ino_t parent, const char *name, int mk, int taken,
+		 struct bk_root **r, struct bk_node **p);
 /* Say once per node that it was found outside (the log is for people). */
 void bk_moved_out(struct bk_root *root, struct bk_node *n, const char *what);
 /* Is directory p still below the backing directory? Its depth if so. */

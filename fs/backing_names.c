@@ -29,7 +29,7 @@ static void make(fuse_req_t req, fuse_ino_t parent, const char *name, enum mk_ki
 
 	if (!r)
 		return;
-	ret = bk_node_of(fs, parent, &root, &p);
+	ret = bk_parent_of(fs, parent, name, 1, -EEXIST, &root, &p);
 	if (ret)
 		goto out;
 	if (!root->writable) {
@@ -114,7 +114,7 @@ static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int
 
 	if (!r)
 		return;
-	ret = bk_node_of(fs, parent, &root, &p);
+	ret = bk_parent_of(fs, parent, name, 0, -EPERM, &root, &p);
 	if (!ret && !root->writable)
 		ret = -EROFS;
 	if (!ret && !bk_name_ok(name))
@@ -202,15 +202,20 @@ static int move_ok(struct bk_root *root, struct bk_node *p, int pfd, const char 
 }
 
 /* The two inodes a rename or a link joins: in one backing directory
- * (EXDEV otherwise) that takes writes (EROFS). */
-static int writable_pair(struct dl_fs *fs, fuse_ino_t a, fuse_ino_t b, struct bk_root **root,
-			 struct bk_node **na, struct bk_node **nb)
+ * (EXDEV otherwise) that takes writes (EROFS). A synthetic directory is
+ * the overlay's (bk_parent_of): a name of its own there is never moved nor
+ * replaced (EPERM), nor linked over (EEXIST); the directory a name goes
+ * to is made. aname NULL: a is the inode itself (a link's). */
+static int writable_pair(struct dl_fs *fs, fuse_ino_t a, const char *aname, fuse_ino_t b,
+			 const char *bname, struct bk_root **root, struct bk_node **na,
+			 struct bk_node **nb)
 {
 	struct bk_root *rb;
-	int ret = bk_node_of(fs, a, root, na);
+	int ret = aname ? bk_parent_of(fs, a, aname, 0, -EPERM, root, na)
+			: bk_node_of(fs, a, root, na);
 
 	if (!ret)
-		ret = bk_node_of(fs, b, &rb, nb);
+		ret = bk_parent_of(fs, b, bname, 1, aname ? -EPERM : -EEXIST, &rb, nb);
 	if (!ret && *root != rb)
 		ret = -EXDEV;
 	if (!ret && !(*root)->writable)
@@ -230,7 +235,7 @@ void bk_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t n
 
 	if (!r)
 		return;
-	ret = writable_pair(fs, parent, newparent, &root, &p, &np);
+	ret = writable_pair(fs, parent, name, newparent, newname, &root, &p, &np);
 	if (!ret && (!bk_name_ok(name) || !bk_name_ok(newname) ||
 		     (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE))))
 		ret = -EINVAL;
@@ -281,7 +286,7 @@ void bk_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *n
 
 	if (!r)
 		return;
-	ret = writable_pair(fs, ino, newparent, &root, &n, &np);
+	ret = writable_pair(fs, ino, NULL, newparent, newname, &root, &n, &np);
 	if (!ret && !bk_name_ok(newname))
 		ret = -EINVAL;
 	if (!ret && S_ISDIR(n->type))

@@ -173,7 +173,7 @@ static void bk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (!r)
 		return;
-	ret = bk_node_of(fs, parent, &root, &p);
+	ret = bk_parent_of(fs, parent, NULL, 0, 0, &root, &p);
 	if (!ret)
 		ret = bk_dir_ok(root, p, &depth);
 	if (!ret)

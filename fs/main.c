@@ -162,6 +162,9 @@ static int cmd_check(const char *path)
 			printf("  %s: backing directory %s (%s)\n", b->at, b->path,
 			       b->writable ? "writable" : "read-only");
 	}
+	if (cfg->overlay.path[0])
+		printf("  overlay: names created in synthetic directories go to %s\n",
+		       cfg->overlay.path);
 	printf("total: %s%s (%.0Lf bytes)\n", estimated ? "~" : "",
 	       dl_format_size((uint64_t)grand, a, sizeof(a)), grand);
 	/* The storage model the mount will use, as .dliofs/pacer will show it. */

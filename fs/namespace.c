@@ -113,7 +113,8 @@ int dl_node_stat(struct dl_fs *fs, const struct dl_node *n, struct stat *st)
 		st->st_blocks = (blkcnt_t)((f.size + 511) / 512);
 		return 0;
 	}
-	st->st_mode = S_IFDIR | 0555;
+	/* With an overlay, the mount's owner may make names in it. */
+	st->st_mode = S_IFDIR | (fs->cfg->overlay.path[0] ? 0755 : 0555);
 	st->st_nlink = 2 + dir_nsubdirs(fs, n);
 	st->st_size = 4096;
 	return 0;

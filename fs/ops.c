@@ -6,6 +6,7 @@
  * never wait. */
 #include <errno.h>
 
+#include "backing.h"
 #include "fs_i.h"
 #include "reply.h"
 #include "tree_i.h"
@@ -20,7 +21,7 @@ static int has_real_backing(const struct dl_fs *fs)
 	for (unsigned i = 0; i < fs->cfg->nbacking; i++)
 		if (!fs->cfg->backing[i].sink)
 			return 1;
-	return 0;
+	return fs->cfg->overlay.path[0] != 0;
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -136,10 +137,22 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
  * either side (EXDEV), and is refused as read-only otherwise (EROFS): the
  * refusal is the first inode's tree's (control traffic or not), and reaches
  * no device. */
+static fuse_ino_t names_of(struct dl_fs *fs, fuse_ino_t ino)
+{
+	/* With an overlay, the synthetic tree's names are the overlay's
+	 * (backing_overlay.c): one more entry after those of `backing:`. */
+	if (dl_tree_id(fs, ino) == DL_TREE_SYNTH && dl_overlay_on(fs))
+		return dl_ino_make(DL_NODE_BACKING, fs->cfg->nbacking, 0, 0, 0);
+	return ino;
+}
+
 static int crosses(struct dl_fs *fs, fuse_ino_t a, fuse_ino_t b, const struct dl_tree_ops **ta)
 {
-	const struct dl_tree_ops *tb = dl_tree_of(fs, b);
+	const struct dl_tree_ops *tb;
 
+	a = names_of(fs, a);
+	b = names_of(fs, b);
+	tb = dl_tree_of(fs, b);
 	*ta = dl_tree_of(fs, a);
 	if (*ta == tb && (!tb->xdev || (dl_ino_type(a) == dl_ino_type(b) &&
 					dl_ino_ds(a) == dl_ino_ds(b))))

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 
+#include "backing.h"
 #include "fs_i.h"
 #include "reply.h"
 #include "served.h"
@@ -166,37 +167,69 @@ static void syn_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	refuse(req, DL_TOP_SETATTR, ino, EROFS);
 }
 
+/* With an overlay, names are made and removed in a synthetic directory by
+ * the overlay's real directory (backing_overlay.c), which refuses the
+ * synthetic names themselves; without one, the tree is read-only. */
+static const struct dl_tree_ops *overlay(fuse_req_t req)
+{
+	struct dl_fs *fs = fs_of(req);
+
+	return dl_overlay_on(fs) ? fs->trees[DL_TREE_BACKING] : NULL;
+}
+
 static void syn_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      dev_t rdev)
 {
-	(void)name, (void)mode, (void)rdev;
-	refuse(req, DL_TOP_MKNOD, parent, EROFS);
+	const struct dl_tree_ops *o = overlay(req);
+
+	if (o)
+		o->mknod(req, parent, name, mode, rdev);
+	else
+		refuse(req, DL_TOP_MKNOD, parent, EROFS);
 }
 
 static void syn_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	(void)name, (void)mode;
-	refuse(req, DL_TOP_MKNOD, parent, EROFS);
+	const struct dl_tree_ops *o = overlay(req);
+
+	if (o)
+		o->mkdir(req, parent, name, mode);
+	else
+		refuse(req, DL_TOP_MKNOD, parent, EROFS);
 }
 
 static void syn_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	(void)name;
-	refuse(req, DL_TOP_UNLINK, parent, EROFS);
+	const struct dl_tree_ops *o = overlay(req);
+
+	if (o)
+		o->unlink(req, parent, name);
+	else
+		refuse(req, DL_TOP_UNLINK, parent, EROFS);
 }
 
 static void syn_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	(void)name;
-	refuse(req, DL_TOP_UNLINK, parent, EROFS);
+	const struct dl_tree_ops *o = overlay(req);
+
+	if (o)
+		o->rmdir(req, parent, name);
+	else
+		refuse(req, DL_TOP_UNLINK, parent, EROFS);
 }
 
 static void syn_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-	(void)link, (void)name;
-	refuse(req, DL_TOP_MKNOD, parent, EROFS);
+	const struct dl_tree_ops *o = overlay(req);
+
+	if (o)
+		o->symlink(req, link, parent, name);
+	else
+		refuse(req, DL_TOP_MKNOD, parent, EROFS);
 }
 
+/* With an overlay, ops.c hands renames in synthetic directories to the
+ * overlay's table: this is the read-only tree's. */
 static void syn_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		       const char *newname, unsigned int flags)
 {
@@ -204,17 +237,22 @@ static void syn_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse
 	refuse(req, DL_TOP_RENAME, parent, EROFS);
 }
 
+/* A synthetic file gets no second name, overlay or not. */
 static void syn_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	(void)ino, (void)newname;
-	refuse(req, DL_TOP_MKNOD, newparent, EROFS);
+	refuse(req, DL_TOP_MKNOD, newparent, overlay(req) ? EPERM : EROFS);
 }
 
 static void syn_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		       struct fuse_file_info *fi)
 {
-	(void)name, (void)mode, (void)fi;
-	refuse(req, DL_TOP_CREATE, parent, EROFS);
+	const struct dl_tree_ops *o = overlay(req);
+
+	if (o)
+		o->create(req, parent, name, mode, fi);
+	else
+		refuse(req, DL_TOP_CREATE, parent, EROFS);
 }
 
 static void syn_readlink(fuse_req_t req, fuse_ino_t ino)

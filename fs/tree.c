@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backing.h"
 #include "dliofs/ctl_client.h"
 #include "fs_i.h"
 #include "reply.h"
@@ -32,6 +33,13 @@ static int is_regular(const struct dl_node *n)
 	return n->type == DL_NODE_FILE || (n->type == DL_NODE_CTL && n->index != DL_CTL_DIR);
 }
 
+/* A synthetic directory with an overlay (backing_overlay.c): its names
+ * can change, and it lists the overlay's after its own. */
+static int overlaid(struct dl_fs *fs, fuse_ino_t ino)
+{
+	return dl_tree_id(fs, ino) == DL_TREE_SYNTH && dl_overlay_on(fs);
+}
+
 static int list(fuse_req_t req, struct dl_reply *r, fuse_ino_t ino, size_t size, off_t off,
 		int plus)
 {
@@ -50,6 +58,8 @@ static int list(fuse_req_t req, struct dl_reply *r, fuse_ino_t ino, size_t size,
 	if (!r->buf)
 		return -ENOMEM;
 	memset(&st, 0, sizeof(st));
+	if ((uint64_t)off >= DL_OVERLAY_OFF)
+		goto overlay;
 	for (uint64_t pos = (uint64_t)off;; pos++) {
 		size_t need;
 
@@ -81,9 +91,20 @@ static int list(fuse_req_t req, struct dl_reply *r, fuse_ino_t ino, size_t size,
 			need = dl_add_dirent(req, (char *)r->buf + used, size - used, name, &st,
 					     (off_t)pos + 1, plus);
 		}
-		if (need > size - used)
-			break;
+		if (need > size - used) {
+			r->len = used;
+			return 0;
+		}
 		used += need;
+	}
+overlay:
+	if (overlaid(fs, ino)) {
+		ret = dl_overlay_list(fs, req, ino,
+				      (uint64_t)off >= DL_OVERLAY_OFF ? (uint64_t)off - DL_OVERLAY_OFF
+								     : 0,
+				      r->buf, size, &used, plus);
+		if (ret)
+			return ret;
 	}
 	r->len = used;
 	return 0;
@@ -125,6 +146,12 @@ void dl_node_lookup_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 	ret = dl_node_from_ino(fs, parent, &p);
 	if (!ret)
 		ret = dl_node_lookup(fs, &p, name, &c);
+	/* Not a synthetic name: the overlay's, if any (never cached when
+	 * missing: another node may make it). */
+	if (ret == -ENOENT && p.type != DL_NODE_FILE && overlaid(fs, parent)) {
+		fs->trees[DL_TREE_BACKING]->lookup(req, parent, name);
+		return;
+	}
 	/* Finding .dliofs at the root is control traffic too. */
 	if (dl_tree_of(fs, parent)->ctl || (!ret && dl_tree_of(fs, dl_node_ino(&c))->ctl))
 		r = dl_reply_begin_ctl(req, DL_R_ENTRY);
@@ -180,8 +207,10 @@ void dl_node_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	r->preq.inode = ino;
 	r->fi = *fi;
-	r->fi.cache_readdir = 1;
-	r->fi.keep_cache = 1;
+	/* Names that never change may be kept by the kernel; an overlay's
+	 * may change on any node. */
+	r->fi.cache_readdir = !overlaid(fs, ino);
+	r->fi.keep_cache = !overlaid(fs, ino);
 	r->fi.fh = dl_client_pack(&r->client); /* who opened it: the close is theirs */
 	dl_reply_finish(fs, r, 0);
 }

@@ -99,7 +99,7 @@ static inline enum dl_tree dl_tree_id(const struct dl_fs *fs, fuse_ino_t ino)
 	case DL_NODE_CTL:
 		return DL_TREE_CTL;
 	case DL_NODE_BACKING:
-		if (!fs->cfg->nbacking)
+		if (!fs->cfg->nbacking && !fs->cfg->overlay.path[0])
 			return DL_TREE_SYNTH;
 		b = dl_ino_ds(ino);
 		return b < fs->cfg->nbacking && fs->cfg->backing[b].sink ? DL_TREE_SINK

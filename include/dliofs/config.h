@@ -68,6 +68,10 @@ struct dl_config {
 	struct dl_backing_cfg *backing;
 	struct dl_s3_cfg s3;
 	struct dl_cluster_cfg cluster;
+	/* `overlay: {path: /dir}`: names created in synthetic directories go
+	 * into this real directory at the same relative path (path[0] == 0:
+	 * none; always writable, no `at`). */
+	struct dl_backing_cfg overlay;
 };
 
 /* Parse and validate `path`. Every problem goes to `err` as

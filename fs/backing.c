@@ -251,7 +251,7 @@ void dl_bk_stats_write(struct dl_fs *fs, struct dl_jw *w)
 		struct bk_root *r = &fs->backing->roots[i];
 
 		/* The overlay has no name under the root: "" can be no entry's. */
-		dl_jw_obj(w, r->cfg->at[0] ? r->cfg->at : "(overlay)");
+		dl_jw_obj(w, bk_name(r));
 		dl_jw_str(w, "kind", r->sink ? "sink" : !r->cfg->at[0] ? "overlay" :
 				     r->writable ? "writable" : "read-only");
 		dl_jw_u64(w, "read_bytes", atomic_load(&r->rd_bytes));
@@ -320,7 +320,7 @@ static int open_root(struct bk_root *r, const char *mnt_real)
 
 	r->top.fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->top.fd < 0 || fstat(r->top.fd, &st)) {
-		fprintf(stderr, "dliofs: backing %s: %s: %s\n", r->cfg->at, path, strerror(errno));
+		fprintf(stderr, "dliofs: backing %s: %s: %s\n", bk_name(r), path, strerror(errno));
 		return -errno;
 	}
 	r->top.dev = st.st_dev;
@@ -330,7 +330,7 @@ static int open_root(struct bk_root *r, const char *mnt_real)
 	bk_proc_path(r->top.fd, proc, sizeof(proc));
 	n = readlink(proc, r->real, sizeof(r->real) - 1);
 	if (n <= 0) {
-		fprintf(stderr, "dliofs: backing %s: %s: cannot tell its path: %s\n", r->cfg->at,
+		fprintf(stderr, "dliofs: backing %s: %s: cannot tell its path: %s\n", bk_name(r),
 			path, strerror(errno));
 		return -EIO;
 	}
@@ -342,7 +342,7 @@ static int open_root(struct bk_root *r, const char *mnt_real)
 		fprintf(stderr,
 			"dliofs: backing %s: %s contains the mountpoint %s; the daemon would "
 			"serve its own requests\n",
-			r->cfg->at, path, mnt_real);
+			bk_name(r), path, mnt_real);
 		return -ELOOP;
 	}
 	return 0;

@@ -51,7 +51,7 @@ void bk_fd_error(struct bk_root *r, int err, const char *what)
 		"with %s; the daemon keeps at most %u descriptors of looked-up inodes here, the "
 		"rest are open files and directories of clients (raise the limit with ulimit -n "
 		"before `dliofs mount`); said once per burst\n",
-		r->cfg->at, strerror(err), what, err == EMFILE ? "EMFILE" : "ENFILE", r->fd_cap);
+		bk_name(r), strerror(err), what, err == EMFILE ? "EMFILE" : "ENFILE", r->fd_cap);
 }
 
 void bk_fds_setup(struct dl_backing *b, unsigned real_dirs)

@@ -421,17 +421,18 @@ out:
  * (the same on every node whose mount shows the same shared directory), but
  * for the backing directory itself, which the mount numbers from the config
  * (bk_ino(r, 0)) and whose parent is the mount's root. */
-static ino_t dirent_ino(const struct bk_root *r, const struct bk_node *n,
+static ino_t dirent_ino(struct dl_fs *fs, struct bk_root *r, struct bk_node *n,
 			const struct dirent *de)
 {
 	if (de->d_name[0] != '.' || (de->d_name[1] && strcmp(de->d_name, "..")))
 		return de->d_ino;
 	if (n == &r->top && de->d_name[1])
 		return FUSE_ROOT_ID;
-	/* The overlay's top is the mount's root. */
-	if (de->d_ino == r->top.ino)
-		return r->cfg->at[0] ? bk_ino(r, 0) : FUSE_ROOT_ID;
-	return de->d_ino;
+	if (r->cfg->at[0])
+		return de->d_ino == r->top.ino ? bk_ino(r, 0) : de->d_ino;
+	/* The overlay's ".." may be a synthetic directory (its top: the
+	 * mount's root), whose number stat gives. */
+	return de->d_name[1] ? bk_overlay_parent_ino(fs, r, n, de->d_ino) : de->d_ino;
 }
 
 /* Streamed: each call reads only what fits, and offsets are the real
@@ -479,7 +480,7 @@ static void list_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				ret = -errno;
 			break;
 		}
-		st.st_ino = dirent_ino(root, n, de);
+		st.st_ino = dirent_ino(fs, root, n, de);
 		st.st_mode = DTTOIF(de->d_type);
 		need = dl_add_dirent(req, (char *)r->buf + used, size - used, de->d_name, &st,
 				     de->d_off, plus);

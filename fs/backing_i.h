@@ -70,6 +70,12 @@ struct bk_root {
 	_Atomic uint64_t rd_bytes, rd_ops, wr_bytes, wr_ops;
 };
 
+/* The entry's name for the log: its `at`, or the overlay's word. */
+static inline const char *bk_name(const struct bk_root *r)
+{
+	return r->cfg->at[0] ? r->cfg->at : "(overlay)";
+}
+
 struct dl_backing {
 	unsigned n;
 	struct bk_root *roots;
@@ -210,6 +216,9 @@ int bk_node_of(struct dl_fs *fs, fuse_ino_t ino, struct bk_root **r, struct bk_n
  * (taken 0 or name NULL: not checked); -EROFS without an overlay. */
 int bk_parent_of(struct dl_fs *fs, fuse_ino_t parent, const char *name, int mk, int taken,
 		 struct bk_root **r, struct bk_node **p);
+/* The number of overlay directory n's parent as the mount shows it:
+ * the synthetic directory at its path if there is one, else real. */
+ino_t bk_overlay_parent_ino(struct dl_fs *fs, struct bk_root *r, struct bk_node *n, ino_t real);
 /* Say once per node that it was found outside (the log is for people). */
 void bk_moved_out(struct bk_root *root, struct bk_node *n, const char *what);
 /* Is directory p still below the backing directory? Its depth if so. */

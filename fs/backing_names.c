@@ -194,7 +194,7 @@ static int move_ok(struct bk_root *root, struct bk_node *p, int pfd, const char 
 			"dliofs: backing %s: moving directory %s elsewhere: symlink %s in it would "
 			"lead out of the backing directory, or could not all be checked; refused "
 			"(EACCES)\n",
-			root->cfg->at, dl_log_esc(name, en, sizeof(en)),
+			bk_name(root), dl_log_esc(name, en, sizeof(en)),
 			dl_log_esc(bad, eb, sizeof(eb)));
 		ret = -EACCES;
 	}

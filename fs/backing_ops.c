@@ -41,7 +41,7 @@ void bk_moved_out(struct bk_root *root, struct bk_node *n, const char *what)
 	fprintf(stderr,
 		"dliofs: backing %s: a %s the mount served was moved out of the backing "
 		"directory; no longer served (EACCES)\n",
-		root->cfg->at, what);
+		bk_name(root), what);
 }
 
 /* Is directory p still below the backing directory? Its depth if so. */
@@ -93,7 +93,7 @@ int bk_link_ok(struct bk_root *root, int dirfd, int depth, const char *target, c
 		fprintf(stderr,
 			"dliofs: backing %s: %s %s -> '%s' would lead out of the backing "
 			"directory; refused (EACCES)\n",
-			root->cfg->at, verb, dl_log_esc(name, en, sizeof(en)),
+			bk_name(root), verb, dl_log_esc(name, en, sizeof(en)),
 			dl_log_esc(target, et, sizeof(et)));
 	return ret;
 }
@@ -364,7 +364,7 @@ static void bk_readlink(fuse_req_t req, fuse_ino_t ino)
 		close(pfd);
 	if (ret == -ELOOP) {
 		if (bk_path(fs, ino, where, sizeof(where)) < 0)
-			snprintf(where, sizeof(where), "%s/?", root->cfg->at);
+			snprintf(where, sizeof(where), "%s/?", bk_name(root));
 		fprintf(stderr,
 			"dliofs: backing: %s: symlink to '%s' leads out of the backing "
 			"directory; refused (EACCES)\n",

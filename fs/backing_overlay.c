@@ -167,3 +167,25 @@ int dl_overlay_list(struct dl_fs *fs, fuse_req_t req, fuse_ino_t dir, uint64_t f
 	closedir(dp);
 	return 0;
 }
+
+ino_t bk_overlay_parent_ino(struct dl_fs *fs, struct bk_root *r, struct bk_node *n, ino_t real)
+{
+	char rel[PATH_MAX], *slash, *save = NULL, *c;
+	struct dl_node dn = { .type = DL_NODE_ROOT }, next;
+
+	if (real == r->top.ino)
+		return FUSE_ROOT_ID;
+	if (bk_path(fs, bk_ino(r, n->id), rel, sizeof(rel)) < 0)
+		return real;
+	slash = strrchr(rel, '/');
+	if (!slash)
+		return FUSE_ROOT_ID; /* n is at the top: its parent is the root */
+	*slash = 0;
+	for (c = strtok_r(rel, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (dl_node_lookup(fs, &dn, c, &next) || next.type == DL_NODE_FILE ||
+		    next.type == DL_NODE_CTL || next.type == DL_NODE_BACKING)
+			return real; /* an overlay directory of its own */
+		dn = next;
+	}
+	return dl_node_ino(&dn);
+}

@@ -177,6 +177,16 @@ class Overlay(unittest.TestCase):
         self.assertTrue(os.path.isfile(os.path.join(self.upper, "vol", "ckpt", "e1", "w.bin")))
         dents = dict(hosts.getdents(os.path.join(self.B, "vol", "ckpt")))
         self.assertEqual(dents["e1"], os.stat(os.path.join(self.B, "vol", "ckpt", "e1")).st_ino)
+        # "..", as everywhere on the mount, is the number stat gives: a
+        # synthetic directory's, the root's, or an overlay directory's.
+        self.assertEqual(dents[".."], os.stat(os.path.join(self.B, "vol")).st_ino)
+        self.assertEqual(dict(hosts.getdents(os.path.join(self.B, "vol", "ckpt", "e1")))[".."],
+                         os.stat(os.path.join(self.B, "vol", "ckpt")).st_ino)
+        top = os.path.join(self.A, "top-dir")
+        os.mkdir(top)
+        self.assertEqual(dict(hosts.getdents(os.path.join(self.B, "top-dir")))[".."],
+                         os.stat(self.B).st_ino)
+        os.rmdir(top)
         shutil.rmtree(os.path.join(self.B, "vol", "ckpt"))
         self.assertFalse(os.path.exists(os.path.join(self.upper, "vol", "ckpt")))
 

@@ -61,7 +61,7 @@
 /* dliofs's own top-level keys, honoured in a DLIO workload (DLIO ignores
  * keys it does not know, so one file serves both). */
 static const char *const native_top[] = { "seed", "io", "pacer", "cache", "trace", "backing", "s3",
-					      "cluster" };
+					      "cluster", "overlay" };
 
 
 /* DLIO's top-level sections (utils/config.py LoadConfig), `dataset` first. */

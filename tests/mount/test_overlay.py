@@ -141,6 +141,7 @@ class Overlay(unittest.TestCase):
         self.expect(errno.EROFS, os.truncate, synth, 0)
         self.expect(errno.EEXIST, os.mkdir, os.path.join(A, "vol"))
         self.expect(errno.EEXIST, os.mkdir, os.path.join(A, "vol", "train"))
+        self.expect(errno.EEXIST, os.mkdir, os.path.join(A, ".dliofs"))
         self.expect(errno.EEXIST, os.symlink, "x", synth)
         self.expect(errno.EPERM, os.rename, synth, os.path.join(A, "vol", "train", "moved"))
         self.expect(errno.EPERM, os.rename, os.path.join(A, "vol"), os.path.join(A, "vol2"))
@@ -189,6 +190,18 @@ class Overlay(unittest.TestCase):
         os.rmdir(top)
         shutil.rmtree(os.path.join(self.B, "vol", "ckpt"))
         self.assertFalse(os.path.exists(os.path.join(self.upper, "vol", "ckpt")))
+
+
+    def test_effective_config_names_the_overlay(self):
+        """.dliofs/config.yaml loads again, with the overlay."""
+        with open(os.path.join(self.A, ".dliofs", "config.yaml")) as f:
+            text = f.read()
+        self.assertIn("overlay:", text)
+        cfg = dltest.write_config(self.tmp, text, name="effective.yaml")
+        r = subprocess.run([dltest.DLIOFS, "check", cfg], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("overlay: names created in synthetic directories go to %s" % self.upper,
+                      r.stdout)
 
 
 class WithoutOverlay(unittest.TestCase):

@@ -10,7 +10,9 @@
  *   - all it can get (INFINITY) when at least half of its requests were
  *     held back by its own share of that limit: for bandwidth, queued in
  *     its bucket behind its own earlier requests (a request that waits only
- *     for its own bytes after idle time is not held back);
+ *     for its own bytes after idle time is not held back), and for
+ *     bandwidth and IOPS when it sent none over the window but still has
+ *     requests in the device (they take longer than a window at its share);
  *   - else 1.1 x what it used (queue slots: the most it had at once).
  * A node that becomes busy goes at its fair fraction until the next
  * exchange counts it (see the overshoot below).
@@ -34,10 +36,15 @@
  *     up to limit/N until the next exchange counts it;
  *   - a request keeps the due time it was given: after a node's share
  *     shrinks, the requests it had admitted finish at the old rate (at most
- *     its queue depth of requests); after it grows DL_CLUSTER_BOOST-fold or
- *     more, what they still wait for goes at the new rate
- *     (cluster_pacer.c), so a node that starts alone gets the whole budget
- *     from the exchange after its start, not from its requests after that;
+ *     its queue depth of requests), and after it grows they keep their
+ *     times too, but for a node that was idle when its previous share was
+ *     computed (its requests were timed at its fair fraction): when its
+ *     share grows DL_CLUSTER_BOOST-fold or more, what they still wait for
+ *     goes at the new rate (cluster_pacer.c), so a node that starts alone
+ *     gets the whole budget from the exchange after its start, not from
+ *     its requests after that (speeding up any node whose share grew, with
+ *     the others' requests keeping their times, ran bursty nodes over the
+ *     budget);
  *   - each node's token bucket holds its share of the burst.
  * Latency under load is the cluster's: a node's fraction of the queue
  * slots serves its fraction of the device's (whole slots held longer, as
@@ -85,10 +92,20 @@ static void want_of(const struct dl_cluster_count *o, const struct dl_cluster_co
 	 * counts it (cluster_pacer.c), and by then its requests queue behind
 	 * each other if it is busy. A node reading now and then, whose reads
 	 * are a window apart, would otherwise look new at each. */
+	/* Requests still in the device that it sent before the window (none
+	 * since): they take longer than a window at its share, which holds
+	 * them back as much as its own earlier requests would. Counted as
+	 * using nothing, its share went to the others while it still moved
+	 * them at its old rate (at least its fair fraction): the cluster ran
+	 * over its budget, and the shares swung at every exchange. */
+	int old_only = !ops && c->outstanding;
+
 	if (bw)
-		w->bw = ops && 2 * hbw >= ops ? INFINITY : w->used_bps * HEADROOM / (double)bw;
+		w->bw = old_only || (ops && 2 * hbw >= ops) ? INFINITY
+							    : w->used_bps * HEADROOM / (double)bw;
 	if (iops)
-		w->iops = ops && 2 * hio >= ops ? INFINITY : w->used_iops * HEADROOM / (double)iops;
+		w->iops = old_only || (ops && 2 * hio >= ops) ? INFINITY
+							      : w->used_iops * HEADROOM / (double)iops;
 	if (qd)
 		w->q = ops && 2 * hq >= ops ? INFINITY : w->peak / (double)qd;
 }

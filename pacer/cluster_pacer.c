@@ -335,22 +335,30 @@ void pacer_cluster_free(struct pacer_cluster *cl)
 	free(cl);
 }
 
-/* Class k's share grew to g (class lock held): when the bandwidth its
- * waiting requests were timed at is DL_CLUSTER_BOOST or more below what
- * it now gets, what they still wait for goes at the new rate. A node that
+/* Class k's share grew to g (class lock held; was_idle: the node was idle
+ * when its previous share was computed): when the bandwidth its waiting
+ * requests were timed at is DL_CLUSTER_BOOST or more below what it now
+ * gets, what they still wait for goes at the new rate. A node that
  * becomes busy after idle time goes at its fair fraction until the next
  * exchange counts it; without this its first requests (a reader's streams
  * and their readahead) would keep their slow times, and the node would
- * lose their worth of the budget at each start. Returns 1 when the
- * waiting requests are to be re-timed. */
+ * lose their worth of the budget at each start. Only then: a node busy
+ * before keeps its requests' times when its share grows, as it does when
+ * its share shrinks (a node whose share shrank finishes what it admitted
+ * at the old rate, and one whose share grew got it at the old rate too).
+ * Speeding up every node whose share grew made the re-time one-sided:
+ * bursty nodes, whose shares swing, moved 10-80% more than the budget
+ * between them (test_pacer_cluster's bursty nodes; live, 4 dlio-drive
+ * copies, 11-13%). Returns 1 when the waiting requests are to be
+ * re-timed. */
 static int boost(struct dl_pacer *p, struct pacer_class *k, int c,
-		 const struct dl_cluster_cls_grant *g, uint64_t now)
+		 const struct dl_cluster_cls_grant *g, uint64_t now, int was_idle)
 {
 	const struct dl_dev_model *m = pacer_model_at(p, c, now);
 	uint64_t r1;
 	double x;
 
-	if (!p->cfg.enabled || !m->bandwidth || g->idle || !k->cl_rate || !k->busy)
+	if (!p->cfg.enabled || !m->bandwidth || !was_idle || g->idle || !k->cl_rate || !k->busy)
 		return 0;
 	x = (double)m->bandwidth * g->bw;
 	r1 = x >= (double)m->bandwidth ? m->bandwidth : (uint64_t)x;
@@ -407,11 +415,14 @@ int dl_pacer_cluster_grant(struct dl_pacer *p, uint32_t rank, const struct dl_cl
 	pthread_mutex_lock(&p->jobs.lock);
 	for (int c = 0; c < DL_OP__COUNT; c++) {
 		struct pacer_class *k = &p->cls[c];
+		int was_idle;
 
 		pthread_mutex_lock(&k->lock);
+		/* Its waiting requests were timed at its fair fraction. */
+		was_idle = k->cl_on && k->cl.idle;
 		k->cl = g->c[c];
 		k->cl_on = 1;
-		retime |= boost(p, k, c, &g->c[c], now_ns);
+		retime |= boost(p, k, c, &g->c[c], now_ns, was_idle);
 		k->cl_window_ns = window_ns;
 		/* Each local job's weight in the node's fair share: what the
 		 * cluster gave it, or a newcomer's fair part. */

@@ -419,9 +419,10 @@ int dl_pacer_cluster_sample(struct dl_pacer *p, uint64_t now_ns, struct dl_clust
 /* Install this node's share at now_ns (from the next request on) and keep
  * the cluster's table (n nodes, their grants) for stats.json; rank is this
  * node's. Before the first call the pacer has the whole device. Returns 1
- * when the node's bandwidth share grew by DL_CLUSTER_BOOST or more while it
- * had requests waiting for it (typically a node that became busy after
- * idle time, timed at its fair fraction until this exchange): the caller
+ * when the node was idle when its previous share was computed (its
+ * requests since were timed at its fair fraction: a node that became busy
+ * after idle time) and its bandwidth share grew by DL_CLUSTER_BOOST or
+ * more while it had requests waiting for it: the caller
  * then re-times its waiting requests (dl_pacer_retime, in order of due
  * time), whose remaining wait goes at the new rate; else 0, or -errno. */
 #define DL_CLUSTER_BOOST 1.5

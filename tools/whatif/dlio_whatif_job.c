@@ -167,20 +167,42 @@ static void wait_copies(struct copy *cp, unsigned n)
 	}
 }
 
+/* The copy's last lines, and before them its own tools' messages from
+ * further up: under mpirun an abort's banner (15-20 lines) follows the
+ * job's one error line and pushed it out of the tail. */
 static void tail_log(const char *path, unsigned c)
 {
+	enum { TAIL = 12, OWN = 6 };
 	FILE *f = fopen(path, "r");
-	char lines[12][512];
-	unsigned n = 0;
+	char lines[TAIL][512], own[OWN][512];
+	unsigned n = 0, n_own = 0;
 
 	if (!f)
 		return;
-	while (fgets(lines[n % 12], sizeof(lines[0]), f))
+	while (fgets(lines[n % TAIL], sizeof(lines[0]), f)) {
+		if (strncmp(lines[n % TAIL], "dlio-", 5) == 0 && n_own < OWN)
+			memcpy(own[n_own++], lines[n % TAIL], sizeof(own[0]));
 		n++;
+	}
 	fclose(f);
 	fprintf(stderr, "dlio-whatif: copy %u's last output (%s):\n", c, path);
-	for (unsigned i = n > 12 ? n - 12 : 0; i < n; i++)
-		fprintf(stderr, "  %s", lines[i % 12]);
+	unsigned first = n > TAIL ? n - TAIL : 0;
+
+	/* Lines that are in the tail anyway are not printed twice: own[] holds
+	 * the first OWN tool lines, those before the tail are the ones to add. */
+	for (unsigned i = 0; i < n_own && first > 0; i++) {
+		int in_tail = 0;
+
+		for (unsigned j = first; j < n; j++)
+			if (strcmp(own[i], lines[j % TAIL]) == 0)
+				in_tail = 1;
+		if (!in_tail)
+			fprintf(stderr, "  %s", own[i]);
+	}
+	if (first > 0)
+		fprintf(stderr, "  ...\n");
+	for (unsigned i = first; i < n; i++)
+		fprintf(stderr, "  %s", lines[i % TAIL]);
 }
 
 /* TRACE.json: the settings and each copy's figures, for predict. */

@@ -415,3 +415,68 @@ def run_on_pty(cmd, timeout=120, stdout=subprocess.PIPE):
         out = p.stdout.read().decode()
         p.stdout.close()
     return p.wait(timeout=timeout), out, b"".join(chunks).decode(errors="replace")
+
+
+def mpirun():
+    """Open MPI's mpirun (the MPI dliofs and dlio-drive are built with on
+    Debian: MPICH's would start singletons), or None."""
+    for cand in (os.environ.get("DLIO_MPIRUN"), "/usr/bin/mpirun", shutil.which("mpirun")):
+        if cand and os.access(cand, os.X_OK):
+            r = subprocess.run([cand, "--version"], capture_output=True, text=True)
+            if "Open MPI" in r.stdout + r.stderr:
+                return cand
+    return None
+
+
+def mpirun_cmd(n):
+    """mpirun -np n as the cluster tests run it: more ranks than cores, not
+    bound to one (the daemons and readers share 2 cores), and as root."""
+    cmd = [mpirun(), "-np", str(n), "--oversubscribe", "--bind-to", "none"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return cmd
+
+
+class Cluster:
+    """n dliofs mounts started by one mpirun as one cluster: the mountpoint
+    `pattern` with {rank} (each made here), the config, mpirun's log.
+    stop() unmounts every node and checks that the daemons exited cleanly
+    and logged no crash or sanitizer report."""
+
+    def __init__(self, config, pattern, n, log, env=None):
+        self.mnts = [pattern.replace("{rank}", str(r)) for r in range(n)]
+        for m in self.mnts:
+            os.makedirs(m, exist_ok=True)
+        self.log = log
+        self._logf = open(log, "w")
+        self.proc = subprocess.Popen(mpirun_cmd(n) + [DLIOFS, "mount", "-f", pattern, config],
+                                     stdout=self._logf, stderr=subprocess.STDOUT,
+                                     start_new_session=True, env=env)
+        up = wait_for(lambda: all(is_mounted(m) for m in self.mnts)
+                      or self.proc.poll() is not None, 60, 0.05)
+        if not up or self.proc.poll() is not None:
+            self.stop(check=False)
+            with open(log) as f:
+                raise AssertionError("the cluster did not mount: %s" % f.read())
+
+    def stop(self, check=True):
+        for m in self.mnts:
+            if is_mounted(m):
+                subprocess.run([DLIOFS, "umount", m], capture_output=True, timeout=60)
+        try:
+            rc = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            for m in self.mnts:
+                subprocess.run(["fusermount3", "-u", "-z", m], capture_output=True)
+            raise AssertionError("the cluster's daemons did not exit after their unmounts")
+        finally:
+            self._logf.close()
+        if not check:
+            return rc
+        check_daemon_log(self.log)
+        if rc != 0:
+            with open(self.log) as f:
+                raise AssertionError("mpirun (the mounts) exited %d: %s" % (rc, f.read()))
+        return rc

@@ -20,7 +20,6 @@ node does on a real allocation.
 import json
 import os
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -95,10 +94,6 @@ print(sum(got), time.time() - began)
 """
 
 
-def mpirun():
-    return shutil.which("mpirun")
-
-
 class Cluster(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -111,7 +106,7 @@ class Cluster(unittest.TestCase):
         cls.mnts = [os.path.join(cls.tmp, "m%d" % i) for i in range(NODES)]
         for m in cls.mnts:
             os.mkdir(m)
-        if not dltest.fuse_available() or not mpirun():
+        if not dltest.fuse_available() or not dltest.mpirun():
             return
         r = subprocess.run([dltest.DLIOFS, "check", cls.config], capture_output=True, text=True)
         cls.check_err = r.stderr if r.returncode else None
@@ -119,43 +114,13 @@ class Cluster(unittest.TestCase):
             if "built without MPI" in r.stderr:
                 return
             raise AssertionError("dliofs check refused the config: %s" % r.stderr)
-        cls.log = os.path.join(cls.tmp, "mpirun.log")
-        cls.logf = open(cls.log, "w")
-        cls.addClassCleanup(cls.logf.close)
-        cmd = [mpirun(), "-np", str(NODES), "--oversubscribe", "--bind-to", "none"]
-        if os.geteuid() == 0:
-            cmd.append("--allow-run-as-root")
-        cmd += [dltest.DLIOFS, "mount", "-f", os.path.join(cls.tmp, "m{rank}"), cls.config]
-        cls.proc = subprocess.Popen(cmd, stdout=cls.logf, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        cls.addClassCleanup(cls.teardown_cluster)
-        up = dltest.wait_for(lambda: all(dltest.is_mounted(m) for m in cls.mnts)
-                             or cls.proc.poll() is not None, 60, 0.05)
-        if not up or cls.proc.poll() is not None:
-            with open(cls.log) as f:
-                raise AssertionError("the cluster did not mount: %s" % f.read())
-
-    @classmethod
-    def teardown_cluster(cls):
-        for m in cls.mnts:
-            if dltest.is_mounted(m):
-                subprocess.run([dltest.DLIOFS, "umount", m], capture_output=True, timeout=60)
-        try:
-            cls.rc = cls.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(cls.proc.pid, signal.SIGKILL)
-            cls.proc.wait()
-            for m in cls.mnts:
-                subprocess.run(["fusermount3", "-u", "-z", m], capture_output=True)
-            raise AssertionError("the cluster's daemons did not exit after their unmounts")
-        dltest.check_daemon_log(cls.log)
-        if cls.rc != 0:
-            with open(cls.log) as f:
-                raise AssertionError("mpirun exited %d: %s" % (cls.rc, f.read()))
+        cls.proc = dltest.Cluster(cls.config, os.path.join(cls.tmp, "m{rank}"), NODES,
+                                  os.path.join(cls.tmp, "mpirun.log"))
+        cls.addClassCleanup(cls.proc.stop)
 
     def setUp(self):
         dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
-        dltest.require(mpirun() is not None, "mpirun (openmpi-bin) not installed")
+        dltest.require(dltest.mpirun() is not None, "mpirun (openmpi-bin) not installed")
         dltest.require(not getattr(self, "check_err", None),
                        "dliofs has no MPI: %s" % getattr(self, "check_err", ""))
         self.assertIsNotNone(self.proc, "the cluster is not running")

@@ -353,10 +353,6 @@ cluster: {period: 10ms, window: 100ms}
 NODES = 4
 
 
-def mpirun():
-    return shutil.which("mpirun")
-
-
 def mpi4py_python():
     """The Python with mpi4py (its own MPI: a separate launcher, as
     mlpstorage's probe is a separate job from the mounts), or None."""
@@ -377,7 +373,7 @@ class MpirunCluster(unittest.TestCase):
     def setUpClass(cls):
         cls.proc = None
         dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
-        dltest.require(mpirun() is not None, "mpirun (openmpi-bin) not installed")
+        dltest.require(dltest.mpirun() is not None, "mpirun (openmpi-bin) not installed")
         cls.tmp = tempfile.mkdtemp(prefix="dliofs-hosts-mpi-")
         cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
         cls.shared = os.path.join(cls.tmp, "shared")
@@ -390,39 +386,9 @@ class MpirunCluster(unittest.TestCase):
         cls.mnts = [os.path.join(cls.tmp, "m%d" % i) for i in range(NODES)]
         for m in cls.mnts:
             os.mkdir(m)
-        cls.log = os.path.join(cls.tmp, "mpirun.log")
-        cls.logf = open(cls.log, "w")
-        cls.addClassCleanup(cls.logf.close)
-        cmd = [mpirun(), "-np", str(NODES), "--oversubscribe", "--bind-to", "none"]
-        if os.geteuid() == 0:
-            cmd.append("--allow-run-as-root")
-        cmd += [dltest.DLIOFS, "mount", "-f", os.path.join(cls.tmp, "m{rank}"), cls.config]
-        cls.proc = subprocess.Popen(cmd, stdout=cls.logf, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        cls.addClassCleanup(cls.teardown_cluster)
-        up = dltest.wait_for(lambda: all(dltest.is_mounted(m) for m in cls.mnts)
-                             or cls.proc.poll() is not None, 60, 0.05)
-        if not up or cls.proc.poll() is not None:
-            with open(cls.log) as f:
-                raise AssertionError("the cluster did not mount: %s" % f.read())
-
-    @classmethod
-    def teardown_cluster(cls):
-        for m in cls.mnts:
-            if dltest.is_mounted(m):
-                subprocess.run([dltest.DLIOFS, "umount", m], capture_output=True, timeout=60)
-        try:
-            rc = cls.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(cls.proc.pid, 9)
-            cls.proc.wait()
-            for m in cls.mnts:
-                subprocess.run(["fusermount3", "-u", "-z", m], capture_output=True)
-            raise AssertionError("the cluster's daemons did not exit after their unmounts")
-        dltest.check_daemon_log(cls.log)
-        if rc != 0:
-            with open(cls.log) as f:
-                raise AssertionError("mpirun exited %d: %s" % (rc, f.read()))
+        cls.proc = dltest.Cluster(cls.config, os.path.join(cls.tmp, "m{rank}"), NODES,
+                                  os.path.join(cls.tmp, "mpirun.log"))
+        cls.addClassCleanup(cls.proc.stop)
 
     def test_shared_fs_probe_under_mpi(self):
         py = mpi4py_python()

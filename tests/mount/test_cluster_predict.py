@@ -17,7 +17,6 @@ its own requests (`dliofs trace start`), and:
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -52,10 +51,6 @@ def drive(cfg, mount, report):
             "--json", report]
 
 
-def mpirun():
-    return shutil.which("mpirun")
-
-
 class ClusterPredict(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -67,7 +62,7 @@ class ClusterPredict(unittest.TestCase):
         cls.mnts = [os.path.join(cls.tmp, "m%d" % i) for i in range(NODES)]
         for m in cls.mnts:
             os.mkdir(m)
-        if not dltest.fuse_available() or not mpirun():
+        if not dltest.fuse_available() or not dltest.mpirun():
             return
         r = subprocess.run([dltest.DLIOFS, "check", cls.cluster], capture_output=True, text=True)
         cls.check_err = r.stderr if r.returncode else None
@@ -77,40 +72,13 @@ class ClusterPredict(unittest.TestCase):
             raise AssertionError("dliofs check refused the config: %s" % r.stderr)
 
     def start_cluster(self):
-        log = os.path.join(self.tmp, "mpirun.log")
-        logf = open(log, "w")
-        self.addCleanup(logf.close)
-        cmd = [mpirun(), "-np", str(NODES), "--oversubscribe", "--bind-to", "none"]
-        if os.geteuid() == 0:
-            cmd.append("--allow-run-as-root")
-        cmd += [dltest.DLIOFS, "mount", "-f", os.path.join(self.tmp, "m{rank}"), self.cluster]
-        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
-
-        def stop():
-            for m in self.mnts:
-                if dltest.is_mounted(m):
-                    subprocess.run([dltest.DLIOFS, "umount", m], capture_output=True, timeout=60)
-            try:
-                rc = proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                for m in self.mnts:
-                    subprocess.run(["fusermount3", "-u", "-z", m], capture_output=True)
-                raise AssertionError("the cluster's daemons did not exit after their unmounts")
-            dltest.check_daemon_log(log)
-            with open(log) as f:
-                self.assertEqual(rc, 0, f.read())
-        self.addCleanup(stop)
-        up = dltest.wait_for(lambda: all(dltest.is_mounted(m) for m in self.mnts)
-                             or proc.poll() is not None, 60, 0.05)
-        if not up or proc.poll() is not None:
-            with open(log) as f:
-                raise AssertionError("the cluster did not mount: %s" % f.read())
+        c = dltest.Cluster(self.cluster, os.path.join(self.tmp, "m{rank}"), NODES,
+                           os.path.join(self.tmp, "mpirun.log"))
+        self.addCleanup(c.stop)
 
     def setUp(self):
         dltest.require(dltest.fuse_available(), "/dev/fuse or fusermount3 not available")
-        dltest.require(mpirun() is not None, "mpirun (openmpi-bin) not installed")
+        dltest.require(dltest.mpirun() is not None, "mpirun (openmpi-bin) not installed")
         dltest.require(not getattr(self, "check_err", None),
                        "dliofs has no MPI: %s" % getattr(self, "check_err", ""))
 

@@ -22,7 +22,6 @@ import io
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -47,24 +46,6 @@ CLUSTER = "pacer: {read: {bandwidth: 200MB/s}}\ncluster: {period: 10ms}\n"
 
 LAUNCHER_VARS = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
                  "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS")
-
-
-def mpirun_path():
-    """Open MPI's mpirun (the MPI dlio-drive and dliofs are built with), or None."""
-    for cand in (os.environ.get("DLIO_MPIRUN"), "/usr/bin/mpirun", shutil.which("mpirun")):
-        if cand and os.access(cand, os.X_OK):
-            r = subprocess.run([cand, "--version"], capture_output=True, text=True)
-            if "Open MPI" in r.stdout + r.stderr:
-                return cand
-    return None
-
-
-def mpi_cmd(n):
-    """The flags tests/mount/test_cluster.py runs mpirun with."""
-    cmd = [mpirun_path(), "-np", str(n), "--oversubscribe", "--bind-to", "none"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    return cmd
 
 
 def plain_env():
@@ -107,7 +88,7 @@ class Ranks(unittest.TestCase):
                                                 text=True).stdout
 
     def need_mpi(self):
-        dltest.require(mpirun_path() is not None, "no Open MPI mpirun (openmpi-bin)")
+        dltest.require(dltest.mpirun() is not None, "no Open MPI mpirun (openmpi-bin)")
         dltest.require(self.has_mpi, "dlio-drive built without MPI")
 
     def sizes(self, root):
@@ -116,7 +97,7 @@ class Ranks(unittest.TestCase):
 
     def drive(self, n, data_dir, out, extra=()):
         """mpirun -np n dlio-drive with {rank} in its paths: the job's JSON."""
-        cmd = mpi_cmd(n) + [DRIVE, "--config", self.cfg, "--data-dir", data_dir,
+        cmd = dltest.mpirun_cmd(n) + [DRIVE, "--config", self.cfg, "--data-dir", data_dir,
                             "--dataset", "npz", "--batch-size", "2", "--epochs", str(EPOCHS),
                             "--quiet", "--json", os.path.join(out, "job{rank}.json"),
                             "--trace-files", os.path.join(out, "reads{rank}.tsv")] + list(extra)
@@ -191,36 +172,11 @@ class Ranks(unittest.TestCase):
                 self.check_mount(mount_reads(trace), sizes, list(sizes), n)
 
     def cluster(self, n, run):
-        """mpirun -np n dliofs mount -f m{rank}: the mountpoints, the
-        process, its log."""
+        """mpirun -np n dliofs mount -f m{rank}, each node tracing to t{rank}.bin."""
         cfg = dltest.write_config(run, DATASET + CLUSTER + "trace: {file: '%s'}\n"
                                   % os.path.join(run, "t{rank}.bin"))
-        mnts = [os.path.join(run, "m%d" % q) for q in range(n)]
-        for m in mnts:
-            os.mkdir(m)
-        log = open(os.path.join(run, "mpirun.log"), "w")
-        proc = subprocess.Popen(mpi_cmd(n) + [dltest.DLIOFS, "mount", "-f",
-                                              os.path.join(run, "m{rank}"), cfg],
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env=plain_env())
-        return mnts, proc, log
-
-    def stop_cluster(self, mnts, proc, log):
-        for m in mnts:
-            if dltest.is_mounted(m):
-                subprocess.run([dltest.DLIOFS, "umount", m], capture_output=True, timeout=60)
-        try:
-            rc = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            for m in mnts:
-                subprocess.run(["fusermount3", "-u", "-z", m], capture_output=True)
-            raise AssertionError("the cluster's daemons did not exit after their unmounts")
-        log.close()
-        dltest.check_daemon_log(log.name)
-        with open(log.name) as f:
-            self.assertEqual(rc, 0, "mpirun (the mounts): %s" % f.read())
+        return dltest.Cluster(cfg, os.path.join(run, "m{rank}"), n,
+                              os.path.join(run, "mpirun.log"), env=plain_env())
 
     def test_cluster_of_mounts(self):
         """A rank per mount of a cluster of 2 and 4 (`--data-dir m{rank}`):
@@ -239,17 +195,12 @@ class Ranks(unittest.TestCase):
                 run = tempfile.mkdtemp(dir=self.tmp, prefix="cluster%d-" % n)
                 out = os.path.join(run, "out")
                 os.mkdir(out)
-                mnts, proc, log = self.cluster(n, run)
+                c = self.cluster(n, run)
                 try:
-                    up = dltest.wait_for(lambda: all(dltest.is_mounted(m) for m in mnts)
-                                         or proc.poll() is not None, 60, 0.05)
-                    if not up or proc.poll() is not None:
-                        with open(log.name) as f:
-                            self.fail("the cluster did not mount: %s" % f.read())
-                    sizes = self.sizes(mnts[0])
+                    sizes = self.sizes(c.mnts[0])
                     j = self.drive(n, os.path.join(run, "m{rank}"), out)
                 finally:
-                    self.stop_cluster(mnts, proc, log)
+                    c.stop()
                 self.check_shards(n, out, sizes)
                 self.check_report(j, n, sizes)
                 per = FILES // n
@@ -345,7 +296,7 @@ class Ranks(unittest.TestCase):
         refused on the one it is wrong for, and no rank waits behind."""
         self.need_mpi()
         data = self.data()
-        cmd = mpi_cmd(2) + [DRIVE, "--config", self.cfg, "--dataset", "npz", "--batch-size", "2",
+        cmd = dltest.mpirun_cmd(2) + [DRIVE, "--config", self.cfg, "--dataset", "npz", "--batch-size", "2",
                             "--quiet", "--data-dir", data, "--rank", "1"]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=plain_env())
         self.assertNotEqual(r.returncode, 0)

@@ -632,16 +632,6 @@ metric: {au: 0.85}
         self.assertIn("no CUDA device", r.stderr)
 
 
-def mpirun_path():
-    """Open MPI's mpirun (the MPI dlio-drive is built with on Debian), or None."""
-    for cand in (os.environ.get("DLIO_MPIRUN"), "/usr/bin/mpirun", shutil.which("mpirun")):
-        if cand and os.access(cand, os.X_OK):
-            r = subprocess.run([cand, "--version"], capture_output=True, text=True)
-            if "Open MPI" in r.stdout + r.stderr:
-                return cand
-    return None
-
-
 def drive_has_mpi():
     r = subprocess.run([DRIVE, "--version"], capture_output=True, text=True)
     return "(MPI:" in r.stdout
@@ -655,7 +645,7 @@ class MpiRanks(unittest.TestCase):
     def setUpClass(cls):
         if not os.access(DRIVE, os.X_OK):
             raise unittest.SkipTest("no dlio-drive binary at " + DRIVE)
-        cls.mpirun = mpirun_path()
+        cls.mpirun = dltest.mpirun()
         cls.why = ("" if cls.mpirun and drive_has_mpi() else
                    "dlio-drive built without MPI" if cls.mpirun else
                    "no Open MPI mpirun (apt-get install openmpi-bin libopenmpi-dev)")

@@ -25,7 +25,7 @@ import unittest
 import sys  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # tests/: dltest
 import dltest  # noqa: E402
-from test_dlio_drive import DRIVE, drive_has_mpi, mpirun_path
+from test_dlio_drive import DRIVE, drive_has_mpi
 
 LLM = """model: llm_small
 framework: pytorch
@@ -71,7 +71,7 @@ class CheckpointWorkload(unittest.TestCase):
         cmd += list(extra)
         env = None
         if ranks > 1:
-            mpirun = mpirun_path()
+            mpirun = dltest.mpirun()
             dltest.require(mpirun and drive_has_mpi(), "no Open MPI mpirun or MPI in dlio-drive")
             env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                        OMPI_MCA_rmaps_base_oversubscribe="1")

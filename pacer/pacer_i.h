@@ -235,11 +235,13 @@ uint64_t pacer_stall(uint64_t stall_every, uint64_t stall_ns, uint64_t key, uint
 double pacer_noise(uint64_t noise_ppm, uint64_t key, uint64_t i);
 /* Token bucket primitives (rate per second, depth in units, refill period
  * g ns, 0: continuous): the earliest time >= t at which need units are
- * there (a need above depth waits for a full bucket), and taking them. */
+ * there (a need above depth waits for a full bucket), and taking them;
+ * arrived (<= t) is when the request came to the throttle (a slice bucket
+ * idle since a period before it starts a new slice). */
 uint64_t pacer_bucket_when(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint64_t g,
-			   uint64_t need, uint64_t t);
+			   uint64_t need, uint64_t t, uint64_t arrived);
 void pacer_bucket_take(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint64_t g,
-		       uint64_t need, uint64_t t);
+		       uint64_t need, uint64_t t, uint64_t arrived);
 void pacer_heap_down(uint64_t *h, uint32_t n, uint32_t i);
 
 /* ---- statistics ---- */

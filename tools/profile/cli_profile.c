@@ -458,6 +458,17 @@ static int direct_reads(int fd)
 
 /* ---- the measurements ---- */
 
+/* Each point starts on an idle device, as the fit replays it (sim.c: the
+ * buckets full, no throttle slice begun): blk-throttle ends a slice up to
+ * two slices (100 ms each) after its last request, so 250 ms without one
+ * starts the point at the beginning of a slice. A point that starts where
+ * the one before left the throttle starts at any phase of its slice, and in
+ * the 0.35 to 1.5 s a point lasts that moves its MB/s by up to a slice's
+ * allowance either way (0.6 s points of a 50 MB/s throttle measured 43 to
+ * 54 MB/s by the phase alone; the fit then took 53 for the bucket). A run
+ * too short for it (points under 0.5 s) waits half a point. */
+#define PROF_IDLE_NS 250000000ULL
+
 struct plan_row {
 	uint64_t size;
 	unsigned threads;
@@ -525,6 +536,8 @@ static int measure(struct prof_result *r, const struct prof_set *s, int write, u
 		p->threads = rows[i].threads;
 		p->pat = rows[i].pat;
 		p->time_ns = share / n > 50000000ULL ? share / n : 50000000ULL;
+		p->idle_ns = p->time_ns >= 2 * PROF_IDLE_NS ? PROF_IDLE_NS : p->time_ns / 2;
+		p->time_ns -= p->idle_ns;
 		p->start = cursor;
 		prof_size_name(p->size, size, sizeof(size));
 		snprintf(what, sizeof(what), "%s %s x%u %s ...", write ? "write" : "read", size,

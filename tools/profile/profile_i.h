@@ -48,6 +48,7 @@ struct prof_point {
 	unsigned threads;
 	enum prof_pattern pat;
 	uint64_t time_ns;
+	uint64_t idle_ns; /* the device left idle this long before it starts */
 	/* Where in the set (its bytes end to end) the sequential regions
 	 * start: measure() moves it on past what the points before read, so
 	 * that no point reads what one just read (a cache below this machine,

@@ -185,9 +185,11 @@ uint64_t pacer_stall(uint64_t stall_every, uint64_t stall_ns, uint64_t key, uint
 
 /* The run io goes on: a live one of its stream ending where it starts,
  * still in flight at t, with room for len more bytes; NULL: none. */
-static struct pacer_merge *merge_find(struct pacer_dev *d, const struct pacer_io *io, uint64_t t,
-				      uint64_t len)
+static struct pacer_merge *merge_find(struct pacer_dev *d, const struct pacer_rates *rt,
+				      const struct pacer_io *io, uint64_t t, uint64_t len)
 {
+	uint64_t most = rt->max_request ? rt->max_request : PACER_MERGE_MAX;
+
 	if (!io || !io->file)
 		return NULL;
 	for (unsigned i = 0; i < PACER_MERGE_STREAMS; i++) {
@@ -195,7 +197,7 @@ static struct pacer_merge *merge_find(struct pacer_dev *d, const struct pacer_io
 
 		if (m->live && m->file == io->file && m->job == io->job && m->end == io->off &&
 		    t < m->due && t <= m->arrived + PACER_MERGE_GAP_NS &&
-		    m->bytes + len <= PACER_MERGE_MAX)
+		    m->bytes + len <= most)
 			return m;
 	}
 	return NULL;
@@ -279,7 +281,7 @@ uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt
 		d->ios.primed = 0;
 		memset(d->merge, 0, sizeof(d->merge));
 	}
-	run = len ? merge_find(d, io, t, len) : NULL;
+	run = len ? merge_find(d, rt, io, t, len) : NULL;
 	if (d->thr_last > s)
 		s = d->thr_last;
 	if (rt->bandwidth && len) {

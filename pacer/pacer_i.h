@@ -149,7 +149,7 @@ struct pacer_bucket {
  * flight together, are one request to a device, as a block layer merges
  * them. */
 #define PACER_MERGE_STREAMS 8
-#define PACER_MERGE_MAX (4ULL << 20) /* a run's bytes at most (max_sectors_kb here) */
+#define PACER_MERGE_MAX (4ULL << 20) /* a run's bytes at most without max_request */
 /* A piece arrives at most this long after the run's last one: the kernel
  * sends one read's pieces together, while the next read comes after the
  * reply, which the mount may send before its due time (--fuse-overhead and
@@ -189,6 +189,7 @@ struct pacer_rates {
 	uint32_t queue_depth;
 	/* device model (device.c): 0 transfer means the plain model */
 	uint64_t transfer, refill_ns, iops_burst, lanes, serial_ns;
+	uint64_t max_request; /* a merged run's bytes at most (0: PACER_MERGE_MAX) */
 };
 
 /* What held a request back (for fair sharing's demand estimate). */

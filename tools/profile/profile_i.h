@@ -128,6 +128,10 @@ struct prof_result {
 	enum prof_bypass bypass;
 	int writable, writes_dsync, read_only_files;
 	uint64_t probe_size; /* bytes of the file(s) data was read from */
+	/* The block device below DIR: its largest request (queue/max_sectors_kb,
+	 * bytes; 0: none found, e.g. a network or FUSE file system) and its name. */
+	uint64_t max_request;
+	char blockdev[64];
 	unsigned nfiles;     /* files data was read from */
 	struct prof_point pt[PROF_MAX_POINTS];
 	unsigned npt;

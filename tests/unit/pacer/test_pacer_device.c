@@ -467,6 +467,49 @@ static void test_fit_low(void)
 	dl_pacer_cfg_free(&cfg);
 }
 
+/* An IO throttle on a disk with one data path (the `iops` device of the
+ * calibration bench): 1 MiB reads at depth are no faster than one, which
+ * a byte bucket chosen before the data paths are known also explains, and
+ * then 4 KiB reads at depth queued on one channel. The fit comes back to
+ * the channels and data path with the throttle, and the throttle with them. */
+static void test_fit_one_path(void)
+{
+	static const char *const kv[] = {
+	    "read.transfer=1200MB/s", "read.latency=45us", "read.queue_depth=4",
+	    "read.lanes=1",	      "read.iops=4000",	   "read.refill=100ms",
+	    NULL};
+	struct dl_fit_point pts[20];
+	struct dl_pacer_cfg cfg, got;
+	char why[160] = "";
+	unsigned n, good = 0;
+
+	if (test_pacer_cfg(&cfg, kv)) {
+		CHECK(0, "config");
+		return;
+	}
+	n = pattern_timed(&cfg, 1200 * MS, pts);
+	dl_pacer_cfg_init(&got);
+	CHECK(!dl_pacer_fit(pts, n, &got.m[DL_OP_READ], why, sizeof(why)), "fit: %s", why);
+	CHECK(near((double)got.m[DL_OP_READ].iops, 4000, 0.03), "one path: IO bucket %llu (4000)",
+	      (unsigned long long)got.m[DL_OP_READ].iops);
+	for (unsigned i = 0; i < n; i++) {
+		struct dl_fit_point q = pts[i];
+
+		sim_profiled(&got, q.size, q.clients, q.time_ns, &q);
+		good += near(q.mb_s, pts[i].mb_s, 0.10) &&
+			near((double)q.p50_ns, (double)pts[i].p50_ns, 0.20);
+		if (q.size == 4 * KiB && q.clients == 8)
+			CHECK(near((double)q.p50_ns, (double)pts[i].p50_ns, 0.30),
+			      "one path: 4 KiB x8 p50 %.0f us (%.0f): %u channels, %llu lanes",
+			      (double)q.p50_ns / 1e3, (double)pts[i].p50_ns / 1e3,
+			      got.m[DL_OP_READ].queue_depth,
+			      (unsigned long long)got.m[DL_OP_READ].lanes);
+	}
+	CHECK(good >= n - 2, "one path: %u of %u points within 10%% (MB/s) and 20%% (p50)", good, n);
+	dl_pacer_cfg_free(&got);
+	dl_pacer_cfg_free(&cfg);
+}
+
 int main(void)
 {
 	test_slice_exact();
@@ -481,5 +524,6 @@ int main(void)
 	test_fit_unthrottled();
 	test_fit_continuous();
 	test_fit_low();
+	test_fit_one_path();
 	return tap_done("pacer_device");
 }

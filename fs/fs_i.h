@@ -67,6 +67,9 @@ struct dl_fs {
 	 * reply is sent that much earlier too, so that a 1 MiB read is not
 	 * its copy time later than the storage model says. */
 	atomic_uint_fast64_t reply_ps_per_byte;
+	/* FUSE workers waiting for a reply's send time themselves (reply.c):
+	 * a short wait is slept on the worker, not handed to the timer thread. */
+	atomic_uint inline_waiters;
 	/* tracing (trace_hook.c): recorder, ops traced, recorders in flight */
 	struct dl_trace *_Atomic trace;
 	atomic_uint trace_users;

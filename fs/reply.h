@@ -112,6 +112,8 @@ struct dl_timer;
 int dl_timer_start(struct dl_fs *fs, struct dl_timer **out);
 void dl_timer_stop(struct dl_timer *t);	/* sends everything still parked, now */
 void dl_timer_park(struct dl_timer *t, struct dl_reply *r);
+/* Nothing parked now (a hint, read without the lock). */
+int dl_timer_idle(struct dl_timer *t);
 /* After a live change of the storage model: every parked reply is timed
  * again under it (never later than it was due). */
 void dl_timer_retime(struct dl_timer *t);

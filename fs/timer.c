@@ -3,6 +3,7 @@
  * last stretch, because timed waits alone overshoot by tens of microseconds. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -21,6 +22,7 @@ struct dl_timer {
 	pthread_cond_t cond;
 	struct dl_reply **heap;
 	size_t n, cap;
+	atomic_size_t parked; /* n, for dl_timer_idle without the lock */
 	int stop;
 };
 
@@ -67,6 +69,7 @@ static struct dl_reply *heap_take(struct dl_timer *t, size_t i)
 	struct dl_reply *r = t->heap[i];
 
 	t->heap[i] = t->heap[--t->n];
+	atomic_store_explicit(&t->parked, t->n, memory_order_relaxed);
 	if (i < t->n) {
 		heap_down(t, i);
 		heap_up(t, i);
@@ -213,10 +216,16 @@ void dl_timer_park(struct dl_timer *t, struct dl_reply *r)
 		t->cap *= 2;
 	}
 	t->heap[t->n++] = r;
+	atomic_store_explicit(&t->parked, t->n, memory_order_relaxed);
 	heap_up(t, t->n - 1);
 	if (t->heap[0] == r)
 		pthread_cond_signal(&t->cond);
 	pthread_mutex_unlock(&t->lock);
+}
+
+int dl_timer_idle(struct dl_timer *t)
+{
+	return atomic_load_explicit(&t->parked, memory_order_relaxed) == 0;
 }
 
 void dl_timer_retime(struct dl_timer *t)

@@ -70,20 +70,26 @@ static void advance(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint6
  * dispatch, whole periods that have passed are trimmed off (their lumps
  * subtracted from what was dispatched, never below 0: what a period did not
  * use is lost). A bucket idle for a whole period starts a new slice at its
- * next request (blk-throttle: the slice expired and the group is empty). */
+ * next request (blk-throttle: the slice expired and the group is empty).
+ * Idle is judged at the request's arrival, not at its dispatch: a request
+ * that waited in the throttle for a later period kept the group busy, and
+ * its dispatch, however long after the last one, goes on in the same slice
+ * with what the slice carried. (Judged at dispatch, four requests of 1 MiB
+ * in flight under 50 MB/s each waited a whole period, restarted the slice
+ * and lost its remainder: 4 MiB per 100 ms, 42 MB/s.) */
 
-static int slice_idle(const struct pacer_bucket *b, uint64_t g, uint64_t t)
+static int slice_idle(const struct pacer_bucket *b, uint64_t g, uint64_t arrived)
 {
-	return !b->primed || t >= b->last + g;
+	return !b->primed || arrived >= b->last + g;
 }
 
 static uint64_t slice_when(const struct pacer_bucket *b, uint64_t rate, uint64_t g, uint64_t need,
-			   uint64_t t)
+			   uint64_t t, uint64_t arrived)
 {
 	i128 lump = (i128)rate * g, disp = b->tok, m, have;
 	uint64_t S = b->ref, w;
 
-	if (slice_idle(b, g, t)) {
+	if (slice_idle(b, g, arrived)) {
 		S = t;
 		disp = 0;
 	}
@@ -100,12 +106,13 @@ static uint64_t slice_when(const struct pacer_bucket *b, uint64_t rate, uint64_t
 	return w > t ? w : t;
 }
 
-static void slice_take(struct pacer_bucket *b, uint64_t rate, uint64_t g, uint64_t need, uint64_t t)
+static void slice_take(struct pacer_bucket *b, uint64_t rate, uint64_t g, uint64_t need, uint64_t t,
+		       uint64_t arrived)
 {
 	i128 lump = (i128)rate * g;
 	uint64_t k;
 
-	if (slice_idle(b, g, t)) {
+	if (slice_idle(b, g, arrived)) {
 		b->primed = 1;
 		b->ref = t;
 		b->tok = 0;
@@ -122,13 +129,13 @@ static void slice_take(struct pacer_bucket *b, uint64_t rate, uint64_t g, uint64
 }
 
 uint64_t pacer_bucket_when(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint64_t g,
-			   uint64_t need, uint64_t t)
+			   uint64_t need, uint64_t t, uint64_t arrived)
 {
 	struct pacer_bucket c = *b;
 	i128 target, deficit, w;
 
 	if (g)
-		return slice_when(b, rate, g, need, t);
+		return slice_when(b, rate, g, need, t, arrived);
 	advance(&c, rate, depth, t);
 	target = (i128)(need < depth ? need : depth) * SCALE;
 	if (c.tok >= target)
@@ -139,10 +146,10 @@ uint64_t pacer_bucket_when(struct pacer_bucket *b, uint64_t rate, uint64_t depth
 }
 
 void pacer_bucket_take(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint64_t g,
-		       uint64_t need, uint64_t t)
+		       uint64_t need, uint64_t t, uint64_t arrived)
 {
 	if (g) {
-		slice_take(b, rate, g, need, t);
+		slice_take(b, rate, g, need, t, arrived);
 		return;
 	}
 	advance(b, rate, depth, t);
@@ -178,9 +185,11 @@ uint64_t pacer_stall(uint64_t stall_every, uint64_t stall_ns, uint64_t key, uint
 
 /* The run io goes on: a live one of its stream ending where it starts,
  * still in flight at t, with room for len more bytes; NULL: none. */
-static struct pacer_merge *merge_find(struct pacer_dev *d, const struct pacer_io *io, uint64_t t,
-				      uint64_t len)
+static struct pacer_merge *merge_find(struct pacer_dev *d, const struct pacer_rates *rt,
+				      const struct pacer_io *io, uint64_t t, uint64_t len)
 {
+	uint64_t most = rt->max_request ? rt->max_request : PACER_MERGE_MAX;
+
 	if (!io || !io->file)
 		return NULL;
 	for (unsigned i = 0; i < PACER_MERGE_STREAMS; i++) {
@@ -188,7 +197,7 @@ static struct pacer_merge *merge_find(struct pacer_dev *d, const struct pacer_io
 
 		if (m->live && m->file == io->file && m->job == io->job && m->end == io->off &&
 		    t < m->due && t <= m->arrived + PACER_MERGE_GAP_NS &&
-		    m->bytes + len <= PACER_MERGE_MAX)
+		    m->bytes + len <= most)
 			return m;
 	}
 	return NULL;
@@ -272,12 +281,12 @@ uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt
 		d->ios.primed = 0;
 		memset(d->merge, 0, sizeof(d->merge));
 	}
-	run = len ? merge_find(d, io, t, len) : NULL;
+	run = len ? merge_find(d, rt, io, t, len) : NULL;
 	if (d->thr_last > s)
 		s = d->thr_last;
 	if (rt->bandwidth && len) {
 		bdepth = depth_of(rt->burst ? rt->burst : PACER_DEFAULT_BURST);
-		w = pacer_bucket_when(&d->bytes, rt->bandwidth, bdepth, rt->refill_ns, len, s);
+		w = pacer_bucket_when(&d->bytes, rt->bandwidth, bdepth, rt->refill_ns, len, s, t);
 		if (w > s) {
 			s = w;
 			*held |= PACER_HELD_BW;
@@ -285,16 +294,16 @@ uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt
 	}
 	if (rt->iops) {
 		idepth = depth_of(rt->iops_burst);
-		w = pacer_bucket_when(&d->ios, rt->iops, idepth, rt->refill_ns, 1, s);
+		w = pacer_bucket_when(&d->ios, rt->iops, idepth, rt->refill_ns, 1, s, t);
 		if (w > s) {
 			s = w;
 			*held |= PACER_HELD_IOPS;
 		}
 	}
 	if (bdepth)
-		pacer_bucket_take(&d->bytes, rt->bandwidth, bdepth, rt->refill_ns, len, s);
+		pacer_bucket_take(&d->bytes, rt->bandwidth, bdepth, rt->refill_ns, len, s, t);
 	if (idepth)
-		pacer_bucket_take(&d->ios, rt->iops, idepth, rt->refill_ns, 1, s);
+		pacer_bucket_take(&d->ios, rt->iops, idepth, rt->refill_ns, 1, s, t);
 	d->thr_last = s;
 	/* Held by the throttle until its run is done: a request of its own. */
 	if (run && s >= run->due)

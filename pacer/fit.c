@@ -17,8 +17,9 @@
  *      then the data paths (lanes: 1, 2, 4, 8 or one per channel) and the
  *      part of the fixed cost paid on them one at a time (serial), then the
  *      channels again;
- *   4. the bucket rates from the three highest measured rates, and a
- *      continuous bucket's depth (burst);
+ *   4. the bucket rates, each searched around the highest measured for
+ *      the one whose replay misses least (fit_rates), and a continuous
+ *      bucket's depth (burst);
  *   5. the residual noise's p99 factor, likewise;
  *   6. stalls: how often one request stalls on its channel, and for how
  *      long on average, likewise.
@@ -215,6 +216,67 @@ static void set_throttle(struct dl_dev_model *m, int which, double bw, double io
 	m->iops_burst = 0;
 }
 
+/* Bucket rates tried, as factors of the highest measured (step 4). */
+#define RATE_LO 0.80
+#define RATE_HI 1.40
+#define RATE_STEP 0.04
+
+/* Step 4: the bucket rates. A point's MB/s (IOPS) is not its bucket's
+ * rate: a point of 0.35 to 1.5 s holds a few of a throttle's slices, and
+ * where its counted part begins and ends among them moves it by up to a
+ * slice's lump either way (one point in 4 slices: 25%). Each bucket's rate
+ * is searched in turn, on a grid of factors of the highest measured, then
+ * refined around the best, for the rate whose replay of every point misses
+ * least; the highest measured itself was biased by the phase its point
+ * happened to start in (53 MB/s fitted for a 50 MB/s throttle, 0.6 s
+ * points). */
+static void fit_rates(struct fit *f, struct dl_dev_model *m, int which, uint64_t g, double *bw,
+		      double *iops, double *best)
+{
+	double top[2] = {kth(f->pts, f->n, 0, 0), kth(f->pts, f->n, 1, 0)}, r[2] = {*bw, *iops};
+
+	set_throttle(m, which, r[0], r[1], g);
+	*best = misfit(f);
+	for (int pass = 0; pass < 2; pass++)
+		for (int b = 0; b < 2; b++) {
+			double keep = r[b], step = RATE_STEP * top[b];
+
+			if (!(which & (1 << b)) || !(top[b] > 0))
+				continue;
+			if (!pass) /* the grid */
+				for (double x = RATE_LO; x <= RATE_HI + 1e-9; x += RATE_STEP) {
+					double e;
+
+					r[b] = top[b] * x;
+					set_throttle(m, which, r[0], r[1], g);
+					e = misfit(f);
+					if (e < *best) {
+						*best = e;
+						keep = r[b];
+					}
+				}
+			/* Halvings of the step around the best. */
+			for (int k = 0; k < 3; k++) {
+				step /= 2;
+				for (int sgn = -1; sgn <= 1; sgn += 2) {
+					double e;
+
+					r[b] = keep + sgn * step;
+					set_throttle(m, which, r[0], r[1], g);
+					e = misfit(f);
+					if (e < *best) {
+						*best = e;
+						keep = r[b];
+					}
+				}
+			}
+			r[b] = keep;
+		}
+	*bw = r[0];
+	*iops = r[1];
+	set_throttle(m, which, r[0], r[1], g);
+}
+
 /* Refill periods tried: 0 is a continuous bucket. */
 static const uint64_t refills[] = {0,	      10000000,	 20000000,  50000000,
 				   100000000, 200000000, 500000000, 1000000000};
@@ -230,7 +292,7 @@ static void pick_throttle(struct fit *f, struct dl_dev_model *m, int w_lo, int w
 	double bs = *best * (*g ? SLICED : 1.0);
 
 	for (int w = w_lo; w <= w_hi; w++)
-		for (unsigned i = 0; i < sizeof(refills) / sizeof(refills[0]); i++) {
+		for (unsigned i = 0; i < (w ? sizeof(refills) / sizeof(refills[0]) : 1); i++) {
 			double e, se;
 
 			set_throttle(m, w, bw, iops, refills[i]);
@@ -281,79 +343,78 @@ int dl_pacer_fit(const struct dl_fit_point *pts, unsigned n, struct dl_dev_model
 	m->latency.a_ns = (uint64_t)(fixed + 0.5);
 	bw = kth(pts, n, 0, 1);
 	iops = kth(pts, n, 1, 1);
-	/* Step 2: which throttle, refilled how. */
-	best = misfit(&f);
-	pick_throttle(&f, m, 1, 3, bw, iops, &best, &which, &g);
-	/* Step 3: channels, then data paths, then channels again with them. */
-	for (int round = 0; round < 2; round++) {
-		static const uint64_t lns[] = {0, 1, 2, 4, 8};
-		uint32_t bq = m->queue_depth;
-		uint64_t bl = m->lanes;
+	/* Steps 2 and 3 twice: the throttle chosen before the channels and
+	 * data paths are known takes the device's own ceiling for a byte
+	 * bucket (one data path: 1 MiB reads at depth no faster than one),
+	 * whose lumps then stall large reads the device never stalled, and
+	 * the channels follow that (an IO-throttled disk fitted with one
+	 * channel, 4 KiB reads at QD8 at 3-13x their p50). */
+	for (int pass = 0; pass < 2; pass++) {
+		/* Step 2: which throttle, refilled how. */
+		m->latency.a_ns += m->serial_ns;
+		m->serial_ns = 0;
+		best = misfit(&f);
+		pick_throttle(&f, m, pass ? 0 : 1, 3, bw, iops, &best, &which, &g);
+		/* Step 3: channels and data paths together (one at a time got stuck:
+		 * on a disk with one data path, 1 MiB reads at depth look like one
+		 * channel until the data path is known), then the serial part, then
+		 * the channels again with it. */
+		for (int round = 0; round < 2; round++) {
+			static const uint64_t lns[] = {0, 1, 2, 4, 8};
+			uint32_t bq = m->queue_depth;
+			uint64_t bl = m->lanes;
 
-		best = INFINITY;
-		for (unsigned i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
-			m->queue_depth = qs[i];
-			e = misfit(&f);
-			/* The best: on a flat stretch (1 to 4 channels within 2%
-			 * on a noisy disk) the fewest would be an extreme. */
-			if (e < best) {
-				best = e;
-				bq = qs[i];
-			}
-		}
-		m->queue_depth = bq;
-		if (round)
-			break;
-		best = INFINITY;
-		for (unsigned i = 0; i < sizeof(lns) / sizeof(lns[0]); i++) {
-			m->lanes = lns[i];
-			e = misfit(&f);
-			if (e < best * 0.98) {
-				best = e;
-				bl = lns[i];
-			}
-		}
-		m->lanes = bl;
-		/* The serial part of the fixed cost (the rest on the channels). */
-		{
-			static const uint64_t ser[] = {2000, 5000, 10000, 20000, 50000, 100000};
-			uint64_t bsr = 0, total = m->latency.a_ns;
+			best = INFINITY;
+			for (unsigned j = 0; j < (round ? 1 : sizeof(lns) / sizeof(lns[0])); j++) {
+				if (!round)
+					m->lanes = lns[j];
+				for (unsigned i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+					double need;
 
-			best = misfit(&f);
-			for (unsigned i = 0; i < sizeof(ser) / sizeof(ser[0]); i++) {
-				if (ser[i] > total)
-					break;
-				m->serial_ns = ser[i];
-				m->latency.a_ns = total - ser[i];
-				e = misfit(&f);
-				if (e < best * 0.98) {
-					best = e;
-					bsr = ser[i];
+					m->queue_depth = qs[i];
+
+					e = misfit(&f);
+					/* The best: on a flat stretch (1 to 4 channels
+					 * within 2% on a noisy disk) the fewest would be an
+					 * extreme. Another data path limit must do clearly
+					 * better than the best so far. */
+					need = !round && m->lanes && m->lanes != bl ? 0.98 : 1.0;
+					if (e < best * need) {
+						best = e;
+						bq = qs[i];
+						bl = m->lanes;
+					}
 				}
 			}
-			m->serial_ns = bsr;
-			m->latency.a_ns = total - bsr;
-		}
-	}
-	/* Step 4: the rates, from the highest measured ones. */
-	if (which) {
-		double bb = bw, bi = iops;
+			m->queue_depth = bq;
+			m->lanes = bl;
+			if (round)
+				break;
+			/* The serial part of the fixed cost (the rest on the channels). */
+			{
+				static const uint64_t ser[] = {2000, 5000, 10000, 20000, 50000, 100000};
+				uint64_t bsr = 0, total = m->latency.a_ns;
 
-		for (unsigned k = 0; k < 3; k++) {
-			double cb = (which & 1) ? kth(pts, n, 0, k) : bw;
-			double ci = (which & 2) ? kth(pts, n, 1, k) : iops;
-
-			set_throttle(m, which, cb, ci, g);
-			e = misfit(&f);
-			if (e < best) {
-				best = e;
-				bb = cb;
-				bi = ci;
+				best = misfit(&f);
+				for (unsigned i = 0; i < sizeof(ser) / sizeof(ser[0]); i++) {
+					if (ser[i] > total)
+						break;
+					m->serial_ns = ser[i];
+					m->latency.a_ns = total - ser[i];
+					e = misfit(&f);
+					if (e < best * 0.98) {
+						best = e;
+						bsr = ser[i];
+					}
+				}
+				m->serial_ns = bsr;
+				m->latency.a_ns = total - bsr;
 			}
 		}
-		bw = bb;
-		iops = bi;
-		set_throttle(m, which, bw, iops, g);
+	}
+	/* Step 4: the rates. */
+	if (which) {
+		fit_rates(&f, m, which, g, &bw, &iops, &best);
 		/* The refill again, with the channels known. */
 		pick_throttle(&f, m, which, which, bw, iops, &best, &which, &g);
 		/* A continuous bucket's depth: what it lets through at once

@@ -73,6 +73,11 @@ const struct opt pacer_opts[] = {
      "device model: one request in this many stalls on its channel for an exponential time "
      "of mean `stall` (a shared disk's neighbours); 0 or unlimited: none"},
     {"stall", T_TIME, DEV(stall_ns), 0, "device model: the mean of a stall (see stall_every)"},
+    {"max_request", T_SIZE, DEV(max_request), 0,
+     "device model: the most bytes one device request carries: the pieces of one read that "
+     "FUSE splits (1MiB each) and that are in flight together merge into one request of at "
+     "most this, paying the fixed cost once, as a block layer merges them up to the disk's "
+     "max_sectors_kb (dliofs profile records its storage's); 4KiB to 1GiB, 0: 4MiB"},
     {"noise", T_FACTOR, DEV(noise_ppm), 0,
      "device model: the residual noise, a lognormal factor with median 1 and this p99 on "
      "the fixed cost (latency and serial, not the bytes); 1 or none: no noise"},
@@ -968,6 +973,11 @@ static int check_models(const struct dl_dev_model *m, const char *prefix, char *
 		if (m[c].lanes > DL_PACER_MAX_LANES) {
 			snprintf(err, errlen, "%s%s.lanes: at most %d", prefix, pacer_class_names[c],
 				 DL_PACER_MAX_LANES);
+			return -EINVAL;
+		}
+		if (m[c].max_request && (m[c].max_request < 4096 || m[c].max_request > (1ULL << 30))) {
+			snprintf(err, errlen, "%s%s.max_request: 4KiB to 1GiB (or 0: 4MiB)", prefix,
+				 pacer_class_names[c]);
 			return -EINVAL;
 		}
 		if (m[c].queue_depth > PACER_MAX_QUEUE_DEPTH) {

@@ -169,7 +169,8 @@ static int device_only(const struct opt *o)
 				     off == offsetof(struct dl_dev_model, lanes) ||
 				     off == offsetof(struct dl_dev_model, serial_ns) ||
 				     off == offsetof(struct dl_dev_model, stall_every) ||
-				     off == offsetof(struct dl_dev_model, stall_ns));
+				     off == offsetof(struct dl_dev_model, stall_ns) ||
+				     off == offsetof(struct dl_dev_model, max_request));
 }
 
 /* A device model in words, as YAML comment lines: what each key is. */
@@ -201,7 +202,9 @@ static void describe(const struct dl_dev_model *m, const char *cls, FILE *out, i
 	if (m->stall_every && m->stall_ns)
 		fprintf(out, ", one in %llu stalling %.2f ms on average (%s.stall_every, %s.stall)",
 			(unsigned long long)m->stall_every, (double)m->stall_ns / 1e6, cls, cls);
-	fprintf(out, "\n");
+	fprintf(out, "; the pieces of one read in flight together are one request of at most %llu "
+		"KiB (%s.max_request)\n",
+		(unsigned long long)((m->max_request ? m->max_request : 4ULL << 20) >> 10), cls);
 	if (!m->bandwidth && !m->iops) {
 		fprintf(out, "%*s# throttle: none (%s.bandwidth and %s.iops unlimited)\n", indent, "",
 			cls, cls);

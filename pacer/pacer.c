@@ -263,7 +263,7 @@ static struct pacer_dev *device_for(struct dl_pacer *p, struct pacer_class *k,
 	if (p->cfg.share.policy != DL_SHARE_FAIR) {
 		*rt = (struct pacer_rates){m->bandwidth, m->burst,	  m->iops,	 m->queue_depth,
 					   m->transfer,	 m->refill_ns, m->iops_burst, m->lanes,
-					   m->serial_ns};
+					   m->serial_ns, m->max_request};
 		return &k->dev;
 	}
 	/* A job's own heap has room for the whole queue depth: its share may

@@ -149,7 +149,7 @@ struct pacer_bucket {
  * flight together, are one request to a device, as a block layer merges
  * them. */
 #define PACER_MERGE_STREAMS 8
-#define PACER_MERGE_MAX (4ULL << 20) /* a run's bytes at most (max_sectors_kb here) */
+#define PACER_MERGE_MAX (4ULL << 20) /* a run's bytes at most without max_request */
 /* A piece arrives at most this long after the run's last one: the kernel
  * sends one read's pieces together, while the next read comes after the
  * reply, which the mount may send before its due time (--fuse-overhead and
@@ -189,6 +189,7 @@ struct pacer_rates {
 	uint32_t queue_depth;
 	/* device model (device.c): 0 transfer means the plain model */
 	uint64_t transfer, refill_ns, iops_burst, lanes, serial_ns;
+	uint64_t max_request; /* a merged run's bytes at most (0: PACER_MERGE_MAX) */
 };
 
 /* What held a request back (for fair sharing's demand estimate). */
@@ -235,11 +236,13 @@ uint64_t pacer_stall(uint64_t stall_every, uint64_t stall_ns, uint64_t key, uint
 double pacer_noise(uint64_t noise_ppm, uint64_t key, uint64_t i);
 /* Token bucket primitives (rate per second, depth in units, refill period
  * g ns, 0: continuous): the earliest time >= t at which need units are
- * there (a need above depth waits for a full bucket), and taking them. */
+ * there (a need above depth waits for a full bucket), and taking them;
+ * arrived (<= t) is when the request came to the throttle (a slice bucket
+ * idle since a period before it starts a new slice). */
 uint64_t pacer_bucket_when(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint64_t g,
-			   uint64_t need, uint64_t t);
+			   uint64_t need, uint64_t t, uint64_t arrived);
 void pacer_bucket_take(struct pacer_bucket *b, uint64_t rate, uint64_t depth, uint64_t g,
-		       uint64_t need, uint64_t t);
+		       uint64_t need, uint64_t t, uint64_t arrived);
 void pacer_heap_down(uint64_t *h, uint32_t n, uint32_t i);
 
 /* ---- statistics ---- */

@@ -325,5 +325,6 @@ static void allocate(struct pacer_job_cls *jobs, uint64_t win_start, const struc
 		rt->iops_burst = m->iops_burst;
 		rt->lanes = m->lanes;
 		rt->serial_ns = m->serial_ns;
+		rt->max_request = m->max_request;
 	}
 }

@@ -102,6 +102,10 @@ struct dl_dev_model {
 				 * of the fixed cost requests pay one at a time (per lane) */
 	uint64_t stall_every;	/* one request in this many stalls (0: none) ... */
 	uint64_t stall_ns;	/* ... for an exponential time of this mean, on its channel */
+	/* The most bytes one device request carries: the pieces of one read
+	 * that FUSE splits (1 MiB each) merge up to this, as a block layer
+	 * merges bios up to the disk's max_sectors_kb (0: 4 MiB). */
+	uint64_t max_request;
 };
 #define DL_PACER_MAX_LANES 64
 

@@ -107,6 +107,8 @@ static int fit_class(struct prof_result *r, int write)
 	if (!n)
 		return 0;
 	dl_pacer_cfg_init(&cfg);
+	/* Not fitted: the block device's own limit, read from sysfs. */
+	cfg.m[DL_OP_READ].max_request = r->max_request;
 	ret = dl_pacer_fit(fp, n, &cfg.m[DL_OP_READ], r->fit_note[write],
 			   sizeof(r->fit_note[write]));
 	if (ret) {

@@ -48,6 +48,7 @@ struct prof_point {
 	unsigned threads;
 	enum prof_pattern pat;
 	uint64_t time_ns;
+	uint64_t idle_ns; /* the device left idle this long before it starts */
 	/* Where in the set (its bytes end to end) the sequential regions
 	 * start: measure() moves it on past what the points before read, so
 	 * that no point reads what one just read (a cache below this machine,
@@ -127,6 +128,10 @@ struct prof_result {
 	enum prof_bypass bypass;
 	int writable, writes_dsync, read_only_files;
 	uint64_t probe_size; /* bytes of the file(s) data was read from */
+	/* The block device below DIR: its largest request (queue/max_sectors_kb,
+	 * bytes; 0: none found, e.g. a network or FUSE file system) and its name. */
+	uint64_t max_request;
+	char blockdev[64];
 	unsigned nfiles;     /* files data was read from */
 	struct prof_point pt[PROF_MAX_POINTS];
 	unsigned npt;

@@ -370,7 +370,8 @@ int prof_run(const struct prof_set *s, struct prof_point *pt, prof_stop_t *stop)
 			      pt->pat == PROF_RANDOM ? POSIX_FADV_RANDOM : POSIX_FADV_SEQUENTIAL);
 	prof_uncache(s);
 	warm = pt->time_ns / 20 < 100000000ULL ? pt->time_ns / 20 : 100000000ULL;
-	t0 = dl_mono_ns() + 5000000ULL; /* time to start the threads */
+	/* Time to start the threads, and the idle time asked for. */
+	t0 = dl_mono_ns() + (pt->idle_ns > 5000000ULL ? pt->idle_ns : 5000000ULL);
 	for (unsigned i = 0; i < n; i++) {
 		w[i].s = s;
 		w[i].pt = pt;

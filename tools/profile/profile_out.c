@@ -143,6 +143,13 @@ static void write_class(FILE *f, const struct prof_result *r, int write)
 			(unsigned long long)m->stall_every);
 		fprintf(f, "    stall: %s            # for this long on average (exponential)\n", lat);
 	}
+	if (m->max_request) {
+		prof_size_name(m->max_request, lat, sizeof(lat));
+		fprintf(f, "    max_request: %s       # a device request's bytes at most (%s's "
+			"max_sectors_kb): pieces of a read merge up to it\n",
+			lat, r->blockdev);
+	} else
+		fprintf(f, "    # max_request: not measured (no block device below): 4MiB\n");
 	if (m->noise_ppm)
 		fprintf(f, "    noise: %.3g              # p99 / p50 of the service time's noise\n",
 			(double)m->noise_ppm / 1e6);

@@ -39,6 +39,28 @@ def snapshot(d):
     return out
 
 
+def max_sectors_kb(path):
+    """queue/max_sectors_kb of the disk path is on (a partition's disk), 0: none."""
+    st = os.stat(path)
+    if not os.major(st.st_dev):
+        return 0
+    d = os.path.realpath("/sys/dev/block/%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev)))
+    if os.path.exists(os.path.join(d, "partition")):
+        d = os.path.dirname(d)
+    try:
+        with open(os.path.join(d, "queue", "max_sectors_kb")) as f:
+            return int(f.read())
+    except OSError:
+        return 0
+
+
+def size_name(b):
+    for unit, n in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b % n == 0:
+            return "%d%s" % (b // n, unit)
+    return "%dB" % b
+
+
 class Profile(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -126,6 +148,16 @@ class Profile(unittest.TestCase):
         self.assertRegex(text, r"stat_cached: \{n: \d+")
         # The block size its files report (what buffered readers size reads by).
         self.assertRegex(text, r"\n  blksize: %d\n" % os.stat(self.data).st_blksize)
+        # The largest request of the block device below (sysfs), which the
+        # pieces of a read merge up to on the mount; none on a network or
+        # FUSE file system.
+        kb = max_sectors_kb(self.data)
+        for cls in ("read", "write"):
+            sec = pacer[pacer.index("  %s:" % cls):]
+            if kb:
+                self.assertRegex(sec, r"\n    max_request: %s " % size_name(kb * 1024), sec[:900])
+            else:
+                self.assertIn("# max_request: not measured", sec)
         tables = re.findall(r'"empirical\(([^)]+)\)"', text)
         self.assertEqual(len(tables), 2, text)  # the metadata's stat tables
         for t in tables:

@@ -430,6 +430,44 @@ static void test_blksize_live(void)
  * each piece still passes the throttle (blk-throttle counts bios). A
  * reader with one request in flight pays it every time; a run stops at
  * 4 MiB; two streams interleaved each keep their run. */
+/* read.max_request: the pieces merge up to the device's largest request
+ * (a disk whose max_sectors_kb is 2048: two runs of 2 MiB, two fixed
+ * costs); out of range is refused with the key's name. */
+static void test_max_request(void)
+{
+	const char *const kv[] = {"read.transfer=1GB/s", "read.latency=100us",
+				  "read.queue_depth=1", "read.max_request=2MiB", NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_req r = {.cls = DL_OP_READ, .file_id = 7, .len = 1 << 20};
+	struct dl_pacer_result res[4];
+	const uint64_t mib = 1 << 20, fixed = 100 * US;
+	struct dl_pacer_cfg cfg;
+	char err[256] = "";
+
+	CHECK(p != NULL, "a device model pacer with max_request");
+	if (!p)
+		return;
+	for (int i = 0; i < 4; i++) {
+		r.off = (uint64_t)i * mib;
+		dl_pacer_submit(p, &r, T0 + (uint64_t)i * 2 * US, &res[i]);
+	}
+	CHECK(res[3].due_ns == T0 + 2 * fixed + 4 * mib,
+	      "4 pieces in flight, max_request 2 MiB: two fixed costs and 4 MiB: %.3f ms (%.3f)",
+	      (double)(res[3].due_ns - T0) / 1e6, (double)(2 * fixed + 4 * mib) / 1e6);
+	CHECK(stat_num(p, "read", "device_ops") == 2 && stat_num(p, "read", "merged_ops") == 2,
+	      "two IOs of two pieces: device_ops %g, merged_ops %g",
+	      stat_num(p, "read", "device_ops"), stat_num(p, "read", "merged_ops"));
+	for (int i = 0; i < 4; i++)
+		dl_pacer_complete(p, &r, &res[i], res[i].due_ns);
+	dl_pacer_free(p);
+	dl_pacer_cfg_init(&cfg);
+	CHECK(!dl_pacer_cfg_set(&cfg, "read.max_request", "1KiB", err, sizeof(err)) &&
+		  dl_pacer_cfg_check(&cfg, err, sizeof(err)) == -EINVAL &&
+		  strstr(err, "read.max_request"),
+	      "max_request below 4KiB refused: %s", err);
+	dl_pacer_cfg_free(&cfg);
+}
+
 static void test_fuse_pieces(void)
 {
 	const char *const kv[] = {"read.transfer=1GB/s", "read.latency=100us",
@@ -611,6 +649,7 @@ int main(void)
 	test_cached_latency_keys();
 	test_blksize_live();
 	test_fuse_pieces();
+	test_max_request();
 	test_pieces_throttled();
 	test_close_ends_stream();
 	return tap_done("pacer_devwork");

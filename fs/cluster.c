@@ -36,6 +36,7 @@
 #endif
 
 #include "dliofs/clock.h"
+#include "dliofs/subst.h"
 #include "cluster.h"
 
 /* More requests at once than any device's queue (PACER_MAX_QUEUE_DEPTH). */
@@ -67,27 +68,10 @@ int dl_cluster_size(const struct dl_cluster *cl) { return cl->size; }
 
 int dl_cluster_expand(const struct dl_cluster *cl, const char *in, char *out, size_t len)
 {
-	const char *tag = "{rank}";
-	size_t o = 0, tl = strlen(tag);
+	char num[16];
 
-	while (*in) {
-		int n;
-
-		if (!strncmp(in, tag, tl)) {
-			n = snprintf(out + o, len - o, "%d", cl->rank);
-			in += tl;
-		} else {
-			n = snprintf(out + o, len - o, "%c", *in);
-			in++;
-		}
-		if (n < 0 || (size_t)n >= len - o)
-			return -ENAMETOOLONG;
-		o += (size_t)n;
-	}
-	if (!len)
-		return -ENAMETOOLONG;
-	out[o] = '\0';
-	return 0;
+	snprintf(num, sizeof(num), "%d", cl->rank);
+	return dl_subst_into(in, "{rank}", num, out, len);
 }
 
 #ifdef DL_HAVE_MPI

@@ -2,7 +2,7 @@
 # The layers, bottom up, and what each may include (docs/design.md 2):
 #
 #   util/     on nothing of ours: units, generator, checksums, histogram,
-#             JSON, clocks, byte order, integer math, suggestions
+#             JSON, clocks, byte order, integer math, suggestions, token substitution
 #   formats/  on util: the dataset model and every format
 #   pacer/    on util: the storage model
 #   trace/    on util: the request trace
@@ -29,7 +29,7 @@ set -uo pipefail
 # Public headers by the layer that owns them.
 declare -A OWNER=(
   [units.h]=util [prng.h]=util [crc32.h]=util [crc32c.h]=util [hist.h]=util
-  [json.h]=util [clock.h]=util [bytes.h]=util [intmath.h]=util [suggest.h]=util
+  [json.h]=util [clock.h]=util [bytes.h]=util [intmath.h]=util [suggest.h]=util [subst.h]=util
   [htab.h]=util [exepath.h]=util [isotonic.h]=util
   [dataset.h]=formats [format.h]=formats [format_list.h]=formats [naming.h]=formats
   [pacer.h]=pacer

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "drive_i.h"
+#include "dliofs/subst.h"
 
 #define RANKS_MAX (1u << 20)
 
@@ -74,24 +75,10 @@ int drv_rank_env(unsigned *rank, const char **rvar, unsigned *ranks, const char 
 
 int drv_rank_path(const char *in, unsigned rank, char *out, size_t len)
 {
-	static const char tok[] = "{rank}";
-	size_t o = 0;
+	char num[16];
 
-	for (const char *s = in; *s;) {
-		const char *hit = strstr(s, tok);
-		size_t n = hit ? (size_t)(hit - s) : strlen(s);
-		char num[16];
-		int k = hit ? snprintf(num, sizeof(num), "%u", rank) : 0;
-
-		if (o + n + (size_t)k >= len)
-			return -ENAMETOOLONG;
-		memcpy(out + o, s, n);
-		memcpy(out + o + n, num, (size_t)k);
-		o += n + (size_t)k;
-		s += n + (hit ? sizeof(tok) - 1 : 0);
-	}
-	out[o] = 0;
-	return 0;
+	snprintf(num, sizeof(num), "%u", rank);
+	return dl_subst_into(in, "{rank}", num, out, len);
 }
 
 /* One path with {rank} replaced into buf (size len); *path then points

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "stall_i.h"
+#include "dliofs/subst.h"
 #include "tool_opts_i.h"
 #include "tool_path_i.h"
 #include "tool_progress_i.h"
@@ -336,7 +337,6 @@ static void argv_free(char **av)
 /* The job's arguments with every "{workers}" replaced by w. */
 static char **workers_argv(char **argv, unsigned w)
 {
-	static const char tok[] = "{workers}";
 	size_t n = 0;
 	char num[16], **av;
 
@@ -346,26 +346,11 @@ static char **workers_argv(char **argv, unsigned w)
 	av = calloc(n + 1, sizeof(*av));
 	if (!av)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(argv[i]) + 1, k = 0;
-		const char *p;
-
-		for (p = argv[i]; (p = strstr(p, tok)); p += sizeof(tok) - 1)
-			len += strlen(num);
-		if (!(av[i] = malloc(len))) {
+	for (size_t i = 0; i < n; i++)
+		if (!(av[i] = dl_subst(argv[i], "{workers}", num))) {
 			argv_free(av);
 			return NULL;
 		}
-		for (p = argv[i]; *p;) {
-			if (!strncmp(p, tok, sizeof(tok) - 1)) {
-				k += (size_t)sprintf(av[i] + k, "%s", num);
-				p += sizeof(tok) - 1;
-			} else {
-				av[i][k++] = *p++;
-			}
-		}
-		av[i][k] = 0;
-	}
 	return av;
 }
 

@@ -34,6 +34,7 @@
 #include "dlio_whatif_i.h"
 #include "dliofs/clock.h"
 #include "dliofs/ctl_client.h"
+#include "dliofs/subst.h"
 #include "tool_stop_i.h"
 
 #define UP_TIMEOUT_MS 120000  /* a cluster that has not mounted by then will not */
@@ -61,29 +62,10 @@ int wi_env_rank(void)
 /* s with every {rank} replaced by rank (malloc'd). */
 static char *with_rank(const char *s, int rank)
 {
-	static const char tok[] = "{rank}";
-	char num[16], *out, *o;
-	size_t n = 0, tl = sizeof(tok) - 1, nl;
-	const char *p;
+	char num[16];
 
 	snprintf(num, sizeof(num), "%d", rank);
-	nl = strlen(num);
-	for (p = s; (p = strstr(p, tok)); p += tl)
-		n++;
-	out = malloc(strlen(s) + n * nl + 1);
-	if (!out)
-		return NULL;
-	for (o = out, p = s; *p;) {
-		if (!strncmp(p, tok, tl)) {
-			memcpy(o, num, nl);
-			o += nl;
-			p += tl;
-		} else {
-			*o++ = *p++;
-		}
-	}
-	*o = 0;
-	return out;
+	return dl_subst(s, "{rank}", num);
 }
 
 /* The NULL-ended lists a, b and c one after another, each string copied. */

@@ -18,6 +18,7 @@
 #include "dlio_whatif_i.h"
 #include "tool_stop_i.h"
 #include "dliofs/clock.h"
+#include "dliofs/subst.h"
 #include "dliofs/json.h"
 
 void wi_argv_free(char **av)
@@ -25,32 +26,6 @@ void wi_argv_free(char **av)
 	for (size_t i = 0; av && av[i]; i++)
 		free(av[i]);
 	free(av);
-}
-
-/* s with every "{mount}" replaced by mnt. */
-static char *subst(const char *s, const char *mnt)
-{
-	static const char tok[] = "{mount}";
-	size_t n = 0, tl = sizeof(tok) - 1, ml = strlen(mnt);
-	const char *p;
-	char *out, *o;
-
-	for (p = s; (p = strstr(p, tok)); p += tl)
-		n++;
-	out = malloc(strlen(s) + n * ml + 1);
-	if (!out)
-		return NULL;
-	for (o = out, p = s; *p;) {
-		if (!strncmp(p, tok, tl)) {
-			memcpy(o, mnt, ml);
-			o += ml;
-			p += tl;
-		} else {
-			*o++ = *p++;
-		}
-	}
-	*o = 0;
-	return out;
 }
 
 char **wi_job_argv(const struct wi_env *e, const char *report)
@@ -72,7 +47,7 @@ char **wi_job_argv(const struct wi_env *e, const char *report)
 				goto fail;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (!(av[k++] = subst(e->argv[i], e->mnt)))
+		if (!(av[k++] = dl_subst(e->argv[i], "{mount}", e->mnt)))
 			goto fail;
 	if (e->kind == WI_JOB_DRIVE) {
 		/* The last --json wins: the report is ours to read. */

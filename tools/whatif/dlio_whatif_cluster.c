@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -675,11 +676,22 @@ static int node_cold(const char *mnt, int argc, char **argv)
 	return wi_cold_at(mnt, kv, n) ? 1 : 0;
 }
 
+/* A mount whose daemon is gone (MPI_Abort killed it when another node
+ * could not mount): what reaches the daemon fails with ENOTCONN. statvfs
+ * always does; a stat of the mountpoint is answered from the kernel's
+ * cache. */
+static int dead_mount(const char *mnt)
+{
+	struct statvfs sv;
+
+	return statvfs(mnt, &sv) != 0 && errno == ENOTCONN;
+}
+
 static int node_umount(const char *mnt)
 {
 	char dliofs[PATH_MAX];
 
-	if (dl_ctl_is_mount(mnt) != 1)
+	if (dl_ctl_is_mount(mnt) != 1 && !dead_mount(mnt))
 		return 0;
 	wi_find_tool("dliofs", "DLIOFS", dliofs, sizeof(dliofs));
 	execlp(dliofs, dliofs, "umount", mnt, (char *)NULL);

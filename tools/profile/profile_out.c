@@ -200,7 +200,7 @@ static void lat_fig(FILE *f, const char *name, const uint64_t *v, size_t n, cons
  * reviewer of a fidelity claim) needs to judge it. */
 static void write_measured(FILE *f, const struct prof_result *r)
 {
-	char size[32], a[32], b[32];
+	char size[32], a[32], b[32], c[32], d[32];
 
 	fprintf(f, "measured:\n  directory: ");
 	yaml_str(f, r->dir);
@@ -235,12 +235,16 @@ static void write_measured(FILE *f, const struct prof_result *r)
 		prof_size_name(p->size, size, sizeof(size));
 		fmt_ns(prof_pct(p->lat, p->nlat, 0.5), a, sizeof(a));
 		fmt_ns(prof_pct(p->lat, p->nlat, 0.99), b, sizeof(b));
+		/* p10 and p90 too: every figure the fit takes is here, so a
+		 * profile can be fitted again (--refit) without measuring. */
+		fmt_ns(prof_pct(p->lat, p->nlat, 0.10), c, sizeof(c));
+		fmt_ns(prof_pct(p->lat, p->nlat, 0.90), d, sizeof(d));
 		fprintf(f,
 			"    - {op: %s, size: %s, clients: %u, pattern: %s, time: %.3fs, requests: %llu, "
-			"MBps: %.3f, iops: %.0f, p50: %s, p99: %s%s%s",
+			"MBps: %.3f, iops: %.0f, p50: %s, p99: %s, p10: %s, p90: %s%s%s",
 			p->write ? "write" : "read", size, p->threads,
 			p->pat == PROF_RANDOM ? "random" : "sequential", (double)p->time_ns / 1e9,
-			(unsigned long long)p->ops, prof_rate(p) / 1e6, prof_iops(p), a, b,
+			(unsigned long long)p->ops, prof_rate(p) / 1e6, prof_iops(p), a, b, c, d,
 			p->err ? ", error: " : "", p->err ? strerror(p->err) : "");
 		if (p->wrapped || p->stale)
 			fprintf(f, ", reread: %s", p->wrapped ? "within" : "earlier");

@@ -48,6 +48,7 @@ struct opts {
 	unsigned max_clients;
 	int read_only, keep_caches, quiet;
 	const char *check; /* --check PROFILE */
+	const char *refit; /* --refit PROFILE */
 };
 
 /* The one thing a signal handler may touch is static storage: the flag
@@ -109,6 +110,10 @@ static const struct tool_opt prof_opt[] = {
 	{.name = "check", .kind = TOOL_OPT_STR, .off = OFF(check), .arg = "PROFILE",
 	 .help = "replay every point PROFILE measured on the model it\n"
 		 "holds now (virtual time) and print both"},
+	{.name = "refit", .kind = TOOL_OPT_STR, .off = OFF(refit), .arg = "PROFILE",
+	 .help = "fit the model again to the points PROFILE measured\n"
+		 "(this dliofs's fit, no new measurement), write it to\n"
+		 "-o OUT.yaml (beside PROFILE; may be PROFILE) and check it"},
 	{.name = "output", .letter = 'o', .kind = TOOL_OPT_STR, .off = OFF(out), .arg = "OUT.yaml",
 	 .help = "the profile (its tables go beside it)"},
 	{.name = "time", .kind = TOOL_OPT_CALL, .set = set_time, .arg = "TIME",
@@ -138,6 +143,7 @@ static const struct tool_opts prof_opts = {
 	"usage: dliofs profile DIR -o OUT.yaml [--time TIME] [--read-only] [--keep-caches]\n"
 	"                      [--max-clients N] [--probe-size SIZE] [--quiet]\n"
 	"       dliofs profile --check PROFILE\n"
+	"       dliofs profile --refit PROFILE -o OUT.yaml\n"
 	"\n"
 	"Measure the storage DIR is on (a local disk, an NFS, Lustre or S3 FUSE mount...)\n"
 	"and write a storage profile that `pacer: {profile: ./OUT.yaml}` takes, so that\n"
@@ -171,6 +177,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->max_clients = 32;
 	if ((ret = tool_opts_parse(&prof_opts, argc, argv, 1, o, &next)))
 		return ret > 0 ? 1 : 2;
+	if (o->refit) {
+		if (next != argc || !o->out || o->check) {
+			fprintf(stderr, "dliofs profile: --refit PROFILE takes -o OUT.yaml and no "
+					"DIR\n");
+			tool_opts_usage(stderr, &prof_opts);
+			return 2;
+		}
+		return 0;
+	}
 	if (o->check) {
 		if (next != argc) {
 			fprintf(stderr, "dliofs profile: --check PROFILE takes no DIR\n");
@@ -756,6 +771,11 @@ int dl_cli_profile(int argc, char **argv)
 	if (ret) {
 		free(r);
 		return ret == 1 ? 0 : 2;
+	}
+	if (x.o.refit) {
+		ret = prof_refit(x.o.refit, x.o.out, stdout);
+		free(r);
+		return ret ? 1 : 0;
 	}
 	if (x.o.check) {
 		ret = prof_check(x.o.check, stdout);

@@ -14,16 +14,6 @@
 #include "dliofs/units.h"
 #include "profile_i.h"
 
-struct chk_point {
-	int write;
-	char size_s[32];
-	uint64_t size;
-	unsigned clients;
-	uint64_t time_ns;
-	double mb_s, iops;
-	uint64_t p50, p99;
-};
-
 /* The value of `key: ` in a flow mapping line, up to the next ", " or "}". */
 static int field(const char *ln, const char *key, char *out, size_t len)
 {
@@ -43,13 +33,27 @@ static int field(const char *ln, const char *key, char *out, size_t len)
 	return 0;
 }
 
-static int parse_point(const char *ln, struct chk_point *q)
+/* A latency field that older profiles lack: 0 then. */
+static int opt_time(const char *line, const char *key, uint64_t *v)
+{
+	char s[64];
+	const char *w = NULL;
+
+	*v = 0;
+	if (field(line, key, s, sizeof(s)))
+		return 0;
+	return dl_parse_time(s, v, &w) ? -1 : 0;
+}
+
+int prof_parse_point(const char *ln, struct prof_line_point *q)
 {
 	char v[64];
 	const char *w = NULL;
 	const char *model = strstr(ln, ", model: ");
 	char line[1024];
 
+	if (strncmp(ln, "    - {", 7))
+		return -1;
 	/* What was measured only: the model's figures come after. */
 	snprintf(line, sizeof(line), "%.*s", model ? (int)(model - ln) : (int)strlen(ln), ln);
 	memset(q, 0, sizeof(*q));
@@ -73,7 +77,26 @@ static int parse_point(const char *ln, struct chk_point *q)
 		return -1;
 	if (field(line, "p99", v, sizeof(v)) || dl_parse_time(v, &q->p99, &w))
 		return -1;
+	if (opt_time(line, "p10", &q->p10) || opt_time(line, "p90", &q->p90))
+		return -1;
+	q->too_fast = strstr(line, "left_out: too_fast") != NULL;
 	return strstr(line, "error: ") ? -1 : 0;
+}
+
+void prof_line_to_fit(const struct prof_line_point *q, struct dl_fit_point *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->size = q->size;
+	p->clients = q->clients;
+	p->time_ns = q->time_ns;
+	/* The measurement's warm-up, as prof_run counts it. */
+	p->warm_ns = q->time_ns / 20 < 100000000ULL ? q->time_ns / 20 : 100000000ULL;
+	p->mb_s = q->mb_s;
+	p->iops = q->iops;
+	p->p10_ns = q->p10;
+	p->p50_ns = q->p50;
+	p->p90_ns = q->p90;
+	p->p99_ns = q->p99;
 }
 
 static double ratio(double m, double x) { return x > 0 ? m / x : 0; }
@@ -109,7 +132,7 @@ int prof_check(const char *path, FILE *o)
 	fprintf(o, "  %-5s %-7s %-7s | %9s %9s %9s | %9s %9s %9s | %6s %6s %6s\n", "op", "size",
 		"clients", "MB/s", "p50", "p99", "model", "p50", "p99", "MB/s", "p50", "p99");
 	while (fgets(ln, sizeof(ln), f)) {
-		struct chk_point q;
+		struct prof_line_point q;
 		struct dl_fit_point s;
 		double rb, r5, r9;
 		int ok;
@@ -118,21 +141,15 @@ int prof_check(const char *path, FILE *o)
 			in_req = 1;
 			continue;
 		}
-		if (!in_req || strncmp(ln, "    - {", 7))
+		if (!in_req || prof_parse_point(ln, &q))
 			continue;
-		if (parse_point(ln, &q))
-			continue;
-		if (strstr(ln, "left_out: too_fast")) {
+		if (q.too_fast) {
 			fprintf(o, "  %-5s %-7s %-7u | %9.1f MB/s: left out (faster than the device: "
 				   "a cache's)\n",
 				q.write ? "write" : "read", q.size_s, q.clients, q.mb_s);
 			continue;
 		}
-		memset(&s, 0, sizeof(s));
-		s.size = q.size;
-		s.clients = q.clients;
-		s.time_ns = q.time_ns;
-		s.warm_ns = q.time_ns / 20 < 100000000ULL ? q.time_ns / 20 : 100000000ULL;
+		prof_line_to_fit(&q, &s);
 		if (dl_pacer_sim_point(&cfg->pacer, q.write ? DL_OP_WRITE : DL_OP_READ, 0x70f11e, &s))
 			continue;
 		rb = ratio(s.mb_s, q.mb_s);

@@ -163,11 +163,38 @@ const char *prof_bypass_how(enum prof_bypass b);
 int prof_write(const struct prof_result *r, const char *out, unsigned *ntables);
 /* The table people read at the end. */
 void prof_summary(const struct prof_result *r, FILE *o);
+/* "850.0us", "1.25ms": a latency as the profile writes it. */
+void prof_fmt_ns(uint64_t ns, char *buf, size_t len);
 /* "4KiB", "1MiB": the sizes the profile uses as keys. */
 void prof_size_name(uint64_t b, char *buf, size_t len);
+
+/* One write of the class block (read: or write: under pacer:) of model m;
+ * note: the fit's line, blockdev: where max_request came from. */
+void prof_write_class(FILE *f, const struct dl_dev_model *m, const char *note,
+		      const char *blockdev, int write);
 
 /* profile_check.c: `dliofs profile --check PROFILE`: each measured point
  * against the profile's model replayed in virtual time, printed to o. */
 int prof_check(const char *path, FILE *o);
+
+/* A measured point as a profile's line holds it (measured.requests). */
+struct prof_line_point {
+	int write;
+	char size_s[32];
+	uint64_t size;
+	unsigned clients;
+	uint64_t time_ns;
+	double mb_s, iops;
+	uint64_t p10, p50, p90, p99; /* p10, p90: 0 in profiles before they were kept */
+	int too_fast;		     /* left out of the fit (a cache's) */
+};
+/* 0, or -1 when ln is no measured point (or one that failed). */
+int prof_parse_point(const char *ln, struct prof_line_point *q);
+/* The pattern of q as the fit and the replay take it. */
+void prof_line_to_fit(const struct prof_line_point *q, struct dl_fit_point *p);
+
+/* profile_refit.c: `dliofs profile --refit PROFILE -o OUT.yaml`: fit the
+ * points PROFILE measured again (this dliofs's fit), write OUT, check it. */
+int prof_refit(const char *in, const char *out, FILE *o);
 
 #endif

@@ -59,7 +59,7 @@ void prof_size_name(uint64_t b, char *buf, size_t len)
 	snprintf(buf, len, "%llu%s", (unsigned long long)b, u[i]);
 }
 
-static void fmt_ns(uint64_t ns, char *buf, size_t len)
+void prof_fmt_ns(uint64_t ns, char *buf, size_t len)
 {
 	if (ns >= 10000000ULL)
 		snprintf(buf, len, "%.1fms", (double)ns / 1e6);
@@ -114,13 +114,13 @@ static void split_out(const char *out, char *dir, size_t dlen, char *stem, size_
 /* The fitted device model of one class, in the keys a what-if changes
  * (README "Your own storage"): the throttle's buckets, the device's
  * service time, channels and noise. */
-static void write_class(FILE *f, const struct prof_result *r, int write)
+void prof_write_class(FILE *f, const struct dl_dev_model *m, const char *note,
+		      const char *blockdev, int write)
 {
-	const struct dl_dev_model *m = &r->dev[write];
 	char lat[32], refill[32];
 
-	fmt_ns(m->latency.a_ns, lat, sizeof(lat));
-	fprintf(f, "  %s:\n    # %s\n", write ? "write" : "read", r->fit_note[write]);
+	prof_fmt_ns(m->latency.a_ns, lat, sizeof(lat));
+	fprintf(f, "  %s:\n    # %s\n", write ? "write" : "read", note);
 	fprintf(f, "    latency: %s          # fixed cost of a request on the device\n", lat);
 	fprintf(f, "    transfer: %.3fMB/s   # the rate one request moves its bytes at\n",
 		(double)m->transfer / 1e6);
@@ -133,12 +133,12 @@ static void write_class(FILE *f, const struct prof_result *r, int write)
 		fprintf(f, "    lanes: %llu               # data paths: requests moving bytes at once\n",
 			(unsigned long long)m->lanes);
 	if (m->serial_ns) {
-		fmt_ns(m->serial_ns, lat, sizeof(lat));
+		prof_fmt_ns(m->serial_ns, lat, sizeof(lat));
 		fprintf(f, "    serial: %s          # per request on its data path, one at a time\n",
 			lat);
 	}
 	if (m->stall_every && m->stall_ns) {
-		fmt_ns(m->stall_ns, lat, sizeof(lat));
+		prof_fmt_ns(m->stall_ns, lat, sizeof(lat));
 		fprintf(f, "    stall_every: %llu        # one request in this many stalls on its channel\n",
 			(unsigned long long)m->stall_every);
 		fprintf(f, "    stall: %s            # for this long on average (exponential)\n", lat);
@@ -147,7 +147,7 @@ static void write_class(FILE *f, const struct prof_result *r, int write)
 		prof_size_name(m->max_request, lat, sizeof(lat));
 		fprintf(f, "    max_request: %s       # a device request's bytes at most (%s's "
 			"max_sectors_kb): pieces of a read merge up to it\n",
-			lat, r->blockdev);
+			lat, blockdev);
 	} else
 		fprintf(f, "    # max_request: not measured (no block device below): 4MiB\n");
 	if (m->noise_ppm)
@@ -170,7 +170,7 @@ static void write_class(FILE *f, const struct prof_result *r, int write)
 		fprintf(f, "    iops_burst: %llu         # IO bucket depth\n",
 			(unsigned long long)m->iops_burst);
 	if (m->refill_ns) {
-		fmt_ns(m->refill_ns, refill, sizeof(refill));
+		prof_fmt_ns(m->refill_ns, refill, sizeof(refill));
 		fprintf(f, "    refill: %s            # the buckets refill in lumps every %s\n", refill,
 			refill);
 	}
@@ -191,8 +191,8 @@ static void lat_fig(FILE *f, const char *name, const uint64_t *v, size_t n, cons
 {
 	char a[32], b[32];
 
-	fmt_ns(prof_pct(v, n, 0.5), a, sizeof(a));
-	fmt_ns(prof_pct(v, n, 0.99), b, sizeof(b));
+	prof_fmt_ns(prof_pct(v, n, 0.5), a, sizeof(a));
+	prof_fmt_ns(prof_pct(v, n, 0.99), b, sizeof(b));
 	fprintf(f, "%s%s: {n: %zu, p50: %s, p99: %s}", sep, name, n, a, b);
 }
 
@@ -233,12 +233,12 @@ static void write_measured(FILE *f, const struct prof_result *r)
 		const struct prof_point *p = &r->pt[i];
 
 		prof_size_name(p->size, size, sizeof(size));
-		fmt_ns(prof_pct(p->lat, p->nlat, 0.5), a, sizeof(a));
-		fmt_ns(prof_pct(p->lat, p->nlat, 0.99), b, sizeof(b));
+		prof_fmt_ns(prof_pct(p->lat, p->nlat, 0.5), a, sizeof(a));
+		prof_fmt_ns(prof_pct(p->lat, p->nlat, 0.99), b, sizeof(b));
 		/* p10 and p90 too: every figure the fit takes is here, so a
 		 * profile can be fitted again (--refit) without measuring. */
-		fmt_ns(prof_pct(p->lat, p->nlat, 0.10), c, sizeof(c));
-		fmt_ns(prof_pct(p->lat, p->nlat, 0.90), d, sizeof(d));
+		prof_fmt_ns(prof_pct(p->lat, p->nlat, 0.10), c, sizeof(c));
+		prof_fmt_ns(prof_pct(p->lat, p->nlat, 0.90), d, sizeof(d));
 		fprintf(f,
 			"    - {op: %s, size: %s, clients: %u, pattern: %s, time: %.3fs, requests: %llu, "
 			"MBps: %.3f, iops: %.0f, p50: %s, p99: %s, p10: %s, p90: %s%s%s",
@@ -253,8 +253,8 @@ static void write_measured(FILE *f, const struct prof_result *r)
 		if (r->have_model[i]) {
 			const struct dl_fit_point *q = &r->model[i];
 
-			fmt_ns(q->p50_ns, a, sizeof(a));
-			fmt_ns(q->p99_ns, b, sizeof(b));
+			prof_fmt_ns(q->p50_ns, a, sizeof(a));
+			prof_fmt_ns(q->p99_ns, b, sizeof(b));
 			fprintf(f, ", model: {MBps: %.3f, iops: %.0f, p50: %s, p99: %s}", q->mb_s,
 				q->iops, a, b);
 		}
@@ -306,9 +306,9 @@ int prof_write(const struct prof_result *r, const char *out, unsigned *ntables)
 	write_measured(f, r);
 	fprintf(f, "pacer:\n");
 	if (r->fitted[0])
-		write_class(f, r, 0);
+		prof_write_class(f, &r->dev[0], r->fit_note[0], r->blockdev, 0);
 	if (r->writable && r->fitted[1])
-		write_class(f, r, 1);
+		prof_write_class(f, &r->dev[1], r->fit_note[1], r->blockdev, 1);
 	if (!ret && r->have_meta && r->meta.nstat) {
 		snprintf(path, sizeof(path), "%s/%s.meta-stat.lat", dir, stem);
 		ret = write_table(path, r->meta.stat, r->meta.nstat,
@@ -364,9 +364,9 @@ static void prof_summary_fit(const struct prof_result *r, FILE *o)
 
 		if (!r->fitted[w])
 			continue;
-		fmt_ns(m->latency.a_ns, lat, sizeof(lat));
+		prof_fmt_ns(m->latency.a_ns, lat, sizeof(lat));
 		if (m->refill_ns)
-			fmt_ns(m->refill_ns, refill, sizeof(refill));
+			prof_fmt_ns(m->refill_ns, refill, sizeof(refill));
 		fprintf(o,
 			"  %s model: service %s + %.1fus serial + size / %.1f MB/s on %u%s channel%s, "
 			"%llu%s data path%s, noise p99 x%.2f, a stall of %.2f ms in %llu; ",
@@ -428,11 +428,11 @@ void prof_summary(const struct prof_result *r, FILE *o)
 		char c[32] = "", d[32] = "";
 
 		prof_size_name(p->size, size, sizeof(size));
-		fmt_ns(prof_pct(p->lat, p->nlat, 0.5), a, sizeof(a));
-		fmt_ns(prof_pct(p->lat, p->nlat, 0.99), b, sizeof(b));
+		prof_fmt_ns(prof_pct(p->lat, p->nlat, 0.5), a, sizeof(a));
+		prof_fmt_ns(prof_pct(p->lat, p->nlat, 0.99), b, sizeof(b));
 		if (r->have_model[i]) {
-			fmt_ns(r->model[i].p50_ns, c, sizeof(c));
-			fmt_ns(r->model[i].p99_ns, d, sizeof(d));
+			prof_fmt_ns(r->model[i].p50_ns, c, sizeof(c));
+			prof_fmt_ns(r->model[i].p99_ns, d, sizeof(d));
 		}
 		fprintf(o, "  %-5s %-7s %-7u %-10s %10.1f %10.0f %10s %10s %9llu |",
 			p->write ? "write" : "read", size, p->threads,
@@ -462,31 +462,31 @@ void prof_summary(const struct prof_result *r, FILE *o)
 	fprintf(o, "  metadata on %u files in %u directories (caches %s):\n", r->meta.files,
 		r->meta.dirs, r->meta.cold ? "dropped" : "kept");
 	if (r->meta.nstat) {
-		fmt_ns(prof_pct(r->meta.stat, r->meta.nstat, 0.5), a, sizeof(a));
-		fmt_ns(prof_pct(r->meta.stat, r->meta.nstat, 0.99), b, sizeof(b));
+		prof_fmt_ns(prof_pct(r->meta.stat, r->meta.nstat, 0.5), a, sizeof(a));
+		prof_fmt_ns(prof_pct(r->meta.stat, r->meta.nstat, 0.99), b, sizeof(b));
 		fprintf(o, "    %-12s p50 %10s  p99 %10s  (%zu)\n", "stat", a, b, r->meta.nstat);
 	}
 	if (r->meta.nstat_cached) {
-		fmt_ns(prof_pct(r->meta.stat_cached, r->meta.nstat_cached, 0.5), a, sizeof(a));
-		fmt_ns(prof_pct(r->meta.stat_cached, r->meta.nstat_cached, 0.99), b, sizeof(b));
+		prof_fmt_ns(prof_pct(r->meta.stat_cached, r->meta.nstat_cached, 0.5), a, sizeof(a));
+		prof_fmt_ns(prof_pct(r->meta.stat_cached, r->meta.nstat_cached, 0.99), b, sizeof(b));
 		fprintf(o, "    %-12s p50 %10s  p99 %10s  (%zu)\n", "stat, cached", a, b,
 			r->meta.nstat_cached);
 	}
 	if (r->meta.nopen) {
-		fmt_ns(prof_pct(r->meta.open, r->meta.nopen, 0.5), a, sizeof(a));
-		fmt_ns(prof_pct(r->meta.open, r->meta.nopen, 0.99), b, sizeof(b));
+		prof_fmt_ns(prof_pct(r->meta.open, r->meta.nopen, 0.5), a, sizeof(a));
+		prof_fmt_ns(prof_pct(r->meta.open, r->meta.nopen, 0.99), b, sizeof(b));
 		fprintf(o, "    %-12s p50 %10s  p99 %10s  (%zu)\n", "open+close", a, b,
 			r->meta.nopen);
 	}
 	if (r->meta.nreaddir) {
-		fmt_ns(prof_pct(r->meta.readdir, r->meta.nreaddir, 0.5), a, sizeof(a));
-		fmt_ns(prof_pct(r->meta.readdir, r->meta.nreaddir, 0.99), b, sizeof(b));
+		prof_fmt_ns(prof_pct(r->meta.readdir, r->meta.nreaddir, 0.5), a, sizeof(a));
+		prof_fmt_ns(prof_pct(r->meta.readdir, r->meta.nreaddir, 0.99), b, sizeof(b));
 		fprintf(o, "    %-12s p50 %10s  p99 %10s  (%zu)\n", "readdir", a, b,
 			r->meta.nreaddir);
 	}
 	if (r->meta.nfsync) {
-		fmt_ns(prof_pct(r->meta.fsync, r->meta.nfsync, 0.5), a, sizeof(a));
-		fmt_ns(prof_pct(r->meta.fsync, r->meta.nfsync, 0.99), b, sizeof(b));
+		prof_fmt_ns(prof_pct(r->meta.fsync, r->meta.nfsync, 0.5), a, sizeof(a));
+		prof_fmt_ns(prof_pct(r->meta.fsync, r->meta.nfsync, 0.99), b, sizeof(b));
 		fprintf(o, "    %-12s p50 %10s  p99 %10s  (%zu)\n", "fsync 4KiB", a, b,
 			r->meta.nfsync);
 	}

@@ -2,6 +2,7 @@
 takes (pacer: {profile: ./x.yaml}, its latency tables beside it), nothing
 of the user's touched, the probe removed (also when interrupted), bounded
 time, clear refusals; and the mount running on what it wrote."""
+import math
 import os
 import re
 import shutil
@@ -218,6 +219,115 @@ class Profile(unittest.TestCase):
         r = profile("--check", bad)
         self.assertEqual(r.returncode, 1)
         self.assertIn("no measured point", r.stderr)
+
+    def test_refit(self):
+        # A profile whose fit chose the wrong model: the points one 30 s
+        # `dliofs profile --read-only` measured of this machine kind's disk
+        # behind a 4000 IO/s blkio throttle (bench_fidelity's `iops`), with
+        # the model the fit of that day gave them (a continuous IO bucket,
+        # unlimited channels: every 4 KiB read waits 1/IOPS, p50 258 us for
+        # 50). --refit fits the points again without measuring: the slice
+        # refill, the IO bucket, the medians; nothing measured changes.
+        pts = [  # size, clients, MB/s, IOPS, p50, p99 (as written)
+            ("4KiB", 1, "15.840", 3867, "49.6us", "88.7us"), ("16KiB", 1, "63.468", 3874, "57.1us", "85.8us"),
+            ("64KiB", 1, "253.932", 3875, "90.8us", "153.5us"),
+            ("256KiB", 1, "1047.179", 3995, "223.3us", "319.4us"),
+            ("1MiB", 1, "1299.209", 1239, "778.6us", "1.04ms"), ("4MiB", 1, "1243.907", 297, "3.30ms", "4.19ms"),
+            ("4KiB", 2, "15.852", 3870, "60.2us", "134.3us"), ("4KiB", 4, "15.860", 3872, "77.9us", "704.5us"),
+            ("4KiB", 8, "15.862", 3873, "92.7us", "94.2ms"), ("4KiB", 16, "15.861", 3872, "178.5us", "94.8ms"),
+            ("4KiB", 32, "15.856", 3871, "307.9us", "96.0ms"), ("1MiB", 2, "1391.371", 1327, "1.48ms", "1.89ms"),
+            ("1MiB", 4, "1259.688", 1201, "3.26ms", "4.13ms"), ("1MiB", 8, "1195.755", 1140, "6.92ms", "9.52ms"),
+            ("1MiB", 16, "1044.342", 996, "15.9ms", "19.5ms"), ("1MiB", 32, "1070.668", 1021, "30.7ms", "52.0ms")]
+        lines = ["    - {op: read, size: %s, clients: %d, pattern: %s, time: 1.249s, requests: 4800, "
+                 "MBps: %s, iops: %d, p50: %s, p99: %s, model: {MBps: 15.872, iops: 3875, p50: 258.1us, "
+                 "p99: 258.1us}}" % (sz, c, "random" if sz in ("4KiB", "16KiB") else "sequential", mb,
+                                     io, p50, p99) for sz, c, mb, io, p50, p99 in pts]
+        old_model = ("  read:\n    # throttle: bytes IOs, refilled continuously\n    latency: 45.5us\n"
+                     "    transfer: 1395.278MB/s\n    queue_depth: unlimited\n    max_request: 4MiB"
+                     "       # a device request's bytes at most (vda's max_sectors_kb): pieces of a read "
+                     "merge up to it\n    bandwidth: 1203.536MB/s\n    iops: 3875\n")
+        with open(self.out) as f:
+            text = f.read()
+        head, rest = text.split("  requests:\n", 1)
+        rest = rest[rest.index("\n  meta:") + 1:] if "\n  meta:" in rest else rest[rest.index("pacer:"):]
+        pacer = rest.index("pacer:\n")
+        after = rest[pacer + 7:]
+        # the class blocks of this profile out, the old one in
+        kept = [ln for ln in after.split("\n")
+                if not (ln.startswith("  read:") or ln.startswith("  write:") or ln.startswith("    "))]
+        old = head + "  requests:\n" + "\n".join(lines) + "\n" + rest[:pacer + 7] + old_model + \
+            "\n".join(kept)
+        d = os.path.dirname(self.out)
+        src, dst = os.path.join(d, "old.yaml"), os.path.join(d, "refit.yaml")
+        for x in (src, dst):
+            self.addCleanup(lambda x=x: os.path.exists(x) and os.unlink(x))
+        with open(src, "w") as f:
+            f.write(old)
+        before = profile("--check", src)
+        self.assertEqual(before.returncode, 0, before.stderr + old)
+        r = profile("--refit", src, "-o", dst)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("read model: throttle: IOs, refilled in periods", r.stdout)
+        with open(dst) as f:
+            new = f.read()
+        self.assertIn("# Refitted by dliofs profile --refit", new)
+        self.assertIn("    refill: 100.0ms", new)
+        iops = int(re.search(r"^    iops: (\d+) ", new, re.M).group(1))
+        self.assertLess(abs(iops / 4000 - 1), 0.03, new)
+        self.assertIn("vda's max_sectors_kb", new)  # kept, not fitted
+        # What was measured is as it was, point by point; the rest too.
+        strip = lambda t: [re.sub(r", model: \{.*\}\}$", "}", ln) for ln in t.split("\n")
+                           if ln.startswith("    - {")]
+        self.assertEqual(strip(old), strip(new))
+        self.assertEqual(re.findall(r"^  meta: .*$", old, re.M), re.findall(r"^  meta: .*$", new, re.M))
+        # The 4 KiB medians at 1-8 clients, the old model's 5-22x, now within 30%.
+        model_p50 = re.findall(r"size: 4KiB, clients: (\d+), .*model: \{.*p50: ([\d.]+)us", new)
+        for c, p50 in model_p50:
+            meas = dict((str(c2), float(p[:-2])) for sz, c2, _, _, p, _ in pts if sz == "4KiB")[c]
+            if int(c) <= 8:
+                self.assertLess(abs(float(p50) / meas - 1), 0.30, (c, p50, meas))
+        # --check's medians (model / measured), before and after.
+        p50s = lambda out: [float(m) for m in re.findall(
+            r"^  read .*\| +[\d.]+ +([\d.]+) +[\d.]+", out, re.M)]
+        old_r, new_r = p50s(before.stdout), p50s(r.stdout)
+        self.assertEqual(len(old_r), len(pts), before.stdout)
+        self.assertEqual(len(new_r), len(pts), r.stdout)
+        within = lambda v: sum(abs(x - 1) <= 0.20 for x in v)
+        self.assertGreater(within(new_r), within(old_r), (old_r, new_r))
+        miss = lambda v: sum(abs(math.log(x)) for x in v)
+        self.assertLess(miss(new_r) * 3, miss(old_r), (old_r, new_r))
+        # The refitted profile is one a mount takes.
+        cfg = os.path.join(d, "refit-mount.yaml")
+        self.addCleanup(os.unlink, cfg)
+        with open(cfg, "w") as f:
+            f.write("datasets: [{name: d, format: raw, files: 1, sample_size: 1MiB}]\n"
+                    "pacer: {profile: ./refit.yaml}\n")
+        c = subprocess.run([DLIOFS, "check", cfg], capture_output=True, text=True, timeout=60)
+        self.assertEqual(c.returncode, 0, c.stderr + c.stdout)
+        # In place, too.
+        r = profile("--refit", dst, "-o", dst)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # Refusals: -o elsewhere (the tables are named relative to the
+        # profile), no -o, a DIR with it, no points.
+        other = tempfile.mkdtemp(prefix="dliofs-refit-", dir="/var/tmp")
+        self.addCleanup(shutil.rmtree, other, True)
+        r = profile("--refit", src, "-o", os.path.join(other, "x.yaml"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("must be in the directory of the profile", r.stderr)
+        self.assertFalse(os.listdir(other))
+        r = profile("--refit", src)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--refit PROFILE takes -o OUT.yaml", r.stderr)
+        r = profile("--refit", src, "-o", dst, self.data)
+        self.assertEqual(r.returncode, 2)
+        bad = os.path.join(d, "nopoints.yaml")
+        self.addCleanup(os.unlink, bad)
+        with open(bad, "w") as f:
+            f.write("pacer: {read: {bandwidth: 1MB/s}}\n")
+        r = profile("--refit", bad, "-o", os.path.join(d, "never.yaml"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no measured point", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(d, "never.yaml")))
 
     def test_check_leaves_out_a_cache_point(self):
         # A point the profile marked as a cache's (one client faster than

@@ -262,18 +262,8 @@ uint64_t pacer_device_model(struct pacer_dev *d, const struct pacer_rates *rt, u
 	return pacer_device_model_io(d, rt, t, lat, z, stall, len, NULL, start, held, &merged);
 }
 
-uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
-			       uint64_t lat, double z, uint64_t stall, uint64_t len,
-			       const struct pacer_io *io, uint64_t *start, unsigned *held,
-			       int *merged)
+static void restart(struct pacer_dev *d)
 {
-	uint64_t s = t, w, bdepth = 0, idepth = 0, due;
-	struct pacer_merge *run;
-	unsigned lane = 0;
-	double svc;
-
-	*held = 0;
-	*merged = 0;
 	if (d->restart) {
 		/* A new throttle setting starts with its allowance. */
 		d->restart = 0;
@@ -281,7 +271,15 @@ uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt
 		d->ios.primed = 0;
 		memset(d->merge, 0, sizeof(d->merge));
 	}
-	run = len ? merge_find(d, rt, io, t, len) : NULL;
+}
+
+/* Through the throttle in arrival order: when a request of len bytes
+ * arriving at t leaves it, its tokens taken. */
+static uint64_t throttle(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
+			 uint64_t len, unsigned *held)
+{
+	uint64_t s = t, w, bdepth = 0, idepth = 0;
+
 	if (d->thr_last > s)
 		s = d->thr_last;
 	if (rt->bandwidth && len) {
@@ -305,6 +303,33 @@ uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt
 	if (idepth)
 		pacer_bucket_take(&d->ios, rt->iops, idepth, rt->refill_ns, 1, s, t);
 	d->thr_last = s;
+	return s;
+}
+
+uint64_t pacer_device_throttle_only(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
+				    uint64_t len)
+{
+	unsigned held = 0;
+
+	restart(d);
+	return throttle(d, rt, t, len, &held);
+}
+
+uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
+			       uint64_t lat, double z, uint64_t stall, uint64_t len,
+			       const struct pacer_io *io, uint64_t *start, unsigned *held,
+			       int *merged)
+{
+	uint64_t s, due;
+	struct pacer_merge *run;
+	unsigned lane = 0;
+	double svc;
+
+	*held = 0;
+	*merged = 0;
+	restart(d);
+	run = len ? merge_find(d, rt, io, t, len) : NULL;
+	s = throttle(d, rt, t, len, held);
 	/* Held by the throttle until its run is done: a request of its own. */
 	if (run && s >= run->due)
 		run = NULL;

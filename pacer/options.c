@@ -81,6 +81,12 @@ const struct opt pacer_opts[] = {
     {"noise", T_FACTOR, DEV(noise_ppm), 0,
      "device model: the residual noise, a lognormal factor with median 1 and this p99 on "
      "the fixed cost (latency and serial, not the bytes); 1 or none: no noise"},
+    {"device_ios", T_PER, DEV(device_ios_ppm), 0,
+     "meta: the device reads one request for an inode not in the client's inode cache "
+     "costs (its inode's and directory's blocks), which take their tokens from the read "
+     "class's throttle (read.iops, read.bandwidth at 4KiB each) as on a throttled disk; "
+     "0 to 64, e.g. 0.11 (ext4: an inode block holds 16 inodes; dliofs profile measures "
+     "its storage's); 0: none"},
     {"blksize", T_SIZE, TOP(blksize), 0,
      "the block size files report (st_blksize), which buffered readers size their reads by "
      "(Python's open() buffer, stdio), as on the storage: ext4 4KiB, NFS its rsize; a power of "
@@ -178,6 +184,8 @@ static const char *expected(enum opt_type t)
 		       "read.bandwidth_by_concurrency.1MiB.4=800MB/s)";
 	case T_FACTOR:
 		return "a factor of 1 or more such as 1.3, or none";
+	case T_PER:
+		return "a number from 0 to 64 such as 0.11";
 	case T_LAT:
 		break;
 	}
@@ -355,6 +363,16 @@ static int parse_val_raw(const struct opt *o, const char *sub, const char *s, st
 			ret = -EINVAL;
 		else
 			v->u = x == 1.0 ? 0 : (uint64_t)(x * 1e6 + 0.5);
+		break;
+	}
+	case T_PER: {
+		char *end;
+		double x = strtod(s, &end);
+
+		if (end == s || *end || !(x >= 0.0) || x > 64.0)
+			ret = -EINVAL;
+		else
+			v->u = (uint64_t)(x * 1e6 + 0.5);
 		break;
 	}
 	case T_LAT:
@@ -947,6 +965,13 @@ static int check_models(const struct dl_dev_model *m, const char *prefix, char *
 			snprintf(err, errlen,
 				 "%s%s.cached_latency: only metadata has an inode cache (use "
 				 "meta.cached_latency; a cache of data is cache.policy)",
+				 prefix, pacer_class_names[c]);
+			return -EINVAL;
+		}
+		if (c != DL_OP_META && m[c].device_ios_ppm) {
+			snprintf(err, errlen,
+				 "%s%s.device_ios: only metadata has it (meta.device_ios: the device "
+				 "reads of a request for an uncached inode)",
 				 prefix, pacer_class_names[c]);
 			return -EINVAL;
 		}

@@ -139,6 +139,9 @@ void pacer_fmt_val(const struct opt *o, const void *field, char *buf, size_t len
 	case T_NRULES:
 		snprintf(buf, len, "%u", *(const unsigned *)field);
 		break;
+	case T_PER:
+		snprintf(buf, len, "%.4g", (double)*(const uint64_t *)field / 1e6);
+		break;
 	case T_FACTOR:
 		u = *(const uint64_t *)field;
 		if (!u)
@@ -233,6 +236,10 @@ static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
 		describe(&m[c], pacer_class_names[c], out, indent + 2);
 		for (unsigned i = 0; i < pacer_nopts; i++) {
 			if (pacer_opts[i].scope != S_DEV || (device_only(&pacer_opts[i]) && !m[c].transfer))
+				continue;
+			/* Metadata's own: shown where set. */
+			if (pacer_opts[i].off == offsetof(struct dl_dev_model, device_ios_ppm) &&
+			    (c != DL_OP_META || !m[c].device_ios_ppm))
 				continue;
 			pacer_fmt_val(&pacer_opts[i], (const char *)&m[c] + pacer_opts[i].off, buf, sizeof(buf));
 			fprintf(out, "%*s%s: %s\n", indent + 2, "", pacer_opts[i].name, buf);

@@ -23,6 +23,7 @@ enum opt_type {
 	T_LATSIZE, /* struct dl_lat_sizes: KEY.SIZE=LATENCY */
 	T_CONC,	   /* struct dl_conc_table: KEY.SIZE.K=RATE */
 	T_FACTOR,  /* uint64_t x 10^6 (1.25 -> 1250000), 0 = none */
+	T_PER,	   /* uint64_t x 10^6 (0.11 -> 110000), 0 .. 64 */
 };
 
 enum opt_scope {

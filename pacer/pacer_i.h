@@ -93,6 +93,7 @@ uint64_t pacer_cache_capacity(const struct pacer_cache *c);	/* bytes */
 /* ---- devwork.c: what a device does for the requests (a buffered reader's
  * readahead, the inode cache); under the class lock ---- */
 #define PACER_RUN_SLOTS 64
+#define PACER_META_IO 4096ULL		/* a metadata device read: one block */
 #define PACER_RUN_MAX (1ULL << 20)		/* the largest readahead window (one bio) */
 #define PACER_RUN_KEEP (2ULL << 20)	/* a stream's pages kept: its last 2 MiB */
 #define PACER_RUN_WINDOW_NS (1000ULL * 1000000) /* a stream's pages stay 1 s after its last read */
@@ -229,6 +230,11 @@ uint64_t pacer_device_model_io(struct pacer_dev *d, const struct pacer_rates *rt
 			       uint64_t lat, double z, uint64_t stall, uint64_t len,
 			       const struct pacer_io *io, uint64_t *start, unsigned *held,
 			       int *merged);
+/* Only the throttle, for a request of len bytes arriving at t: when it
+ * leaves it (its tokens taken, in arrival order with the others). The
+ * device reads of metadata (pacer.c) take their tokens this way. */
+uint64_t pacer_device_throttle_only(struct pacer_dev *d, const struct pacer_rates *rt, uint64_t t,
+				    uint64_t len);
 /* The stall of draw i: 0, or with probability 1 / stall_every an
  * exponential time of mean stall_ns (interference on a shared device). */
 uint64_t pacer_stall(uint64_t stall_every, uint64_t stall_ns, uint64_t key, uint64_t i);
@@ -362,6 +368,7 @@ struct pacer_class {
 	uint64_t win_start, next_share; /* share: demand window, next allocation */
 	struct pacer_runs runs;		/* read: buffered readers' readahead */
 	struct pacer_inodes inodes;	/* meta: the inodes the client has cached */
+	uint64_t meta_ios_ppm;		/* meta: device reads owed, x 10^6 (device_ios) */
 	/* A cluster of mounts: this node's counts for the exchange and its
 	 * share of the cluster's limits (cl_on 0: the whole device). */
 	struct dl_cluster_count clc;

@@ -106,6 +106,10 @@ struct dl_dev_model {
 	 * that FUSE splits (1 MiB each) merge up to this, as a block layer
 	 * merges bios up to the disk's max_sectors_kb (0: 4 MiB). */
 	uint64_t max_request;
+	/* meta: the device reads (inode and directory blocks) one request
+	 * for an inode not in the client's cache costs, x 10^6: they take
+	 * their tokens from the read class's throttle (pacer.c). */
+	uint64_t device_ios_ppm;
 };
 #define DL_PACER_MAX_LANES 64
 

@@ -747,7 +747,7 @@ static int run_all(struct run *x)
 	    x->t0 + o->time_ns > dl_mono_ns() ? x->t0 + o->time_ns - dl_mono_ns() : left / 10;
 	progress(o, x->t0, "metadata ...", 0);
 	ret = prof_meta_run(o->read_only ? NULL : x->probe, &x->tree, meta_share, !o->keep_caches,
-			    &x->r->meta, &stop_flag);
+			    x->r->blockdev, &x->r->meta, &stop_flag);
 	x->r->have_meta = 1;
 	if (ret && ret != -EINTR)
 		fprintf(stderr, "dliofs profile: metadata: %s\n", strerror(-ret));

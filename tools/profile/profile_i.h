@@ -106,9 +106,13 @@ struct prof_meta {
 	uint64_t blksize; /* st_blksize of the files (0: not known) */
 	uint64_t *fsync; /* writable: fsync after a 4 KiB write */
 	size_t nfsync;
+	/* Reads the block device did per cold stat or open (its inode's and
+	 * directory's blocks; meta.device_ios), from its counters; -1: not
+	 * measured (no block device, caches kept). */
+	double device_ios;
 };
 int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time_ns, int drop,
-		  struct prof_meta *m, prof_stop_t *stop);
+		  const char *blockdev, struct prof_meta *m, prof_stop_t *stop);
 /* Remove what prof_meta_run created under probe (by name, nothing else). */
 void prof_meta_cleanup(const char *probe, const struct prof_meta *m);
 void prof_meta_free(struct prof_meta *m);

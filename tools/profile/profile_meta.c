@@ -338,10 +338,32 @@ static void names_free(const char *probe, char **files, size_t nf, char **dirs, 
 	free(dirs);
 }
 
+/* Reads completed by the block device (its stat file's first field): the
+ * whole device's, so other processes' reads count too (said where it is
+ * written). -1 without one. */
+static int64_t disk_reads(const char *dev)
+{
+	char path[128];
+	unsigned long long n;
+	FILE *f;
+	int ok;
+
+	if (!dev || !dev[0])
+		return -1;
+	snprintf(path, sizeof(path), "/sys/block/%.63s/stat", dev);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%llu", &n) == 1;
+	fclose(f);
+	return ok ? (int64_t)n : -1;
+}
+
 int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time_ns, int drop,
-		  struct prof_meta *m, prof_stop_t *stop)
+		  const char *blockdev, struct prof_meta *m, prof_stop_t *stop)
 {
 	uint64_t t0 = dl_mono_ns(), slice;
+	int64_t r0, r1 = -1, r2 = -1, r3 = -1;
 	char **files = NULL, **dirs = NULL;
 	struct stat st;
 	size_t nf = 0, nd = 0, half;
@@ -368,7 +390,11 @@ int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time
 	half = nf / 2;
 	slice = (t0 + time_ns > dl_mono_ns() ? t0 + time_ns - dl_mono_ns() : time_ns / 4) / 3;
 	m->cold = drop && prof_drop_caches() == 0;
+	m->device_ios = -1;
+	r0 = disk_reads(blockdev);
 	ret = pass(P_STAT, files, half, dl_mono_ns() + slice, &m->stat, &m->nstat, stop);
+	if (r0 >= 0)
+		r1 = disk_reads(blockdev);
 	/* The same names again, nothing dropped: what a stat, open or lookup
 	 * costs once the client has the inode (meta.cached_latency). */
 	if (!ret)
@@ -377,9 +403,17 @@ int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time
 	if (!ret) {
 		if (m->cold)
 			prof_drop_caches();
+		if (r1 >= 0)
+			r2 = disk_reads(blockdev);
 		ret = pass(P_OPEN, files + half, nf - half, dl_mono_ns() + slice, &m->open,
 			   &m->nopen, stop);
+		if (r2 >= 0)
+			r3 = disk_reads(blockdev);
 	}
+	/* What a first touch (stat, or open) made the device read: the cold
+	 * passes' reads over their requests. */
+	if (!ret && m->cold && r3 >= r2 && r2 >= 0 && r1 >= r0 && m->nstat + m->nopen)
+		m->device_ios = (double)((r1 - r0) + (r3 - r2)) / (double)(m->nstat + m->nopen);
 	if (!ret) {
 		if (m->cold)
 			prof_drop_caches();

@@ -434,6 +434,7 @@ static uint64_t meta_throttle(struct dl_pacer *p, uint32_t js, uint64_t n, uint6
 		d = device_for(p, rk, m, js, now, PACER_META_IO * n, 0, &rt);
 		for (uint64_t i = 0; i < n; i++)
 			t = pacer_device_throttle_only(d, &rt, now, PACER_META_IO);
+		rk->st.meta_reads += n;
 	}
 	pthread_mutex_unlock(&rk->lock);
 	return t;

@@ -259,6 +259,7 @@ struct pacer_cls_stats {
 	uint64_t merged;	/* reads with no IO of their own: inside what readahead
 				 * fetched, or the next piece of a run (device.c) */
 	uint64_t cached;	/* metadata ops answered from the inode cache */
+	uint64_t meta_reads;	/* read: metadata's own device reads through its throttle */
 	uint64_t in_flight, in_flight_max;
 	uint64_t completed, early;			  /* early: replied before due */
 	uint64_t cache_hits, cache_misses, cache_partial; /* requests */

@@ -64,6 +64,9 @@ static void w_class(struct dl_jw *w, const char *name, const struct pacer_cls_st
 	dl_jw_u64(w, "device_ops", s->dev_ops);
 	dl_jw_u64(w, "merged_ops", s->merged);
 	dl_jw_u64(w, "inode_cache_hits", s->cached);
+	/* Reads the device did for metadata (meta.device_ios): they pass the
+	 * read throttle beside device_ops, outside ops and bytes. */
+	dl_jw_u64(w, "meta_reads", s->meta_reads);
 	dl_jw_fixed(w, "iops", secs > 0 ? (double)s->ops / secs : 0.0, 3);
 	dl_jw_fixed(w, "bandwidth_Bps", secs > 0 ? (double)s->bytes / secs : 0.0, 1);
 	dl_jw_u64(w, "in_flight", s->in_flight);

@@ -409,6 +409,8 @@ static void test_meta_device_ios(void)
 	}
 	CHECK(last == T0 + 40 * MS, "5 owed reads through 100 IO/s: the last at +%.1f ms (40)",
 	      (double)(last - T0) / 1e6);
+	CHECK(stat_num(p, "read", "meta_reads") == 5, "read.meta_reads %g",
+	      stat_num(p, "read", "meta_reads"));
 	/* Cached touches owe nothing. */
 	a = meta(p, 101, T0 + SEC);
 	CHECK(a.due_ns == T0 + SEC + US, "a cached touch +%llu ns",

@@ -119,6 +119,13 @@ static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, 
 
 	if (!r)
 		return;
+	if (!dl_tree_of(fs, ino)->ctl) {
+		/* Later parts of a listing come from the blocks its first part
+		 * read: the directory's inode, seen by then. */
+		r->preq.inode = ino;
+		if (!off)
+			r->preq.flags |= DL_PREQ_LISTING;
+	}
 	dl_reply_finish(fs, r, list(req, r, ino, size, off, plus));
 }
 

@@ -87,6 +87,11 @@ const struct opt pacer_opts[] = {
      "class's throttle (read.iops, read.bandwidth at 4KiB each) as on a throttled disk; "
      "0 to 64, e.g. 0.11 (ext4: an inode block holds 16 inodes; dliofs profile measures "
      "its storage's); 0: none"},
+    {"readdir_ios", T_PER, DEV(readdir_ios_ppm), 0,
+     "meta: the device reads the first listing of a directory costs (its blocks, read once: "
+     "the kernel keeps them), through the read class's throttle like device_ios; 0 to 64 "
+     "(ext4 here: 4 for a directory of 60 files; dliofs profile measures its storage's); "
+     "0: none"},
     {"blksize", T_SIZE, TOP(blksize), 0,
      "the block size files report (st_blksize), which buffered readers size their reads by "
      "(Python's open() buffer, stdio), as on the storage: ext4 4KiB, NFS its rsize; a power of "
@@ -968,11 +973,12 @@ static int check_models(const struct dl_dev_model *m, const char *prefix, char *
 				 prefix, pacer_class_names[c]);
 			return -EINVAL;
 		}
-		if (c != DL_OP_META && m[c].device_ios_ppm) {
+		if (c != DL_OP_META && (m[c].device_ios_ppm || m[c].readdir_ios_ppm)) {
 			snprintf(err, errlen,
-				 "%s%s.device_ios: only metadata has it (meta.device_ios: the device "
-				 "reads of a request for an uncached inode)",
-				 prefix, pacer_class_names[c]);
+				 "%s%s.%s: only metadata has it (meta.device_ios, meta.readdir_ios: the "
+				 "device reads of a request for an uncached inode, of a first listing)",
+				 prefix, pacer_class_names[c],
+				 m[c].device_ios_ppm ? "device_ios" : "readdir_ios");
 			return -EINVAL;
 		}
 		if (pacer_sizes_check(&m[c].lat_size, why, sizeof(why))) {

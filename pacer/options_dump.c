@@ -238,8 +238,10 @@ static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
 			if (pacer_opts[i].scope != S_DEV || (device_only(&pacer_opts[i]) && !m[c].transfer))
 				continue;
 			/* Metadata's own: shown where set. */
-			if (pacer_opts[i].off == offsetof(struct dl_dev_model, device_ios_ppm) &&
-			    (c != DL_OP_META || !m[c].device_ios_ppm))
+			if ((pacer_opts[i].off == offsetof(struct dl_dev_model, device_ios_ppm) ||
+			     pacer_opts[i].off == offsetof(struct dl_dev_model, readdir_ios_ppm)) &&
+			    (c != DL_OP_META || !*(const uint64_t *)((const char *)&m[c] +
+								      pacer_opts[i].off)))
 				continue;
 			pacer_fmt_val(&pacer_opts[i], (const char *)&m[c] + pacer_opts[i].off, buf, sizeof(buf));
 			fprintf(out, "%*s%s: %s\n", indent + 2, "", pacer_opts[i].name, buf);

@@ -349,8 +349,12 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 
 	*busy = 0;
 	*ready = now;
+	/* A listing's blocks are cached apart from its directory's inode
+	 * (looked up before it is listed). */
 	if (r->cls == DL_OP_META && m->cached_latency.kind != DL_LAT_NONE &&
-	    pacer_inode_seen(&k->inodes, r->inode)) {
+	    pacer_inode_seen(&k->inodes, r->inode && (r->flags & DL_PREQ_LISTING)
+					     ? r->inode ^ PACER_LISTING_KEY
+					     : r->inode)) {
 		k->st.cached++;
 		return sat_add(now, pacer_lat_sample(&m->cached_latency, k->key, i));
 	}
@@ -400,14 +404,15 @@ static int pacer_nodev(const struct dl_pacer_req *r)
 }
 
 /* The device reads a metadata request for an uncached inode owes
- * (meta.device_ios, fractional: carried from request to request). */
-static uint64_t meta_owed(struct pacer_class *k, const struct dl_dev_model *m)
+ * (meta.device_ios; a first listing meta.readdir_ios), fractional:
+ * carried from request to request. */
+static uint64_t meta_owed(struct pacer_class *k, const struct dl_dev_model *m, uint32_t flags)
 {
-	uint64_t n;
+	uint64_t n, per = (flags & DL_PREQ_LISTING) ? m->readdir_ios_ppm : m->device_ios_ppm;
 
-	if (!m->device_ios_ppm)
+	if (!per)
 		return 0;
-	k->meta_ios_ppm += m->device_ios_ppm;
+	k->meta_ios_ppm += per;
 	n = k->meta_ios_ppm / 1000000;
 	k->meta_ios_ppm -= n * 1000000;
 	return n;
@@ -501,7 +506,7 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 			due = model_request(p, k, r, js, now_ns, r->len - hit, &start, &ready,
 					    &busy);
 			if (r->cls == DL_OP_META && st->cached == cached)
-				meta_reads = meta_owed(k, model_at(p, DL_OP_META, now_ns));
+				meta_reads = meta_owed(k, model_at(p, DL_OP_META, now_ns), r->flags);
 			if (busy) {
 				res->flags |= DL_PRES_BUSY;
 				res->gen = k->gen;

@@ -94,6 +94,7 @@ uint64_t pacer_cache_capacity(const struct pacer_cache *c);	/* bytes */
  * readahead, the inode cache); under the class lock ---- */
 #define PACER_RUN_SLOTS 64
 #define PACER_META_IO 4096ULL		/* a metadata device read: one block */
+#define PACER_LISTING_KEY (1ULL << 63)	/* a listing's key in the inode cache: inode ^ it */
 #define PACER_RUN_MAX (1ULL << 20)		/* the largest readahead window (one bio) */
 #define PACER_RUN_KEEP (2ULL << 20)	/* a stream's pages kept: its last 2 MiB */
 #define PACER_RUN_WINDOW_NS (1000ULL * 1000000) /* a stream's pages stay 1 s after its last read */

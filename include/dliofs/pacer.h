@@ -110,6 +110,8 @@ struct dl_dev_model {
 	 * for an inode not in the client's cache costs, x 10^6: they take
 	 * their tokens from the read class's throttle (pacer.c). */
 	uint64_t device_ios_ppm;
+	/* meta: the same for the first listing of a directory (its blocks). */
+	uint64_t readdir_ios_ppm;
 };
 #define DL_PACER_MAX_LANES 64
 
@@ -230,6 +232,11 @@ struct dl_pacer;
  * (the mount's page cache bypassed): a device would see it through the page
  * cache's readahead, which the pacer emulates (pacer/devwork.c). */
 #define DL_PREQ_BUFFERED 2u
+/* Metadata: the first part of a directory listing (readdir from its start).
+ * Its blocks are read once (then the kernel has them), apart from the
+ * directory's inode: the inode cache keys a listing on its own, and a
+ * first listing owes meta.readdir_ios reads. */
+#define DL_PREQ_LISTING 4u
 
 struct dl_pacer_req {
 	enum dl_op_class cls;

@@ -110,6 +110,7 @@ struct prof_meta {
 	 * directory's blocks; meta.device_ios), from its counters; -1: not
 	 * measured (no block device, caches kept). */
 	double device_ios;
+	double readdir_ios; /* the same per cold listing (meta.readdir_ios); -1: not measured */
 };
 int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time_ns, int drop,
 		  const char *blockdev, struct prof_meta *m, prof_stop_t *stop);

@@ -363,7 +363,7 @@ int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time
 		  const char *blockdev, struct prof_meta *m, prof_stop_t *stop)
 {
 	uint64_t t0 = dl_mono_ns(), slice;
-	int64_t r0, r1 = -1, r2 = -1, r3 = -1;
+	int64_t r0, r1 = -1, r2 = -1, r3 = -1, r4 = -1, r5 = -1;
 	char **files = NULL, **dirs = NULL;
 	struct stat st;
 	size_t nf = 0, nd = 0, half;
@@ -391,6 +391,7 @@ int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time
 	slice = (t0 + time_ns > dl_mono_ns() ? t0 + time_ns - dl_mono_ns() : time_ns / 4) / 3;
 	m->cold = drop && prof_drop_caches() == 0;
 	m->device_ios = -1;
+	m->readdir_ios = -1;
 	r0 = disk_reads(blockdev);
 	ret = pass(P_STAT, files, half, dl_mono_ns() + slice, &m->stat, &m->nstat, stop);
 	if (r0 >= 0)
@@ -417,9 +418,21 @@ int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time
 	if (!ret) {
 		if (m->cold)
 			prof_drop_caches();
+		r4 = disk_reads(blockdev);
 		ret = pass(P_READDIR, dirs, nd, dl_mono_ns() + slice, &m->readdir, &m->nreaddir,
 			   stop);
+		if (r4 >= 0)
+			r5 = disk_reads(blockdev);
 	}
+	/* A cold listing's: its directory's inode and blocks. */
+	if (!ret && m->cold && r5 >= r4 && r4 >= 0 && m->nreaddir)
+		m->readdir_ios = (double)(r5 - r4) / (double)m->nreaddir;
+	/* The keys take up to 64 (a listing of a huge directory reads more:
+	 * a first approximation). */
+	if (m->readdir_ios > 64)
+		m->readdir_ios = 64;
+	if (m->device_ios > 64)
+		m->device_ios = 64;
 out:
 	names_free(probe, files, nf, dirs, nd);
 	return ret;

@@ -338,10 +338,13 @@ int prof_write(const struct prof_result *r, const char *out, unsigned *ntables)
 		 * beside 3 of data on this VM's ext4). */
 		if (r->meta.device_ios >= 0)
 			fprintf(f, ", device_ios: %.3f", r->meta.device_ios);
+		if (r->meta.readdir_ios >= 0)
+			fprintf(f, ", readdir_ios: %.3f", r->meta.readdir_ios);
 		fprintf(f, "}\n");
 		if (r->meta.device_ios >= 0)
-			fprintf(f, "  # meta.device_ios: %s's reads per cold stat or open, counted while "
-				   "they ran (the whole device's: another process's reads count too)\n",
+			fprintf(f, "  # meta.device_ios, readdir_ios: %s's reads per cold stat or open, "
+				   "per cold listing, counted while they ran (the whole device's: "
+				   "another process's reads count too)\n",
 				r->blockdev);
 	}
 	if (r->have_meta && r->meta.blksize)
@@ -496,6 +499,9 @@ void prof_summary(const struct prof_result *r, FILE *o)
 	if (r->meta.device_ios >= 0)
 		fprintf(o, "    device reads per cold stat or open: %.3f (meta.device_ios)\n",
 			r->meta.device_ios);
+	if (r->meta.readdir_ios >= 0)
+		fprintf(o, "    device reads per cold listing: %.3f (meta.readdir_ios)\n",
+			r->meta.readdir_ios);
 	if (r->meta.nfsync) {
 		prof_fmt_ns(prof_pct(r->meta.fsync, r->meta.nfsync, 0.5), a, sizeof(a));
 		prof_fmt_ns(prof_pct(r->meta.fsync, r->meta.nfsync, 0.99), b, sizeof(b));

@@ -146,15 +146,18 @@ class Profile(unittest.TestCase):
         # the client has (the same names again).
         self.assertRegex(text, r'meta: \{latency: "empirical\([^)]*meta-stat\.lat\)", '
                                r'cached_latency: "empirical\([^)]*meta-stat-cached\.lat\)"'
-                               r'(, device_ios: [\d.]+)?\}')
+                               r'(, device_ios: [\d.]+)?(, readdir_ios: [\d.]+)?\}')
         # The device reads a first touch cost (inode and directory blocks),
         # counted on the block device while the cold passes ran: measured
         # where the caches are dropped (root) and there is a block device.
-        m = re.search(r"device_ios: ([\d.]+)\}", text)
+        m = re.search(r"device_ios: ([\d.]+)[,}]", text)
         if os.geteuid() == 0 and max_sectors_kb(self.data):
             self.assertIsNotNone(m, text)
             self.assertTrue(0 <= float(m.group(1)) <= 64, m.group(1))
-            self.assertIn("# meta.device_ios: ", text)
+            self.assertIn("# meta.device_ios, readdir_ios: ", text)
+            m = re.search(r"readdir_ios: ([\d.]+)\}", text)
+            self.assertIsNotNone(m, text)
+            self.assertTrue(0 <= float(m.group(1)) <= 64, m.group(1))
             self.assertRegex(self.r.stdout, r"device reads per cold stat or open: [\d.]+")
         self.assertRegex(text, r"stat_cached: \{n: \d+")
         # The block size its files report (what buffered readers size reads by).

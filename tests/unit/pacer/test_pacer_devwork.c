@@ -442,6 +442,53 @@ out:
 	dl_pacer_free(q);
 }
 
+/* meta.readdir_ios: a directory's first listing reads its blocks once,
+ * apart from its inode (looked up before): the listing owes its reads even
+ * when the inode is cached, a second listing none, and the later parts of
+ * a listing (readdir past its start) none. */
+static void test_listing_ios(void)
+{
+	const char *const kv[] = {"read.transfer=1GB/s",     "read.latency=50us",
+				  "read.iops=100",	     "meta.latency=10us",
+				  "meta.cached_latency=1us", "meta.readdir_ios=3",
+				  NULL};
+	struct dl_pacer *p = test_pacer(kv, T0, 1);
+	struct dl_pacer_req lst = {.cls = DL_OP_META, .inode = 9, .flags = DL_PREQ_LISTING};
+	struct dl_pacer_req more = {.cls = DL_OP_META, .inode = 9};
+	struct dl_pacer_result a, b, c, d;
+	char err[256] = "";
+	struct dl_pacer_cfg cfg;
+
+	CHECK(p != NULL, "pacer");
+	if (!p)
+		return;
+	a = meta(p, 9, T0); /* the lookup: the directory's inode */
+	CHECK(a.due_ns == T0 + 10 * US, "lookup +%llu ns", (unsigned long long)(a.due_ns - T0));
+	CHECK(dl_pacer_submit(p, &lst, T0 + MS, &b) == 0, "listing");
+	dl_pacer_complete(p, &lst, &b, b.due_ns);
+	/* 3 reads at 100 IO/s: the first at once, the third 20 ms on. */
+	CHECK(b.due_ns == T0 + 21 * MS, "first listing +%.3f ms (21: three reads through 100 IO/s)",
+	      (double)(b.due_ns - T0) / 1e6);
+	CHECK(dl_pacer_submit(p, &more, T0 + 30 * MS, &c) == 0, "listing, later part");
+	dl_pacer_complete(p, &more, &c, c.due_ns);
+	CHECK(c.due_ns == T0 + 30 * MS + US, "its later part: cached (+%llu ns)",
+	      (unsigned long long)(c.due_ns - T0 - 30 * MS));
+	CHECK(dl_pacer_submit(p, &lst, T0 + SEC, &d) == 0, "second listing");
+	dl_pacer_complete(p, &lst, &d, d.due_ns);
+	CHECK(d.due_ns == T0 + SEC + US, "a second listing: cached (+%llu ns)",
+	      (unsigned long long)(d.due_ns - T0 - SEC));
+	CHECK(stat_num(p, "read", "meta_reads") == 3, "read.meta_reads %g",
+	      stat_num(p, "read", "meta_reads"));
+	dl_pacer_free(p);
+	CHECK(test_pacer_cfg(&cfg, kv) == 0, "config");
+	CHECK(dl_pacer_cfg_set(&cfg, "write.readdir_ios", "1", err, sizeof(err)) == 0, "set: %s",
+	      err);
+	CHECK(dl_pacer_cfg_check(&cfg, err, sizeof(err)) == -EINVAL &&
+		  strstr(err, "write.readdir_ios"),
+	      "write.readdir_ios refused: \"%s\"", err);
+	dl_pacer_cfg_free(&cfg);
+}
+
 static void test_cached_latency_keys(void)
 {
 	struct dl_pacer_cfg cfg;
@@ -715,6 +762,7 @@ int main(void)
 	test_inode_cache();
 	test_cached_latency_keys();
 	test_meta_device_ios();
+	test_listing_ios();
 	test_blksize_live();
 	test_fuse_pieces();
 	test_max_request();

@@ -85,11 +85,40 @@ static void flag_too_fast(struct prof_result *r)
 	}
 }
 
+int prof_fit_points(const struct dl_fit_point *fp, unsigned n, int write, uint64_t max_request,
+		    struct dl_dev_model *dev, char *note, size_t notelen,
+		    struct dl_fit_point *model, int *have)
+{
+	enum dl_op_class c = write ? DL_OP_WRITE : DL_OP_READ;
+	struct dl_pacer_cfg cfg;
+	int ret;
+
+	dl_pacer_cfg_init(&cfg);
+	ret = dl_pacer_fit(fp, n, &cfg.m[c], note, notelen);
+	if (ret) {
+		dl_pacer_cfg_free(&cfg);
+		return ret;
+	}
+	/* Not fitted: the block device's own limit, read from sysfs. */
+	cfg.m[c].max_request = max_request;
+	/* Replayed in its own class, as a mount (and --check) replays it: the
+	 * same random streams, so the same figures. */
+	for (unsigned j = 0; j < n; j++) {
+		model[j] = fp[j];
+		have[j] = !dl_pacer_sim_point(&cfg, c, 0x70f11e, &model[j]);
+	}
+	/* Only a constant latency is fitted: nothing owned to move. */
+	*dev = cfg.m[c];
+	memset(&cfg.m[c], 0, sizeof(cfg.m[c]));
+	dl_pacer_cfg_free(&cfg);
+	return 0;
+}
+
 static int fit_class(struct prof_result *r, int write)
 {
-	struct dl_fit_point fp[PROF_MAX_POINTS];
+	struct dl_fit_point fp[PROF_MAX_POINTS], model[PROF_MAX_POINTS];
 	unsigned idx[PROF_MAX_POINTS], n = 0;
-	struct dl_pacer_cfg cfg;
+	int have[PROF_MAX_POINTS];
 	int ret;
 
 	for (unsigned i = 0; i < r->npt; i++) {
@@ -106,34 +135,17 @@ static int fit_class(struct prof_result *r, int write)
 	}
 	if (!n)
 		return 0;
-	dl_pacer_cfg_init(&cfg);
-	/* Not fitted: the block device's own limit, read from sysfs. */
-	cfg.m[DL_OP_READ].max_request = r->max_request;
-	ret = dl_pacer_fit(fp, n, &cfg.m[DL_OP_READ], r->fit_note[write],
-			   sizeof(r->fit_note[write]));
+	ret = prof_fit_points(fp, n, write, r->max_request, &r->dev[write], r->fit_note[write],
+			      sizeof(r->fit_note[write]), model, have);
 	if (ret) {
 		fprintf(stderr, "dliofs profile: %s: no device model fitted: %s\n",
 			write ? "write" : "read", r->fit_note[write]);
-		dl_pacer_cfg_free(&cfg);
 		return ret;
 	}
-	/* Replayed in its own class, as a mount (and --check) replays it: the
-	 * same random streams, so the same figures. */
-	if (write) {
-		cfg.m[DL_OP_WRITE] = cfg.m[DL_OP_READ];
-		memset(&cfg.m[DL_OP_READ], 0, sizeof(cfg.m[DL_OP_READ]));
-	}
 	for (unsigned j = 0; j < n; j++) {
-		struct dl_fit_point q = fp[j];
-
-		if (!dl_pacer_sim_point(&cfg, write ? DL_OP_WRITE : DL_OP_READ, 0x70f11e, &q)) {
-			r->model[idx[j]] = q;
-			r->have_model[idx[j]] = 1;
-		}
+		r->model[idx[j]] = model[j];
+		r->have_model[idx[j]] = have[j];
 	}
-	r->dev[write] = cfg.m[write ? DL_OP_WRITE : DL_OP_READ];
-	memset(&cfg.m[write ? DL_OP_WRITE : DL_OP_READ], 0, sizeof(cfg.m[DL_OP_READ]));
-	dl_pacer_cfg_free(&cfg);
 	r->fitted[write] = 1;
 	return 0;
 }

@@ -155,6 +155,13 @@ struct prof_result {
  * every point on it (r->dev, r->model). A class that cannot be fitted is
  * said on stderr and left out (r->fitted[w] 0); -ENOMEM only. */
 int prof_fit(struct prof_result *r);
+/* One class's n points fitted (pacer/fit.c; max_request is the block
+ * device's, kept as read) and each replayed on the model in virtual time:
+ * *dev, the fit's line in note, model[j] for fp[j] where have[j]. 0 or
+ * -errno (why in note). prof_fit and --refit both fit this way. */
+int prof_fit_points(const struct dl_fit_point *fp, unsigned n, int write, uint64_t max_request,
+		    struct dl_dev_model *dev, char *note, size_t notelen,
+		    struct dl_fit_point *model, int *have);
 void prof_fit_free(struct prof_result *r);
 /* How far pt[i]'s model is from the measurement: the largest of
  * |model / measured - 1| over MB/s, p50, p99 (MB/s counted against the 10%

@@ -359,11 +359,32 @@ static int64_t disk_reads(const char *dev)
 	return ok ? (int64_t)n : -1;
 }
 
+/* The device's reads since before (disk_reads then): -1 when either count
+ * is unknown. */
+static int64_t reads_since(const char *dev, int64_t before)
+{
+	int64_t now = before >= 0 ? disk_reads(dev) : -1;
+
+	return now >= before && before >= 0 ? now - before : -1;
+}
+
+/* At most what the keys take (64: a listing of a huge directory reads
+ * more; a first approximation); -1 (not measured) as it is. */
+static double per_request(int64_t reads, size_t n)
+{
+	double x;
+
+	if (reads < 0 || !n)
+		return -1;
+	x = (double)reads / (double)n;
+	return x > 64 ? 64 : x;
+}
+
 int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time_ns, int drop,
 		  const char *blockdev, struct prof_meta *m, prof_stop_t *stop)
 {
 	uint64_t t0 = dl_mono_ns(), slice;
-	int64_t r0, r1 = -1, r2 = -1, r3 = -1, r4 = -1, r5 = -1;
+	int64_t before, on_stat, on_open = -1, on_list = -1;
 	char **files = NULL, **dirs = NULL;
 	struct stat st;
 	size_t nf = 0, nd = 0, half;
@@ -392,10 +413,9 @@ int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time
 	m->cold = drop && prof_drop_caches() == 0;
 	m->device_ios = -1;
 	m->readdir_ios = -1;
-	r0 = disk_reads(blockdev);
+	before = disk_reads(blockdev);
 	ret = pass(P_STAT, files, half, dl_mono_ns() + slice, &m->stat, &m->nstat, stop);
-	if (r0 >= 0)
-		r1 = disk_reads(blockdev);
+	on_stat = reads_since(blockdev, before);
 	/* The same names again, nothing dropped: what a stat, open or lookup
 	 * costs once the client has the inode (meta.cached_latency). */
 	if (!ret)
@@ -404,35 +424,26 @@ int prof_meta_run(const char *probe, const struct prof_tree *tree, uint64_t time
 	if (!ret) {
 		if (m->cold)
 			prof_drop_caches();
-		if (r1 >= 0)
-			r2 = disk_reads(blockdev);
+		before = disk_reads(blockdev);
 		ret = pass(P_OPEN, files + half, nf - half, dl_mono_ns() + slice, &m->open,
 			   &m->nopen, stop);
-		if (r2 >= 0)
-			r3 = disk_reads(blockdev);
+		on_open = reads_since(blockdev, before);
 	}
 	/* What a first touch (stat, or open) made the device read: the cold
 	 * passes' reads over their requests. */
-	if (!ret && m->cold && r3 >= r2 && r2 >= 0 && r1 >= r0 && m->nstat + m->nopen)
-		m->device_ios = (double)((r1 - r0) + (r3 - r2)) / (double)(m->nstat + m->nopen);
+	if (!ret && m->cold && on_stat >= 0 && on_open >= 0)
+		m->device_ios = per_request(on_stat + on_open, m->nstat + m->nopen);
 	if (!ret) {
 		if (m->cold)
 			prof_drop_caches();
-		r4 = disk_reads(blockdev);
+		before = disk_reads(blockdev);
 		ret = pass(P_READDIR, dirs, nd, dl_mono_ns() + slice, &m->readdir, &m->nreaddir,
 			   stop);
-		if (r4 >= 0)
-			r5 = disk_reads(blockdev);
+		on_list = reads_since(blockdev, before);
 	}
 	/* A cold listing's: its directory's inode and blocks. */
-	if (!ret && m->cold && r5 >= r4 && r4 >= 0 && m->nreaddir)
-		m->readdir_ios = (double)(r5 - r4) / (double)m->nreaddir;
-	/* The keys take up to 64 (a listing of a huge directory reads more:
-	 * a first approximation). */
-	if (m->readdir_ios > 64)
-		m->readdir_ios = 64;
-	if (m->device_ios > 64)
-		m->device_ios = 64;
+	if (!ret && m->cold)
+		m->readdir_ios = per_request(on_list, m->nreaddir);
 out:
 	names_free(probe, files, nf, dirs, nd);
 	return ret;

@@ -17,8 +17,6 @@
 #include "dliofs/units.h"
 #include "profile_i.h"
 
-#define SEED 0x70f11e /* the replay's, as the profile and --check take it */
-
 struct refit {
 	struct prof_line_point pt[PROF_MAX_POINTS];
 	struct dl_fit_point model[PROF_MAX_POINTS];
@@ -39,8 +37,6 @@ static int read_in(FILE *f, struct refit *x)
 	int in_req = 0, cls = -1;
 
 	while (fgets(ln, sizeof(ln), f)) {
-		const char *p;
-
 		if (!strncmp(ln, "  requests:", 11)) {
 			in_req = 1;
 			continue;
@@ -58,7 +54,7 @@ static int read_in(FILE *f, struct refit *x)
 			cls = ln[2] == 'w';
 		else if (strncmp(ln, "    ", 4))
 			cls = -1;
-		if (cls >= 0 && (p = strstr(ln, "    max_request: ")) == ln) {
+		if (cls >= 0 && !strncmp(ln, "    max_request: ", 17)) {
 			const char *w = NULL, *q;
 			char v[32];
 
@@ -76,10 +72,9 @@ static int read_in(FILE *f, struct refit *x)
 
 static int fit_class(struct refit *x, int write)
 {
-	struct dl_fit_point fp[PROF_MAX_POINTS];
+	struct dl_fit_point fp[PROF_MAX_POINTS], model[PROF_MAX_POINTS];
 	unsigned idx[PROF_MAX_POINTS], n = 0;
-	struct dl_pacer_cfg cfg;
-	enum dl_op_class c = write ? DL_OP_WRITE : DL_OP_READ;
+	int have[PROF_MAX_POINTS];
 	int ret;
 
 	for (unsigned i = 0; i < x->npt; i++) {
@@ -90,27 +85,17 @@ static int fit_class(struct refit *x, int write)
 	}
 	if (!n)
 		return 0;
-	dl_pacer_cfg_init(&cfg);
-	ret = dl_pacer_fit(fp, n, &cfg.m[c], x->note[write], sizeof(x->note[write]));
+	ret = prof_fit_points(fp, n, write, x->max_request[write], &x->dev[write], x->note[write],
+			      sizeof(x->note[write]), model, have);
 	if (ret) {
 		fprintf(stderr, "dliofs profile --refit: %s: no device model fitted: %s\n",
 			write ? "write" : "read", x->note[write]);
-		dl_pacer_cfg_free(&cfg);
 		return ret;
 	}
-	cfg.m[c].max_request = x->max_request[write];
 	for (unsigned j = 0; j < n; j++) {
-		struct dl_fit_point q = fp[j];
-
-		if (!dl_pacer_sim_point(&cfg, c, SEED, &q)) {
-			x->model[idx[j]] = q;
-			x->have_model[idx[j]] = 1;
-		}
+		x->model[idx[j]] = model[j];
+		x->have_model[idx[j]] = have[j];
 	}
-	/* Only a constant latency is fitted: nothing owned to move. */
-	x->dev[write] = cfg.m[c];
-	memset(&cfg.m[c], 0, sizeof(cfg.m[c]));
-	dl_pacer_cfg_free(&cfg);
 	x->fitted[write] = 1;
 	return 0;
 }

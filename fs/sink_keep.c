@@ -175,6 +175,25 @@ nomem:
 	s->unkept += fit; /* out of memory: not kept, like a full cap */
 }
 
+enum zip_sig { ZIP_NONE, ZIP_LOCAL, ZIP_DESCRIPTOR, ZIP_CENTRAL };
+
+/* The zip record whose signature starts at p (4 bytes there): a local
+ * header, a data descriptor, or the central directory and end records
+ * (zip64's too). */
+static enum zip_sig zip_sig(const uint8_t *p)
+{
+	if (p[0] != 'P' || p[1] != 'K')
+		return ZIP_NONE;
+	if (p[2] == 3 && p[3] == 4)
+		return ZIP_LOCAL;
+	if (p[2] == 7 && p[3] == 8)
+		return ZIP_DESCRIPTOR;
+	if ((p[2] == 1 && p[3] == 2) || (p[2] == 5 && p[3] == 6) ||
+	    (p[2] == 6 && (p[3] == 6 || p[3] == 7)))
+		return ZIP_CENTRAL;
+	return ZIP_NONE;
+}
+
 /* Where a zip's records lie in buf[0, len) (torch.save writes one): put
  * each range from `from` on that a reader needs, in order; returns where
  * the kept bytes end. Python's buffered writer (1 MiB on a sink: its
@@ -187,14 +206,14 @@ static size_t zip_records(struct dl_sink *s, struct sk_keep *k, uint64_t off, co
 	for (size_t i = 0; i + 4 <= len;) {
 		const uint8_t *p = memchr(b + i, 'P', len - i - 3);
 		size_t at, keep = 0;
+		enum zip_sig sig;
 
 		if (!p)
 			break;
 		at = (size_t)(p - b);
 		i = at + 1;
-		if (p[1] != 'K')
-			continue;
-		if (p[2] == 3 && p[3] == 4 && at + 30 <= len) {
+		sig = zip_sig(p);
+		if (sig == ZIP_LOCAL && at + 30 <= len) {
 			/* A local header, and its record's data when a data
 			 * descriptor closes it soon: a pickle, "version". */
 			size_t h = 30 + (p[26] | (size_t)p[27] << 8) + (p[28] | (size_t)p[29] << 8);
@@ -202,14 +221,13 @@ static size_t zip_records(struct dl_sink *s, struct sk_keep *k, uint64_t off, co
 				continue;
 			keep = h;
 			for (size_t j = at + h; j + 4 <= len && j < at + h + SK_KEEP_SMALL; j++)
-				if (b[j] == 'P' && b[j + 1] == 'K' && b[j + 2] == 7 && b[j + 3] == 8) {
+				if (zip_sig(b + j) == ZIP_DESCRIPTOR) {
 					keep = j + 24 - at;
 					break;
 				}
-		} else if (p[2] == 7 && p[3] == 8) {
+		} else if (sig == ZIP_DESCRIPTOR) {
 			keep = 24; /* a data descriptor (zip64's size) */
-		} else if ((p[2] == 1 && p[3] == 2) || (p[2] == 5 && p[3] == 6) ||
-			   (p[2] == 6 && (p[3] == 6 || p[3] == 7))) {
+		} else if (sig == ZIP_CENTRAL) {
 			keep = len - at; /* the central directory and the end records */
 		} else {
 			continue;
@@ -257,10 +275,7 @@ void sk_keep_write(struct dl_sink *s, struct sk_node *n, const char *buf, size_t
 	 * piece was full-size and ended where this record starts: its header
 	 * was then not kept, and torch.load failed (test_sink_keep, one CI run
 	 * in many, by where the allocator put the tensor). */
-	if (cont && k->zip && size >= 4 && buf[0] == 'P' && buf[1] == 'K' &&
-	    ((buf[2] == 3 && buf[3] == 4) || (buf[2] == 7 && buf[3] == 8) ||
-	     (buf[2] == 1 && buf[3] == 2) || (buf[2] == 5 && buf[3] == 6) ||
-	     (buf[2] == 6 && buf[3] == 6) || (buf[2] == 6 && buf[3] == 7)))
+	if (cont && k->zip && size >= 4 && zip_sig((const uint8_t *)buf) != ZIP_NONE)
 		cont = 0;
 	if (cut(s, k, off, end)) {
 		s->unkept += size;

@@ -113,13 +113,13 @@ overlay:
 static void readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 {
 	struct dl_fs *fs = fuse_req_userdata(req);
-	struct dl_reply *r = dl_tree_of(fs, ino)->ctl
-				     ? dl_reply_begin_ctl(req, DL_R_BUF)
-				     : dl_reply_begin(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR, ino);
+	int ctl = dl_tree_of(fs, ino)->ctl;
+	struct dl_reply *r = ctl ? dl_reply_begin_ctl(req, DL_R_BUF)
+				 : dl_reply_begin(req, DL_R_BUF, DL_OP_META, DL_TOP_READDIR, ino);
 
 	if (!r)
 		return;
-	if (!dl_tree_of(fs, ino)->ctl) {
+	if (!ctl) {
 		/* Later parts of a listing come from the blocks its first part
 		 * read: the directory's inode, seen by then. */
 		r->preq.inode = ino;

@@ -176,6 +176,13 @@ static int device_only(const struct opt *o)
 				     off == offsetof(struct dl_dev_model, max_request));
 }
 
+/* The keys only metadata has, dumped where set. */
+static int meta_only(const struct opt *o)
+{
+	return o->scope == S_DEV && (o->off == offsetof(struct dl_dev_model, device_ios_ppm) ||
+				     o->off == offsetof(struct dl_dev_model, readdir_ios_ppm));
+}
+
 /* A device model in words, as YAML comment lines: what each key is. */
 static void describe(const struct dl_dev_model *m, const char *cls, FILE *out, int indent)
 {
@@ -237,11 +244,9 @@ static void dump_models(const struct dl_dev_model *m, FILE *out, int indent)
 		for (unsigned i = 0; i < pacer_nopts; i++) {
 			if (pacer_opts[i].scope != S_DEV || (device_only(&pacer_opts[i]) && !m[c].transfer))
 				continue;
-			/* Metadata's own: shown where set. */
-			if ((pacer_opts[i].off == offsetof(struct dl_dev_model, device_ios_ppm) ||
-			     pacer_opts[i].off == offsetof(struct dl_dev_model, readdir_ios_ppm)) &&
-			    (c != DL_OP_META || !*(const uint64_t *)((const char *)&m[c] +
-								      pacer_opts[i].off)))
+			if (meta_only(&pacer_opts[i]) &&
+			    (c != DL_OP_META ||
+			     !*(const uint64_t *)((const char *)&m[c] + pacer_opts[i].off)))
 				continue;
 			pacer_fmt_val(&pacer_opts[i], (const char *)&m[c] + pacer_opts[i].off, buf, sizeof(buf));
 			fprintf(out, "%*s%s: %s\n", indent + 2, "", pacer_opts[i].name, buf);

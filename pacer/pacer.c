@@ -322,16 +322,32 @@ static uint64_t serve(struct pacer_class *k, const struct dl_dev_model *m, struc
 	return due;
 }
 
+/* The device reads a metadata request for an uncached inode owes
+ * (meta.device_ios; a first listing meta.readdir_ios), fractional:
+ * carried from request to request. */
+static uint64_t meta_owed(struct pacer_class *k, const struct dl_dev_model *m, uint32_t flags)
+{
+	uint64_t n, per = (flags & DL_PREQ_LISTING) ? m->readdir_ios_ppm : m->device_ios_ppm;
+
+	if (!per)
+		return 0;
+	k->meta_ios_ppm += per;
+	n = k->meta_ios_ppm / 1000000;
+	k->meta_ios_ppm -= n * 1000000;
+	return n;
+}
+
 /* The miss bytes of request r (class lock held): from the client's inode
  * cache (metadata seen before, with meta.cached_latency), from its page
  * cache (a buffered read inside what its file's readahead fetched), or
  * through the device: its latency draw, the queue, IOPS and bandwidth; a
  * buffered read's IO moves its readahead window (devwork.c). Returns the
  * due time; *start is when it left the queue, *busy whether it is in
- * service until completed. */
+ * service until completed, *owed the device reads a metadata request not
+ * answered from the inode cache owes the read throttle (meta_owed). */
 static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 			      const struct dl_pacer_req *r, uint32_t js, uint64_t now, uint64_t miss,
-			      uint64_t *start, uint64_t *ready, int *busy)
+			      uint64_t *start, uint64_t *ready, int *busy, uint64_t *owed)
 {
 	const struct dl_dev_model *m = model_at(p, r->cls, now);
 	int buffered = r->cls == DL_OP_READ && (r->flags & DL_PREQ_BUFFERED);
@@ -358,6 +374,8 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 		k->st.cached++;
 		return sat_add(now, pacer_lat_sample(&m->cached_latency, k->key, i));
 	}
+	if (r->cls == DL_OP_META)
+		*owed = meta_owed(k, m, r->flags);
 	if (buffered &&
 	    !pacer_ra_read(&k->runs, r->file_id, r->job, r->file_size, r->off, r->len, now, &miss,
 			   &after)) {
@@ -401,21 +419,6 @@ static uint64_t model_request(struct dl_pacer *p, struct pacer_class *k,
 static int pacer_nodev(const struct dl_pacer_req *r)
 {
 	return (r->flags & DL_PREQ_NODEV) || (r->cls == DL_OP_READ && !r->len);
-}
-
-/* The device reads a metadata request for an uncached inode owes
- * (meta.device_ios; a first listing meta.readdir_ios), fractional:
- * carried from request to request. */
-static uint64_t meta_owed(struct pacer_class *k, const struct dl_dev_model *m, uint32_t flags)
-{
-	uint64_t n, per = (flags & DL_PREQ_LISTING) ? m->readdir_ios_ppm : m->device_ios_ppm;
-
-	if (!per)
-		return 0;
-	k->meta_ios_ppm += per;
-	n = k->meta_ios_ppm / 1000000;
-	k->meta_ios_ppm -= n * 1000000;
-	return n;
 }
 
 /* Metadata's device reads (inode and directory blocks) pass the read
@@ -501,12 +504,8 @@ int dl_pacer_submit(struct dl_pacer *p, const struct dl_pacer_req *r, uint64_t n
 	pacer_share_begin(jc, now_ns);
 	if (p->cfg.enabled) {
 		if (!emulated || hit < r->len) {
-			uint64_t cached = st->cached;
-
 			due = model_request(p, k, r, js, now_ns, r->len - hit, &start, &ready,
-					    &busy);
-			if (r->cls == DL_OP_META && st->cached == cached)
-				meta_reads = meta_owed(k, model_at(p, DL_OP_META, now_ns), r->flags);
+					    &busy, &meta_reads);
 			if (busy) {
 				res->flags |= DL_PRES_BUSY;
 				res->gen = k->gen;
